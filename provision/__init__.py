@@ -1,0 +1,3 @@
+"""provision: bring bare GPU servers to verified, production-ready nodes."""
+
+__version__ = "0.1.0"
