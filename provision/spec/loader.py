@@ -1,0 +1,215 @@
+"""Read an Ansible inventory with Ansible's own loader and build the typed Fleet.
+
+Any inventory Ansible accepts (YAML, INI, dynamic plugins) works; the roles read the
+same variables. Every problem becomes one InputError line naming file, host and key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from provision.errors import InventoryError, SpecError
+from provision.spec.model import BmcEndpoint, Fleet, HostEntry, NodeSpec, SshEndpoint
+from provision.spec.strict_yaml import load_strict, yaml_files
+
+PROFILE_VAR = "provision_profile"
+PROFILE_PREFIX = "provision_profile_"
+CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
+
+
+def load_fleet(inventory: Path) -> Fleet:
+    """Load every host of `inventory` with its spec; raise InputError on any problem."""
+    inventory = Path(inventory)
+    if not inventory.exists():
+        raise InventoryError(f"{inventory}: inventory path does not exist")
+    _precheck_yaml(inventory)
+    hosts_vars = _ansible_host_vars(inventory)
+    if not hosts_vars:
+        raise InventoryError(f"{inventory}: inventory defines no hosts")
+    base = inventory if inventory.is_dir() else inventory.parent
+    entries = {name: _host_entry(inventory, base, name, groups, hv) for name, (groups, hv) in hosts_vars.items()}
+    _refuse_shared_bmcs(inventory, entries)
+    return Fleet(inventory=inventory, hosts=entries)
+
+
+def _precheck_yaml(inventory: Path) -> None:
+    for path in yaml_files(inventory):
+        load_strict(path)
+
+
+def _ansible_host_vars(inventory: Path) -> dict[str, tuple[tuple[str, ...], dict[str, Any]]]:
+    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "True")
+    os.environ.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "True")
+    os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
+    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from ansible.vars.manager import VariableManager
+
+    loader = DataLoader()
+    _setup_vault(loader)
+    try:
+        inv = InventoryManager(loader=loader, sources=[str(inventory)])
+        vm = VariableManager(loader=loader, inventory=inv)
+        result: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
+        for host in inv.get_hosts():
+            hv = vm.get_vars(host=host, include_hostvars=False)
+            groups = tuple(sorted(g.name for g in host.get_groups() if g.name not in ("all", "ungrouped")))
+            result[host.name] = (groups, _resolve(Templar(loader=loader, variables=hv), hv))
+    except AnsibleError as exc:
+        first = str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()[0]
+        raise InventoryError(f"{inventory}: {first}") from None
+    return result
+
+
+def _resolve(templar: Any, hv: dict[str, Any]) -> dict[str, Any]:
+    """Template only the variables we read (profiles are plain data)."""
+    wanted = {k: v for k, v in hv.items() if k.startswith(("provision_bmc_", "ansible_")) or k == PROFILE_VAR}
+    out = dict(hv)
+    for key, value in wanted.items():
+        out[key] = templar.template(value)
+    return out
+
+
+def _setup_vault(loader: Any) -> None:
+    password_file = os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
+    if not password_file:
+        return
+    from ansible.cli import CLI
+
+    secrets = CLI.setup_vault_secrets(loader, vault_ids=[], vault_password_files=[password_file])
+    loader.set_vault_secrets(secrets)
+
+
+def _host_entry(
+    inventory: Path, base: Path, name: str, groups: tuple[str, ...], hv: dict[str, Any]
+) -> HostEntry:
+    profile = hv.get(PROFILE_VAR)
+    if not profile:
+        raise SpecError(f"{inventory}: host {name}: {PROFILE_VAR} is not set (which node class is it?)")
+    raw = hv.get(PROFILE_PREFIX + str(profile))
+    if raw is None:
+        known = sorted(k.removeprefix(PROFILE_PREFIX) for k in hv if k.startswith(PROFILE_PREFIX))
+        raise SpecError(f"{inventory}: host {name}: {PROFILE_VAR}: unknown profile {profile!r}; known: {known}")
+    spec = _build_spec(_where(base, name, groups, PROFILE_PREFIX + str(profile)), name, str(profile), raw)
+    _check_images(base, name, spec)
+    return HostEntry(
+        name=name,
+        profile=str(profile),
+        groups=groups,
+        spec=spec,
+        bmc=_bmc_endpoint(inventory, base, name, hv),
+        ssh=_ssh_endpoint(name, hv),
+    )
+
+
+def _build_spec(where: str, host: str, profile: str, raw: Any) -> NodeSpec:
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: host {host}: {PROFILE_PREFIX}{profile}: must be a mapping")
+    try:
+        return NodeSpec.model_validate(_plain(raw))
+    except ValidationError as exc:
+        raise SpecError(f"{where}: host {host}: {_describe(exc, PROFILE_PREFIX + profile)}") from None
+
+
+def _plain(value: Any) -> Any:
+    """Ansible's tagged containers and strings become plain Python data."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    return str(value)
+
+
+def _describe(exc: ValidationError, prefix: str) -> str:
+    """First validation error as `key.path: message (got value)`, plus a count of the rest."""
+    errors = exc.errors()
+    first = errors[0]
+    path = ".".join(str(p) for p in (prefix, *first["loc"]))
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif first["type"] != "missing" and "input" in first and not isinstance(first["input"], dict | list):
+        msg += f" (got {first['input']!r})"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return f"{path}: {msg}{more}"
+
+
+def _where(base: Path, host: str, groups: tuple[str, ...], var: str) -> str:
+    """The file that defines `var` for this host, as best we can tell (for error messages)."""
+    candidates = [base / "host_vars" / host, *(base / "group_vars" / g for g in reversed(groups))]
+    candidates.append(base / "group_vars" / "all")
+    for cand in candidates:
+        paths = [cand.with_suffix(".yml"), cand.with_suffix(".yaml")]
+        if cand.is_dir():
+            paths += yaml_files(cand)
+        for path in paths:
+            if path.is_file() and f"{var}:" in path.read_text(encoding="utf-8", errors="replace"):
+                return str(path)
+    return str(base)
+
+
+def _check_images(base: Path, host: str, spec: NodeSpec) -> None:
+    for fw in spec.firmware:
+        if "://" in fw.image:
+            continue
+        path = Path(fw.image) if Path(fw.image).is_absolute() else base / fw.image
+        if not path.is_file():
+            raise SpecError(f"{base}: host {host}: firmware.{fw.component}.image: file {path} does not exist")
+
+
+def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) -> BmcEndpoint:
+    address = hv.get("provision_bmc_address")
+    if not address:
+        raise InventoryError(f"{inventory}: host {host}: provision_bmc_address is not set")
+    ca = hv.get("provision_bmc_ca_file")
+    ca_path = None
+    if ca:
+        ca_path = Path(str(ca)) if Path(str(ca)).is_absolute() else base / str(ca)
+        if not ca_path.is_file():
+            raise InventoryError(f"{inventory}: host {host}: provision_bmc_ca_file: {ca_path} does not exist")
+    user = hv.get("provision_bmc_username") or os.environ.get(CREDENTIAL_ENV[0]) or ""
+    password = hv.get("provision_bmc_password") or os.environ.get(CREDENTIAL_ENV[1]) or ""
+    try:
+        return BmcEndpoint(
+            address=str(address),
+            username=str(user),
+            password=str(password),  # type: ignore[arg-type]
+            ca_file=ca_path,
+            verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
+        )
+    except ValidationError as exc:
+        raise InventoryError(f"{inventory}: host {host}: {_describe(exc, 'provision_bmc')}") from None
+
+
+def _ssh_endpoint(host: str, hv: dict[str, Any]) -> SshEndpoint | None:
+    address = hv.get("ansible_host")
+    if not address:
+        return None
+    key = hv.get("ansible_ssh_private_key_file")
+    known = hv.get("provision_ssh_known_hosts")
+    return SshEndpoint(
+        host=str(address),
+        port=int(hv.get("ansible_port", 22)),
+        user=str(hv.get("ansible_user", "root")),
+        key_file=Path(str(key)) if key else None,
+        known_hosts=Path(str(known)) if known else None,
+        common_args=str(hv.get("ansible_ssh_common_args", "")),
+    )
+
+
+def _refuse_shared_bmcs(inventory: Path, entries: dict[str, HostEntry]) -> None:
+    seen: dict[str, str] = {}
+    for name, entry in entries.items():
+        addr = entry.bmc.address.rstrip("/")
+        if addr in seen:
+            raise InventoryError(f"{inventory}: hosts {seen[addr]} and {name} share BMC address {addr}")
+        seen[addr] = name

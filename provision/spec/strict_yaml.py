@@ -1,0 +1,66 @@
+"""Strict YAML reading for inventory files: precise errors, no silent duplicate keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from provision.errors import InventoryError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and tolerates Ansible's !vault/!unsafe tags."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+def _construct_tagged_scalar(loader: _StrictLoader, node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        return str(loader.construct_scalar(node))
+    raise yaml.constructor.ConstructorError(None, None, "expected a scalar", node.start_mark)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor("!vault", _construct_tagged_scalar)
+_StrictLoader.add_constructor("!unsafe", _construct_tagged_scalar)
+
+
+def load_strict(path: Path, *, allow_empty: bool = False) -> Any:
+    """Parse one YAML file; raise InventoryError naming file, line and problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"{path}: cannot read: {exc}") from None
+    if text.startswith("$ANSIBLE_VAULT"):
+        return None  # a whole-file vault; Ansible decrypts it
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - our loader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InventoryError(f"{path}: {where}YAML error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"{path}: YAML error: {exc}") from None
+    if data is None and not allow_empty:
+        raise InventoryError(f"{path}: file is empty")
+    return data
+
+
+def yaml_files(root: Path) -> list[Path]:
+    """Every YAML file under an inventory directory (or the file itself)."""
+    if root.is_file():
+        return [root] if root.suffix in {".yml", ".yaml"} else []
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".yml", ".yaml"})
