@@ -33,11 +33,30 @@ def load_fleet(inventory: Path) -> Fleet:
     base = inventory if inventory.is_dir() else inventory.parent
     entries = {name: _host_entry(inventory, base, name, groups, hv) for name, (groups, hv) in hosts_vars.items()}
     _refuse_shared_bmcs(inventory, entries)
-    return Fleet(inventory=inventory, hosts=entries)
+    return Fleet(inventory=inventory, hosts=entries, profiles=_all_profiles(base, hosts_vars))
+
+
+def _all_profiles(
+    base: Path, hosts_vars: dict[str, tuple[tuple[str, ...], dict[str, Any]]]
+) -> dict[str, NodeSpec]:
+    """Every profile the inventory defines, used by a host or not, validated once."""
+    name, (groups, hv) = next(iter(hosts_vars.items()))
+    profiles: dict[str, NodeSpec] = {}
+    for var, raw in hv.items():
+        if var.startswith(PROFILE_PREFIX):
+            profile = var.removeprefix(PROFILE_PREFIX)
+            profiles[profile] = _build_spec(_where(base, name, groups, var), name, profile, raw)
+    return profiles
 
 
 def _precheck_yaml(inventory: Path) -> None:
-    for path in yaml_files(inventory):
+    """Strictly parse the inventory's YAML and the vars directories beside it."""
+    base = inventory if inventory.is_dir() else inventory.parent
+    paths = yaml_files(inventory) if inventory.is_file() else []
+    for sub in ([inventory] if inventory.is_dir() else [base / "group_vars", base / "host_vars"]):
+        if sub.exists():
+            paths += yaml_files(sub)
+    for path in paths:
         load_strict(path)
 
 
@@ -182,7 +201,7 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
         return BmcEndpoint(
             address=str(address),
             username=str(user),
-            password=str(password),  # type: ignore[arg-type]
+            password=str(password),
             ca_file=ca_path,
             verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
         )

@@ -460,6 +460,7 @@ class Fleet(BaseModel):
 
     inventory: Path
     hosts: dict[str, HostEntry]
+    profiles: dict[str, NodeSpec] = Field(default_factory=dict)
 
     def select(self, names: list[str] | None = None, group: str | None = None) -> list[HostEntry]:
         """Hosts by name and/or group; unknown names raise InventoryError."""

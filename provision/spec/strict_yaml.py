@@ -17,7 +17,7 @@ class _StrictLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
@@ -46,7 +46,7 @@ def load_strict(path: Path, *, allow_empty: bool = False) -> Any:
     if text.startswith("$ANSIBLE_VAULT"):
         return None  # a whole-file vault; Ansible decrypts it
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - our loader is a SafeLoader
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

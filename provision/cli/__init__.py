@@ -1,0 +1,68 @@
+"""The `provision` command line: thin, maps errors to exit codes, renders results.
+
+Exit codes: 0 ok; 1 a check failed or drift found (or an operation failed);
+2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.markup import escape
+
+from provision.cli.output import err_console
+from provision.errors import ProvisionError
+
+app = typer.Typer(
+    name="provision",
+    help="Take bare GPU servers to verified, production-ready nodes, and keep a fleet there.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# Each entry: (command group name, module path holding a `app` Typer object).
+# Groups register here so that the root stays the only place that knows them all.
+SUBCOMMANDS: list[tuple[str, str]] = [
+    ("spec", "provision.cli.spec"),
+    ("inventory", "provision.cli.inventory"),
+]
+
+
+def _register() -> None:
+    import importlib
+
+    for name, module in SUBCOMMANDS:
+        sub = importlib.import_module(module)
+        if isinstance(sub.app, typer.Typer):
+            app.add_typer(sub.app, name=name)
+        else:  # a plain function registered as a top-level command
+            app.command(name=name)(sub.app)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app, turn ProvisionError into one line and an exit code.
+
+    Usage errors are reported by the CLI framework itself (exit 2); everything the library
+    raises on purpose is a ProvisionError and prints as one red line.
+    """
+    try:
+        app(args=argv, standalone_mode=True, prog_name="provision")
+    except ProvisionError as exc:
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err_console.print("[red]interrupted[/red]")
+        return 130
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""`provision inventory list`: hosts, their profile and BMC address."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.output import console, emit_json
+from provision.spec import load_fleet
+
+app = typer.Typer(help="Inspect the inventory.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_hosts(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False) -> None:
+    """List every host with its profile, groups and BMC address."""
+    fleet = load_fleet(inventory)
+    hosts = list(fleet.hosts.values())
+    if as_json:
+        emit_json(
+            [
+                {
+                    "host": h.name,
+                    "profile": h.profile,
+                    "groups": list(h.groups),
+                    "bmc": h.bmc.address,
+                    "ssh": h.ssh.host if h.ssh else None,
+                }
+                for h in hosts
+            ]
+        )
+        return
+    table = Table("host", "profile", "groups", "bmc", "ssh", title=str(inventory))
+    for h in hosts:
+        table.add_row(h.name, h.profile, ",".join(h.groups), h.bmc.address, h.ssh.host if h.ssh else "-")
+    console.print(table)

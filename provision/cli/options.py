@@ -1,0 +1,25 @@
+"""Options shared by every command group."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DEFAULT_INVENTORY = Path(os.environ.get("PROVISION_INVENTORY", "inventory/hosts.yml"))
+
+InventoryOpt = Annotated[
+    Path,
+    typer.Option(
+        "--inventory",
+        "-i",
+        help="Ansible inventory (file, directory or plugin config). Env: PROVISION_INVENTORY.",
+        envvar="PROVISION_INVENTORY",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+InsecureOpt = Annotated[
+    bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates (prints a warning).")
+]

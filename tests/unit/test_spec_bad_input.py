@@ -1,0 +1,126 @@
+"""Bad inventories and specs: one clear line naming file, host and key; exit 2; no traceback."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from provision.cli import main
+
+PROFILE = "group_vars/all/profile_ml_prod_v4.yml"
+
+
+def _edit(rel: str, old: str, new: str, count: int = 1) -> Callable[[Path], None]:
+    def apply(inv: Path) -> None:
+        path = inv / rel
+        text = path.read_text()
+        assert old in text, f"fixture drift: {old!r} not in {rel}"
+        path.write_text(text.replace(old, new, count))
+
+    return apply
+
+
+def _write(rel: str, text: str) -> Callable[[Path], None]:
+    def apply(inv: Path) -> None:
+        (inv / rel).parent.mkdir(parents=True, exist_ok=True)
+        (inv / rel).write_text(text)
+
+    return apply
+
+
+def _remove(rel: str) -> Callable[[Path], None]:
+    return lambda inv: (inv / rel).unlink()
+
+
+# (id, mutation, regexes the single error line must match)
+CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
+    ("yaml-syntax", _edit(PROFILE, "  cpu:\n", "  cpu: [\n"), [PROFILE, r"line \d+", "YAML error"]),
+    ("yaml-tab-indent", _edit("hosts.yml", "            node01:", "\t  node01:"), ["hosts.yml", "YAML error"]),
+    ("empty-hosts", _write("hosts.yml", ""), ["hosts.yml", "empty"]),
+    ("empty-group-vars", _write("group_vars/ml_prod_v4.yml", "---\n"), ["ml_prod_v4.yml", "empty"]),
+    ("unknown-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sokets: 2\n"),
+     [PROFILE, "node01", r"cpu\.sokets", "unknown key"]),
+    ("unknown-top-key", _edit(PROFILE, "  form_factor:", "  colour: red\n  form_factor:"),
+     [PROFILE, r"colour", "unknown key"]),
+    ("wrong-type", _edit(PROFILE, "    count: 8\n    memory_gb: 80", "    count: eight\n    memory_gb: 80"),
+     [PROFILE, "node01", r"gpu\.count", "integer", "eight"]),
+    ("zero-count", _edit(PROFILE, "    count: 8\n    memory_gb: 80", "    count: 0\n    memory_gb: 80"),
+     [PROFILE, r"gpu\.count", "greater than 0"]),
+    ("negative-count", _edit(PROFILE, "    sockets: 2", "    sockets: -2"), [PROFILE, r"cpu\.sockets", "greater than 0"]),
+    ("unknown-profile", _edit("group_vars/ml_prod_v4.yml", "ml_prod_v4", "ml_prod_v9"),
+     ["node01", "provision_profile", "unknown profile 'ml_prod_v9'"]),
+    ("no-profile", _write("group_vars/ml_prod_v4.yml", "---\nsomething: 1\n"), ["node01", "provision_profile is not set"]),
+    ("no-bmc-address", _write("host_vars/node03.yml", "---\nansible_host: node03.example.net\n"),
+     ["node03", "provision_bmc_address is not set"]),
+    ("bad-bmc-address", _write("host_vars/node03.yml", "---\nprovision_bmc_address: bmc-node03\n"),
+     ["node03", r"provision_bmc\.address"]),
+    ("duplicate-host", _edit("hosts.yml", "            node02:\n", "            node02:\n            node02:\n"),
+     ["hosts.yml", "duplicate key 'node02'"]),
+    ("duplicate-bmc", _write("host_vars/node02.yml", "---\nprovision_bmc_address: https://bmc-node01.oob.example.net\n"),
+     ["node01 and node02", "share BMC address"]),
+    ("bad-driver-version", _edit(PROFILE, "      version: 550.127.08\n      apt_version: 550.127.08-1\n      kernel",
+                                 "      version: latest\n      apt_version: 550.127.08-1\n      kernel"),
+     [PROFILE, r"software\.nvidia_driver\.version", "not a version"]),
+    ("bad-apt-version", _edit(PROFILE, "apt_version: 2.21.5-1+cuda12.4", "apt_version: 'two point one'"),
+     [PROFILE, r"software\.nccl\.apt_version", "not a Debian package version"]),
+    ("bad-firmware-version", _edit(PROFILE, "version: 11.02.05", "version: v11 beta"),
+     [PROFILE, r"firmware\.0\.version", "not a version"]),
+    ("scratch-layout-contradicts-drives", _edit(PROFILE, "        vdevs: 8", "        vdevs: 6"),
+     [PROFILE, r"storage\.scratch", "stripe has 6 vdevs but the scratch set has 8 drives"]),
+    ("memory-does-not-add-up", _edit(PROFILE, "    dimm_count: 32", "    dimm_count: 16"),
+     [PROFILE, r"memory", "total_gb 2048"]),
+    ("bad-sha256", _edit(PROFILE, "sha256: 2f23820a", "sha256: XYZ3820a"),
+     [PROFILE, r"firmware\.0\.sha256", "64 lowercase hex"]),
+    ("short-sha256", _edit(PROFILE, "2f23820ae740a7896344288de83ed94c261d364ee22ff7a4fb62afdef6076e2d", "2f23"),
+     [PROFILE, r"firmware\.0\.sha256"]),
+    ("missing-image", _edit(PROFILE, "../firmware/smc_x13_bmc_11.02.05.bin", "../firmware/nope.bin"),
+     ["node01", r"firmware\.bmc\.image", "nope.bin does not exist"]),
+    ("missing-ca-file", _write("host_vars/node04.yml",
+                               "---\nprovision_bmc_address: https://b4.example.net\nprovision_bmc_ca_file: /nonexistent/ca.pem\n"),
+     ["node04", "provision_bmc_ca_file", "does not exist"]),
+    ("fabric-manager-mismatch", _edit(PROFILE, "    fabric_manager:\n      version: 550.127.08",
+                                      "    fabric_manager:\n      version: 550.90.07"),
+     [PROFILE, "fabric_manager 550.90.07 must equal nvidia_driver 550.127.08"]),
+    ("driver-off-branch", _edit(PROFILE, 'branch: "550"', 'branch: "535"'), [PROFILE, "not on branch 535"]),
+    ("missing-section", _edit(PROFILE, "  acceptance:\n", "  acceptanse:\n"), [PROFILE, "acceptance", "Field required"]),
+    ("unknown-bios-key", _edit(PROFILE, "      sriov: enabled", "      sriovv: enabled"),
+     [PROFILE, r"bios\.settings", "unknown BIOS key"]),
+    ("bad-enum", _edit(PROFILE, "    type: DDR5", "    type: DDR6"), [PROFILE, r"memory\.type", "DDR6"]),
+    ("boot-raid1-needs-two", _edit(PROFILE, "    boot:\n      count: 2", "    boot:\n      count: 3"),
+     [PROFILE, "raid1 boot needs exactly 2 drives"]),
+    ("profile-not-mapping", _write("group_vars/all/profile_ml_prod_v4.yml", "---\nprovision_profile_ml_prod_v4: 7\n"),
+     ["provision_profile_ml_prod_v4", "must be a mapping"]),
+    ("duplicate-spec-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sockets: 3\n"),
+     [PROFILE, "duplicate key 'sockets'"]),
+]
+
+
+@pytest.mark.parametrize("mutate,patterns", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_one_clear_line(
+    inventory_copy: Path, capsys: pytest.CaptureFixture[str], mutate: Callable[[Path], None], patterns: list[str]
+) -> None:
+    mutate(inventory_copy.parent)
+    rc = main(["spec", "validate", "-i", str(inventory_copy)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2, err
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    for pattern in patterns:
+        assert re.search(pattern, err), f"{pattern!r} not in {err!r}"
+
+
+def test_missing_inventory_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["inventory", "list", "-i", str(tmp_path / "nope.yml")]) == 2
+    assert "nope.yml: inventory path does not exist" in capsys.readouterr().err
+
+
+def test_unknown_host_is_usage_error(capsys: pytest.CaptureFixture[str], inventory_copy: Path) -> None:
+    assert main(["spec", "show", "node42", "-i", str(inventory_copy)]) == 2
+    assert "unknown host(s) node42" in capsys.readouterr().err
+
+
+def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spec", "validate", "--frobnicate"]) == 2
