@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install everything the project, its lab and its tests need on a fresh Debian 12 machine (as root).
+# Idempotent: a second run only checks. Used by scripts/test.sh, scripts/demo.sh and .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(debootstrap systemd-container iproute2 dpkg-dev openssh-client procps psmisc curl ca-certificates)
+APT_OPTIONAL=(chromium)   # headless browser for the HTML report test; the test skips cleanly without it
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}" "${APT_OPTIONAL[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+  apt-get install -y -qq --no-install-recommends "${APT_OPTIONAL[@]}" >/dev/null \
+    || echo "bootstrap: optional packages unavailable: ${APT_OPTIONAL[*]}"
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/pip install -q -e '.[test]' 2>&1 | grep -v -E "^WARNING: Location|^$" || true
+.venv/bin/python -c "import provision, redfish, ansible_runner, testinfra, pydantic" \
+  || { echo "bootstrap: python dependencies did not install" >&2; exit 1; }
+echo "bootstrap: ready"
