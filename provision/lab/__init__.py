@@ -1,0 +1,1 @@
+"""The built-in lab: a Redfish BMC simulator (bmcsim) and node twins, driven by `provision lab`."""

@@ -1,0 +1,261 @@
+"""One simulated BMC: routes a request to the piece that owns it and answers a Reply."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.parser import BytesParser
+from email.policy import HTTP
+
+from provision.lab.bmcsim import events, vmedia
+from provision.lab.bmcsim.auth import Sessions
+from provision.lab.bmcsim.bios import Bios
+from provision.lab.bmcsim.clock import SimClock
+from provision.lab.bmcsim.config import BmcConfig, SimConfig
+from provision.lab.bmcsim.faults import Faults
+from provision.lab.bmcsim.messages import message
+from provision.lab.bmcsim.metadata import metadata_xml, service_document
+from provision.lab.bmcsim.power import Power
+from provision.lab.bmcsim.reply import Reply, error, no_content, success
+from provision.lab.bmcsim.seed import Seed
+from provision.lab.bmcsim.sel import Sel
+from provision.lab.bmcsim.synth import SESSIONS
+from provision.lab.bmcsim.tasks import Tasks
+from provision.lab.bmcsim.tree import ROOT, Json, Resources, norm
+from provision.lab.bmcsim.update import Updater
+
+PUBLIC_GETS = {"/redfish", ROOT, f"{ROOT}/$metadata", f"{ROOT}/odata"}
+
+
+@dataclass(slots=True)
+class Request:
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes = b""
+
+
+class Bmc:
+    """State and behaviour of one simulated BMC."""
+
+    def __init__(self, cfg: BmcConfig, sim: SimConfig, seed: Seed, clock: SimClock,
+                 power_hook: Callable[[str, bool], None] | None = None) -> None:
+        self.name = cfg.name
+        self.cfg = cfg
+        self.seed = seed
+        self.clock = clock
+        self.res = Resources(seed.tree)
+        self.sel = Sel(cfg.name, self.res, clock, seed.sel_service)
+        self.faults = Faults(self.sel)
+        self.sessions = Sessions(self.res, clock, cfg.username, cfg.password.get_secret_value(),
+                                 sim.timings.session_timeout)
+        self.faults.on_change("session-expiry", self._expire_sessions)
+        self.tasks = Tasks(cfg.name, self.res, clock, self.faults)
+        self.updater = Updater(cfg.name, self.res, self.tasks, self.sel, self.faults, sim, self.reboot)
+        self.bios = {s: Bios(cfg.name, self.res, self.sel, lay) for s, lay in seed.bios.items()}
+        self._power_hook = power_hook
+        self.power = {s: Power(cfg.name, s, self.res, clock, self.sel, sim.timings,
+                               on_boot=lambda s=s: self._host_booted(s),  # type: ignore[misc]
+                               on_power=self._power_changed) for s in seed.systems}
+        self.bmc_reboot_s = sim.timings.bmc_reboot
+        self.down_until = 0.0
+        self._personalise()
+
+    def _personalise(self) -> None:
+        """Each lab node gets its own serial number and UUID (the rest stays shared)."""
+        ident = str(uuid.uuid5(uuid.NAMESPACE_URL, f"provision-lab/{self.name}"))
+        for system in self.seed.systems:
+            sys_res = self.res.mutable(system)
+            sys_res.update(UUID=ident, SerialNumber=f"LAB{self.cfg.index:05d}")
+            sys_res.pop("@odata.etag", None)
+
+    # --- hooks --------------------------------------------------------------------------
+    def _expire_sessions(self, on: bool) -> None:
+        if on:
+            n = self.sessions.expire_all()
+            events.record(self.name, "sessions.expired", count=n)
+
+    def _host_booted(self, system: str) -> None:
+        if system in self.bios:
+            self.bios[system].apply_pending(stuck=self.faults.get("bios-stuck-pending") is not None)
+        self.updater.apply_staged()
+        self.power[system].consume_boot_once()
+
+    def _power_changed(self, on: bool) -> None:
+        if self._power_hook is not None:
+            self._power_hook(self.name, on)
+
+    def reboot(self, why: str) -> None:
+        """The BMC itself restarts: unreachable for a while, every session gone."""
+        self.down_until = self.clock.now() + self.bmc_reboot_s
+        self.sessions.expire_all()
+        self.sel.add(f"BMC reset: {why}", severity="Warning")
+
+    def is_down(self) -> bool:
+        return self.clock.now() < self.down_until
+
+    # --- requests -----------------------------------------------------------------------
+    def handle(self, req: Request) -> Reply:
+        path = norm(req.path) or "/"
+        if req.method in ("GET", "HEAD") and path in PUBLIC_GETS:
+            return self._public(path)
+        if req.method == "POST" and path == SESSIONS:
+            return self._login(req.body)
+        if not self.sessions.authorized(req.headers.get("X-Auth-Token"), req.headers.get("Authorization")):
+            reply = error(401, "NoValidSession")
+            reply.headers["WWW-Authenticate"] = 'Basic realm="provision-lab"'
+            return reply
+        method = {"GET": self._get, "HEAD": self._get, "PATCH": self._patch, "PUT": self._patch,
+                  "POST": self._post, "DELETE": self._delete}.get(req.method)
+        if method is None:
+            return error(405, "OperationNotAllowed")
+        return method(path, req)
+
+    def _public(self, path: str) -> Reply:
+        if path == "/redfish":
+            return Reply(200, {"v1": f"{ROOT}/"})
+        if path == f"{ROOT}/$metadata":
+            return Reply(200, raw=metadata_xml(self.seed.tree), content_type="application/xml")
+        if path == f"{ROOT}/odata":
+            return Reply(200, service_document(self.seed.tree))
+        return self._get(path, None)
+
+    def _login(self, raw: bytes) -> Reply:
+        body = _json(raw)
+        if body is None:
+            return error(400, "MalformedJSON")
+        made = self.sessions.create(body.get("UserName"), body.get("Password"))
+        if made is None:
+            events.record(self.name, "login.refused")
+            return error(401, "NoValidSession")
+        token, uri = made
+        events.record(self.name, "login", session=uri.rsplit("/", 1)[1])
+        return Reply(201, self.res.get(uri), {"X-Auth-Token": token, "Location": uri})
+
+    def _get(self, path: str, _req: Request | None) -> Reply:
+        hit = self.res.encoded(path)
+        if hit is None:
+            return error(404, "ResourceMissingAtURI", path)
+        raw, etag = hit
+        return Reply(200, raw=raw, headers={"ETag": etag})
+
+    def _patch(self, path: str, req: Request) -> Reply:
+        if not self.res.exists(path):
+            return error(404, "ResourceMissingAtURI", path)
+        match = req.headers.get("If-Match")
+        if match and match != "*" and match.removeprefix("W/") != self.res.etag(path):
+            return error(412, "PreconditionFailed")
+        body = _json(req.body)
+        if body is None:
+            return error(400, "MalformedJSON")
+        errors = self._patch_errors(path, body)
+        if errors is None:
+            return error(405, "OperationNotAllowed")
+        if errors:
+            return Reply(400, {"error": {"code": errors[0]["MessageId"], "message": errors[0]["Message"],
+                                         "@Message.ExtendedInfo": errors}})
+        return self._get(path, None)
+
+    def _patch_errors(self, path: str, body: Json) -> list[Json] | None:
+        if path in self.power:
+            return self.power[path].patch(body)
+        for bios in self.bios.values():
+            if path == (bios.layout.settings or bios.layout.bios):
+                return bios.patch_settings(body)
+        kind = str((self.res.get(path) or {}).get("@odata.type", ""))
+        if kind.startswith("#VirtualMedia."):
+            reply = vmedia.patch(self.name, self.res, self.sel, path, body)
+            return [] if reply.status < 300 else (reply.body or {}).get("error", {}).get("@Message.ExtendedInfo")
+        return None
+
+    def _delete(self, path: str, _req: Request) -> Reply:
+        if path.startswith(SESSIONS + "/") and self.sessions.delete(path):
+            events.record(self.name, "logout", session=path.rsplit("/", 1)[1])
+            return no_content()
+        if not self.res.exists(path):
+            return error(404, "ResourceMissingAtURI", path)
+        return error(405, "OperationNotAllowed")
+
+    def _post(self, path: str, req: Request) -> Reply:
+        target = self.seed.tree.action_targets.get(path)
+        if target is not None:
+            body = _json(req.body or b"{}")
+            if body is None:
+                return error(400, "MalformedJSON")
+            return self._action(target[0], target[1], body)
+        ctype = req.headers.get("Content-Type", "")
+        if path == self.seed.multipart_uri and ctype.startswith("multipart/"):
+            return self._multipart(ctype, req.body)
+        if path == self.seed.push_uri:
+            return self.updater.push(req.body, {})
+        if not self.res.exists(path):
+            return error(404, "ResourceMissingAtURI", path)
+        return error(405, "OperationNotAllowed")
+
+    def _action(self, owner: str, name: str, body: Json) -> Reply:
+        action = _find_action(self.res.get(owner) or {}, name)
+        if name == "ComputerSystem.Reset" and owner in self.power:
+            return self.power[owner].reset(body, action)
+        if name == "UpdateService.SimpleUpdate":
+            return self.updater.simple_update(body)
+        if name == "VirtualMedia.InsertMedia":
+            return vmedia.insert(self.name, self.res, self.sel, owner, body)
+        if name == "VirtualMedia.EjectMedia":
+            return vmedia.eject(self.name, self.res, self.sel, owner)
+        if name == "Manager.Reset":
+            asyncio.get_running_loop().call_soon(self.reboot, f"Manager.Reset {body.get('ResetType', '')}")
+            return no_content()
+        if name == "LogService.ClearLog":
+            return self._clear_log(owner)
+        if name in ("Bios.ResetBios", "SmcUpdateService.Install", "DellUpdateService.Install"):
+            self.sel.add(f"Action {name} accepted (no effect in the lab)")
+            return success()
+        return error(400, "ActionNotSupported", name)
+
+    def _clear_log(self, service: str) -> Reply:
+        entries = str((self.res.get(service) or {}).get("Entries", {}).get("@odata.id", "")).rstrip("/")
+        if entries and self.res.exists(entries):
+            coll = self.res.mutable(entries)
+            coll.update(Members=[], **{"Members@odata.count": 0})
+        return success()
+
+    def _multipart(self, ctype: str, raw: bytes) -> Reply:
+        msg = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
+        params: Json = {}
+        image: bytes | None = None
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            raw_payload = part.get_payload(decode=True)
+            payload = raw_payload if isinstance(raw_payload, bytes) else b""
+            if name == "UpdateParameters":
+                params = _json(payload) or {}
+            elif name == "UpdateFile" or part.get_filename():
+                image = payload
+        if image is None:
+            return error(400, "ActionParameterMissing", "MultipartHttpPushUri", "UpdateFile")
+        return self.updater.push(image, params)
+
+    def status(self) -> Json:
+        power = {s: p.state for s, p in self.power.items()}
+        return {"name": self.name, "power": power, "faults": self.faults.active(), "down": self.is_down(),
+                "sessions": len(self.sessions), "pending_bios": {s: b.pending() for s, b in self.bios.items()},
+                "messages": [message("Success")["MessageId"]]}
+
+
+def _json(raw: bytes) -> Json | None:
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _find_action(res: Json, name: str) -> Json:
+    acts = res.get("Actions") or {}
+    for key, val in [*acts.items(), *(acts.get("Oem") or {}).items()]:
+        if key.split("#")[-1] == name and isinstance(val, dict):
+            return val
+    return {}

@@ -1,0 +1,108 @@
+"""Typed configuration of one simulator process (written by `provision lab up`, read by the process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, FieldSerializationInfo, SecretStr, field_serializer
+
+DEFAULT_TREE = "supermicro"
+TREES_DIR = Path(__file__).resolve().parent.parent / "data" / "trees"
+
+
+class Parts(BaseModel):
+    """The parts a complete lab server presents, taken from the node spec (ML-PROD-V4 defaults)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cpus: int = 2
+    cpu_model: str = "Intel(R) Xeon(R) Platinum 8592+"
+    cpu_cores: int = 64
+    dimms: int = 32
+    dimm_mib: int = 65536
+    dimm_type: str = "DDR5"
+    gpus: int = 8
+    gpu_model: str = "NVIDIA H100 80GB HBM3"
+    boot_drives: int = 2
+    scratch_drives: int = 8
+    psus: int = 2
+
+
+class Timings(BaseModel):
+    """Simulated durations (seconds of simulated time)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    power_on: float = 5.0
+    power_off: float = 3.0
+    graceful_shutdown: float = 10.0
+    flash: float = 60.0
+    bmc_reboot: float = 30.0
+    session_timeout: float = 1800.0
+
+
+class BmcConfig(BaseModel):
+    """One simulated BMC."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    index: int
+    tree: Path = TREES_DIR / DEFAULT_TREE
+    as_captured: bool = False
+    username: str = "admin"
+    password: SecretStr
+    http: bool = True
+    https: bool = True
+
+    @field_serializer("password")
+    def _password(self, value: SecretStr, info: FieldSerializationInfo) -> str:
+        return _reveal(value, info)
+
+
+class SimConfig(BaseModel):
+    """The whole simulator process."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lab_dir: Path
+    nodes: list[BmcConfig]
+    speed: float = Field(default=1.0, gt=0)
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    control_token: SecretStr
+    ready_file: Path
+    log_file: Path
+    parts: Parts = Parts()
+    timings: Timings = Timings()
+    twins: bool = False
+    allow_image_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
+
+    @field_serializer("control_token")
+    def _token(self, value: SecretStr, info: FieldSerializationInfo) -> str:
+        return _reveal(value, info)
+
+    def to_file_json(self) -> str:
+        """The config with its secrets in clear, for the lab's own 0600 file and nothing else."""
+        return self.model_dump_json(indent=1, context={"reveal": True})
+
+
+def _reveal(value: SecretStr, info: FieldSerializationInfo) -> str:
+    ctx = info.context or {}
+    return value.get_secret_value() if ctx.get("reveal") else str(value)
+
+
+class NodePorts(BaseModel):
+    """Where one BMC answers, as the running process reports it."""
+
+    name: str
+    https_port: int | None
+    http_port: int | None
+
+
+class Ready(BaseModel):
+    """Written by the process once every BMC listens."""
+
+    pid: int
+    control_port: int
+    nodes: list[NodePorts]

@@ -1,0 +1,60 @@
+"""Faults injected into one BMC, live; every change is written to the SEL and the simulator log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from provision.lab.bmcsim.sel import Sel
+
+# kind -> (default value, what it does)
+FAULTS: dict[str, tuple[float, str]] = {
+    "latency": (500.0, "every request waits VALUE ms before it is answered"),
+    "unavailable": (5.0, "every request gets 503 with Retry-After: VALUE seconds"),
+    "drop": (0.0, "every connection is closed without an answer"),
+    "session-expiry": (0.0, "every session expires now (one-shot; 401 on the next use)"),
+    "task-stall": (50.0, "new tasks stop at VALUE percent until cleared"),
+    "task-fail": (50.0, "new tasks end in Exception at VALUE percent"),
+    "update-noop": (0.0, "updates report success but leave the version unchanged"),
+    "bmc-reset-mid-update": (0.0, "the BMC reboots halfway through an update; the update fails"),
+    "bios-stuck-pending": (0.0, "pending BIOS settings stay pending after a host reset"),
+}
+BMC_FAULT_KINDS = frozenset(FAULTS)
+ONE_SHOT = frozenset({"session-expiry"})
+
+
+class Faults:
+    """Active faults of one BMC: kind -> value."""
+
+    __slots__ = ("_active", "_listeners", "_sel")
+
+    def __init__(self, sel: Sel) -> None:
+        self._sel = sel
+        self._active: dict[str, float] = {}
+        self._listeners: dict[str, Callable[[bool], None]] = {}
+
+    def on_change(self, kind: str, listener: Callable[[bool], None]) -> None:
+        self._listeners[kind] = listener
+
+    def set(self, kind: str, value: float | None = None) -> None:
+        if kind not in FAULTS:
+            raise KeyError(kind)
+        val = FAULTS[kind][0] if value is None else value
+        self._sel.add(f"Fault injected: {kind} ({val:g})", severity="Warning", fault=kind, value=val)
+        if kind not in ONE_SHOT:
+            self._active[kind] = val
+        if kind in self._listeners:
+            self._listeners[kind](True)
+
+    def clear(self, kind: str) -> None:
+        if kind not in FAULTS:
+            raise KeyError(kind)
+        was = self._active.pop(kind, None)
+        self._sel.add(f"Fault cleared: {kind}", fault=kind, cleared=True, was_active=was is not None)
+        if kind in self._listeners:
+            self._listeners[kind](False)
+
+    def get(self, kind: str) -> float | None:
+        return self._active.get(kind)
+
+    def active(self) -> dict[str, float]:
+        return dict(self._active)

@@ -1,0 +1,230 @@
+"""Present the complete spec'd server: fill members a pruned capture lacks by cloning siblings.
+
+The vendor tree gives shape, names and quirks; the spec's `Parts` give the counts and part
+details. Every filled URI is reported so the simulator can say what it invented.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from provision.lab.bmcsim.config import Parts
+from provision.lab.bmcsim.synth import first_member
+from provision.lab.bmcsim.tree import ROOT, Json
+
+_DIGITS = re.compile(r"^(\D*?)(\d+)(.*)$")
+
+
+def complete(res: dict[str, Json], parts: Parts) -> list[str]:
+    """Fill `res` in place; returns the URIs it added."""
+    added = fill_listed(res)
+    for system in _members(res, f"{ROOT}/Systems"):
+        added += _memory(res, system, parts)
+        added += _cpus(res, system, parts)
+    added += _gpus(res, parts)
+    added += _drives(res, parts.boot_drives + parts.scratch_drives)
+    added += _psus(res, parts.psus)
+    return added
+
+
+def _members(res: dict[str, Json], coll: str) -> list[str]:
+    return [str(m["@odata.id"]).rstrip("/") for m in (res.get(coll) or {}).get("Members", [])
+            if isinstance(m, dict) and "@odata.id" in m]
+
+
+def _rewrite(node: Any, old: str, new: str) -> Any:
+    if isinstance(node, dict):
+        return {k: _rewrite(v, old, new) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_rewrite(v, old, new) for v in node]
+    if isinstance(node, str) and (node == old or node.startswith((old + "/", old + "#"))):
+        return new + node[len(old):]
+    return node
+
+
+def clone(res: dict[str, Json], src: str, dst: str) -> list[str]:
+    """Copy `src` and its sub-resources to `dst`, with ids, names and serials changed."""
+    old_id, new_id = src.rsplit("/", 1)[1], dst.rsplit("/", 1)[1]
+    added: list[str] = []
+    for uri in [u for u in res if u == src or u.startswith(src + "/")]:
+        target = dst + uri[len(src):]
+        if target in res:
+            continue
+        obj = _rewrite(copy.deepcopy(res[uri]), src, dst)
+        if uri == src:
+            _rename(obj, old_id, new_id)
+        res[target] = obj
+        added.append(target)
+    return added
+
+
+def _rename(obj: Json, old_id: str, new_id: str) -> None:
+    obj["Id"] = new_id
+    for key in ("Name", "DeviceLocator", "Description"):
+        if isinstance(obj.get(key), str) and old_id in obj[key]:
+            obj[key] = obj[key].replace(old_id, new_id)
+    if isinstance(obj.get("SerialNumber"), str):
+        obj["SerialNumber"] = f"{obj['SerialNumber']}-{new_id}"
+    obj.pop("@odata.etag", None)
+
+
+def next_id(existing: list[str], template: str) -> str:
+    """A fresh id shaped like `template` (its first number bumped past every sibling's)."""
+    m = _DIGITS.match(template)
+    if not m:
+        n = 2
+        while f"{template}-{n}" in existing:
+            n += 1
+        return f"{template}-{n}"
+    prefix, _, suffix = m.groups()
+    nums = [int(x.group(2)) for x in map(_DIGITS.match, existing)
+            if x and x.group(1) == prefix and x.group(3) == suffix]
+    return f"{prefix}{max(nums, default=0) + 1}{suffix}"
+
+
+def _link_lists(res: dict[str, Json]) -> list[tuple[str, str, list[Any]]]:
+    """Every (owner, key, list) of member links: collection Members and Storage Drives arrays."""
+    out = []
+    for uri, obj in res.items():
+        for key in ("Members", "Drives"):
+            links = obj.get(key)
+            if isinstance(links, list) and links and all(isinstance(x, dict) for x in links):
+                out.append((uri, key, links))
+    return out
+
+
+def fill_listed(res: dict[str, Json]) -> list[str]:
+    """Members a collection lists but the capture lacks: clone a present sibling into each."""
+    added: list[str] = []
+    for _owner, _key, links in _link_lists(res):
+        uris = [str(x.get("@odata.id", "")).rstrip("/") for x in links]
+        present = [u for u in uris if u in res]
+        for uri in uris:
+            if uri and uri not in res and present and uri.rsplit("/", 1)[0] == present[0].rsplit("/", 1)[0]:
+                added += clone(res, present[0], uri)
+    for uri in [u for u in added if "/" in u]:
+        _ensure_in_collection(res, uri)
+    return added
+
+
+def _ensure_in_collection(res: dict[str, Json], uri: str) -> None:
+    parent = res.get(uri.rsplit("/", 1)[0])
+    if parent is None or not isinstance(parent.get("Members"), list):
+        return
+    listed = any(m.get("@odata.id", "").rstrip("/") == uri for m in parent["Members"])
+    same_kind = str(res[uri].get("@odata.type", "")).split(".")[0] in str(parent.get("@odata.type", ""))
+    if not listed and same_kind:
+        parent["Members"].append({"@odata.id": uri})
+        parent["Members@odata.count"] = len(parent["Members"])
+
+
+def _top_up(res: dict[str, Json], coll: str, have: list[str], want: int) -> list[str]:
+    """Clone the last of `have` into `coll` until there are `want`."""
+    added: list[str] = []
+    if not have or coll not in res:
+        return added
+    while len(have) < want:
+        ids = [m.rsplit("/", 1)[1] for m in _members(res, coll)]
+        dst = f"{coll}/{next_id(ids, have[-1].rsplit('/', 1)[1])}"
+        added += clone(res, have[-1], dst)
+        res[coll]["Members"].append({"@odata.id": dst})
+        res[coll]["Members@odata.count"] = len(res[coll]["Members"])
+        have.append(dst)
+    return added
+
+
+def _memory(res: dict[str, Json], system: str, parts: Parts) -> list[str]:
+    coll = str(res.get(system, {}).get("Memory", {}).get("@odata.id", "")).rstrip("/")
+    dimms = [m for m in _members(res, coll) if m in res]
+    added = _top_up(res, coll, dimms, parts.dimms)
+    for uri in dimms:
+        res[uri].update(CapacityMiB=parts.dimm_mib, MemoryDeviceType=parts.dimm_type)
+    summary = res[system].setdefault("MemorySummary", {})
+    summary["TotalSystemMemoryGiB"] = parts.dimms * parts.dimm_mib // 1024
+    return added
+
+
+def _is_cpu(obj: Json) -> bool:
+    return obj.get("ProcessorType", "CPU") == "CPU"
+
+
+def _cpus(res: dict[str, Json], system: str, parts: Parts) -> list[str]:
+    coll = str(res.get(system, {}).get("Processors", {}).get("@odata.id", "")).rstrip("/")
+    cpus = [m for m in _members(res, coll) if m in res and _is_cpu(res[m])]
+    added = _top_up(res, coll, cpus, parts.cpus)
+    for uri in cpus:
+        res[uri].update(Model=parts.cpu_model, TotalCores=parts.cpu_cores)
+    summary = res[system].setdefault("ProcessorSummary", {})
+    summary.update(Count=parts.cpus, Model=parts.cpu_model)
+    return added
+
+
+def _is_gpu(uri: str, obj: Json) -> bool:
+    kind = str(obj.get("@odata.type", ""))
+    if kind.startswith("#Processor."):
+        return obj.get("ProcessorType") == "GPU" and "NVIDIA" in str(obj.get("Manufacturer", "")).upper()
+    if kind.startswith("#PCIeDevice."):
+        return uri.rsplit("/", 1)[1].upper().startswith("GPU") or "H100" in str(obj.get("Model", ""))
+    return False
+
+
+def _gpus(res: dict[str, Json], parts: Parts) -> list[str]:
+    gpus = sorted((u for u, o in res.items() if _is_gpu(u, o)), key=_natural)
+    if gpus:
+        return _top_up(res, gpus[-1].rsplit("/", 1)[0], gpus, parts.gpus)
+    system = first_member(res, f"{ROOT}/Systems")
+    coll = str(res.get(system or "", {}).get("Processors", {}).get("@odata.id", "")).rstrip("/")
+    cpus = [m for m in _members(res, coll) if m in res]
+    if not cpus or parts.gpus == 0:
+        return []
+    first = f"{coll}/GPU1"
+    added = clone(res, cpus[0], first)
+    res[first].update(ProcessorType="GPU", Model=parts.gpu_model, Manufacturer="NVIDIA Corporation")
+    res[coll]["Members"].append({"@odata.id": first})
+    res[coll]["Members@odata.count"] = len(res[coll]["Members"])
+    return added + _top_up(res, coll, [first], parts.gpus)
+
+
+def _natural(uri: str) -> tuple[str, int]:
+    m = _DIGITS.match(uri.rsplit("/", 1)[1])
+    return (uri, 0) if not m else (uri.rsplit("/", 1)[0] + m.group(1), int(m.group(2)))
+
+
+def _drives(res: dict[str, Json], want: int) -> list[str]:
+    drives = sorted((u for u, o in res.items() if str(o.get("@odata.type", "")).startswith("#Drive.")),
+                    key=_natural)
+    if not drives or len(drives) >= want:
+        return []
+    added: list[str] = []
+    storages = [(u, o) for u, o in res.items() if isinstance(o.get("Drives"), list)
+                and any(str(d.get("@odata.id", "")).rstrip("/") == drives[-1] for d in o["Drives"])]
+    parent = drives[-1].rsplit("/", 1)[0]
+    while len(drives) < want:
+        siblings = [u.rsplit("/", 1)[1] for u in res if u.rsplit("/", 1)[0] == parent]
+        dst = f"{parent}/{next_id(siblings, drives[-1].rsplit('/', 1)[1])}"
+        added += clone(res, drives[-1], dst)
+        for _uri, storage in storages:
+            storage["Drives"].append({"@odata.id": dst})
+            storage["Drives@odata.count"] = len(storage["Drives"])
+        _ensure_in_collection(res, dst)
+        drives.append(dst)
+    return added
+
+
+def _psus(res: dict[str, Json], want: int) -> list[str]:
+    for uri, obj in res.items():
+        supplies = obj.get("PowerSupplies")
+        if str(obj.get("@odata.type", "")).startswith("#Power.") and isinstance(supplies, list) and supplies:
+            while len(supplies) < want:
+                new = copy.deepcopy(supplies[-1])
+                new["MemberId"] = str(len(supplies))
+                new["@odata.id"] = f"{uri}#/PowerSupplies/{len(supplies)}"
+                supplies.append(new)
+    added: list[str] = []
+    for uri, obj in list(res.items()):
+        if str(obj.get("@odata.type", "")).startswith("#PowerSupplyCollection."):
+            have = [m for m in _members(res, uri) if m in res]
+            added += _top_up(res, uri, have, want)
+    return added

@@ -1,0 +1,62 @@
+"""Build the shared seed of a tree once per (tree, mode, parts) and describe where things live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from provision.lab.bmcsim import fill, synth
+from provision.lab.bmcsim.bios import BiosLayout, layout
+from provision.lab.bmcsim.config import Parts
+from provision.lab.bmcsim.tree import ROOT, SeedTree, load_dir
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    tree: SeedTree
+    systems: tuple[str, ...]
+    managers: tuple[str, ...]
+    sel_service: str
+    bios: dict[str, BiosLayout]
+    push_uri: str | None
+    multipart_uri: str | None
+    invented: tuple[str, ...]
+
+
+_CACHE: dict[tuple[str, bool, Parts], Seed] = {}
+
+
+def get_seed(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
+    key = (str(tree_dir.resolve()), as_captured, parts)
+    if key not in _CACHE:
+        _CACHE[key] = build(tree_dir, as_captured, parts)
+    return _CACHE[key]
+
+
+def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
+    res = load_dir(tree_dir)
+    invented = synth.add_services(res)
+    if not as_captured:
+        invented += fill.complete(res, parts)
+        invented += synth.add_virtual_media(res)
+    before = set(res)
+    sel = synth.sel_service(res)
+    invented += sorted(set(res) - before)
+    tree = SeedTree(tree_dir.name, res)
+    systems = tuple(_members(tree, f"{ROOT}/Systems"))
+    lays = {s: lay for s in systems if (lay := layout(tree, s)) is not None}
+    upd = tree.get(f"{ROOT}/UpdateService") or {}
+    return Seed(
+        tree=tree, systems=systems, managers=tuple(_members(tree, f"{ROOT}/Managers")), sel_service=sel,
+        bios=lays, push_uri=_uri(upd.get("HttpPushUri")), multipart_uri=_uri(upd.get("MultipartHttpPushUri")),
+        invented=tuple(invented),
+    )
+
+
+def _uri(value: object) -> str | None:
+    return str(value).rstrip("/") if isinstance(value, str) and value else None
+
+
+def _members(tree: SeedTree, coll: str) -> list[str]:
+    return [str(m.get("@odata.id", "")).rstrip("/") for m in (tree.get(coll) or {}).get("Members", [])
+            if tree.get(str(m.get("@odata.id", "")).rstrip("/")) is not None]

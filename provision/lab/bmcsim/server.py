@@ -1,0 +1,118 @@
+"""The simulator process: build every BMC, listen, write the ready file, serve until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import signal
+import socket
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from provision.lab.bmcsim import events
+from provision.lab.bmcsim.bmc import Bmc
+from provision.lab.bmcsim.clock import SimClock
+from provision.lab.bmcsim.config import NodePorts, Ready, SimConfig
+from provision.lab.bmcsim.http import Dispatcher
+from provision.lab.bmcsim.seed import get_seed
+
+MAX_BODY = 512 * 1024 * 1024
+
+
+def _listen() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _raise_fd_limit(need: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(max(soft, need), hard)
+    if want > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+def _ssl(cfg: SimConfig) -> ssl.SSLContext | None:
+    if cfg.cert_file is None or cfg.key_file is None:
+        return None
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    return ctx
+
+
+def _twins_hook(cfg: SimConfig) -> Callable[[str, bool], None] | None:
+    if not cfg.twins:
+        return None
+
+    def call(node: str, on: bool) -> None:
+        try:
+            import importlib
+
+            twins = importlib.import_module("provision.lab.twins")
+            twins.power(cfg.lab_dir, node, on)
+            events.record(node, "twin.power", on=on)
+        except Exception as exc:  # the twin failing must not take the BMC down
+            events.record(node, "twin.power_failed", on=on, error=f"{exc.__class__.__name__}: {exc}")
+
+    def hook(node: str, on: bool) -> None:
+        asyncio.get_running_loop().run_in_executor(None, call, node, on)
+
+    return hook
+
+
+def build_bmcs(cfg: SimConfig, clock: SimClock) -> list[Bmc]:
+    hook = _twins_hook(cfg)
+    return [Bmc(n, cfg, get_seed(n.tree, n.as_captured, cfg.parts), clock, hook) for n in cfg.nodes]
+
+
+async def serve(cfg: SimConfig) -> None:
+    events.to_file(str(cfg.log_file))
+    _raise_fd_limit(4 * len(cfg.nodes) + 256)
+    clock = SimClock(cfg.speed)
+    dispatcher = Dispatcher(cfg.control_token.get_secret_value())
+    app = web.Application(client_max_size=MAX_BODY)
+    app.router.add_route("*", "/{tail:.*}", dispatcher)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    ctx = _ssl(cfg)
+    ports = []
+    for bmc in build_bmcs(cfg, clock):
+        dispatcher.add(bmc)
+        https = await _site(runner, dispatcher, bmc, ctx) if bmc.cfg.https and ctx else None
+        http = await _site(runner, dispatcher, bmc, None) if bmc.cfg.http else None
+        ports.append(NodePorts(name=bmc.name, https_port=https, http_port=http))
+    control = _listen()
+    dispatcher.control_port = control.getsockname()[1]
+    await web.SockSite(runner, control).start()
+    _write_ready(cfg.ready_file, Ready(pid=os.getpid(), control_port=dispatcher.control_port, nodes=ports))
+    events.record("-", "started", nodes=len(ports), speed=cfg.speed)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, dispatcher.stop.set)
+    await dispatcher.stop.wait()
+    events.record("-", "stopping")
+    await runner.cleanup()
+    with contextlib.suppress(FileNotFoundError):
+        cfg.ready_file.unlink()
+
+
+async def _site(runner: web.AppRunner, dispatcher: Dispatcher, bmc: Bmc, ctx: ssl.SSLContext | None) -> int:
+    sock = _listen()
+    port = int(sock.getsockname()[1])
+    dispatcher.by_port[port] = bmc
+    await web.SockSite(runner, sock, ssl_context=ctx).start()
+    return port
+
+
+def _write_ready(path: Path, ready: Ready) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(ready.model_dump_json(indent=1))
+    tmp.replace(path)

@@ -1,0 +1,200 @@
+"""Seed trees: load a DMTF mockup-creator layout once, share it; per-BMC copy-on-write overlays.
+
+A `SeedTree` is immutable after construction and shared by every BMC seeded from it.
+A `Resources` view belongs to one BMC: reads fall through to the seed, writes land in a
+small per-BMC delta (copy-on-write), so a thousand BMCs cost a thousand deltas, not trees.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from provision.errors import InputError
+
+Json = dict[str, Any]
+ROOT = "/redfish/v1"
+
+
+def norm(path: str) -> str:
+    """Canonical resource path: no trailing slash, no query, no fragment."""
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    while len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    return path
+
+
+def find_root(tree_dir: Path) -> Path:
+    """The directory holding the service root's index.json (`redfish/v1/` or the tree itself)."""
+    for cand in (tree_dir / "redfish" / "v1", tree_dir):
+        if (cand / "index.json").is_file():
+            return cand
+    raise InputError(f"{tree_dir}: not a Redfish mockup (no redfish/v1/index.json or index.json)")
+
+
+def _read_json(file: Path) -> Json:
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{file}: unreadable JSON ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{file}: top level is not a JSON object")
+    return data
+
+
+def load_dir(tree_dir: Path) -> dict[str, Json]:
+    """Read every `index.json` (and loose `X.json` registry files) into {uri: resource}."""
+    root = find_root(tree_dir)
+    out: dict[str, Json] = {}
+    for file in sorted(root.rglob("*.json")):
+        rel = file.relative_to(root)
+        if file.name == "index.json":
+            parts = rel.parent.parts
+        elif file.name == "explorer_config.json":
+            continue
+        else:
+            parts = (*rel.parent.parts, file.stem)
+        uri = norm("/".join((ROOT, *parts)))
+        out[uri] = _read_json(file)
+    if ROOT not in out:
+        raise InputError(f"{tree_dir}: no service root")
+    return out
+
+
+def compute_etag(obj: Json) -> str:
+    body = {k: v for k, v in obj.items() if k != "@odata.etag"}
+    digest = hashlib.md5(json.dumps(body, sort_keys=True).encode(), usedforsecurity=False)
+    return f'"{digest.hexdigest()[:20]}"'
+
+
+def encode(obj: Json) -> tuple[bytes, str]:
+    """Serialized body and strong ETag of one resource (the body carries @odata.etag when it had one)."""
+    etag = compute_etag(obj)
+    if "@odata.etag" in obj:
+        obj = {**obj, "@odata.etag": etag}
+    return json.dumps(obj, indent=1).encode(), etag
+
+
+class SeedTree:
+    """An immutable, shareable set of resources plus lazily cached encodings."""
+
+    def __init__(self, name: str, resources: dict[str, Json]) -> None:
+        self.name = name
+        self._res = resources
+        self._enc: dict[str, tuple[bytes, str]] = {}
+        self.action_targets = _index_actions(resources)
+
+    def get(self, uri: str) -> Json | None:
+        return self._res.get(uri)
+
+    def encoded(self, uri: str) -> tuple[bytes, str] | None:
+        hit = self._enc.get(uri)
+        if hit is None and uri in self._res:
+            hit = self._enc[uri] = encode(self._res[uri])
+        return hit
+
+    def uris(self) -> Iterator[str]:
+        return iter(self._res)
+
+    def __contains__(self, uri: str) -> bool:
+        return uri in self._res
+
+    def __len__(self) -> int:
+        return len(self._res)
+
+
+def _index_actions(resources: dict[str, Json]) -> dict[str, tuple[str, str]]:
+    """Map each action target URI to (owning resource, short action name, e.g. ComputerSystem.Reset)."""
+    out: dict[str, tuple[str, str]] = {}
+    for uri, res in resources.items():
+        for key, action in _actions(res):
+            short = key.split("#")[-1]
+            out[norm(action["target"])] = (uri, short)
+    return out
+
+
+def _actions(res: Json) -> Iterator[tuple[str, Json]]:
+    acts = res.get("Actions")
+    if not isinstance(acts, dict):
+        return
+    for key, val in acts.items():
+        if key == "Oem" and isinstance(val, dict):
+            for okey, oval in val.items():
+                if isinstance(oval, dict) and "target" in oval:
+                    yield okey, oval
+        elif isinstance(val, dict) and "target" in val:
+            yield key, val
+
+
+class Resources:
+    """One BMC's view of a seed tree: reads fall through, writes are copy-on-write deltas."""
+
+    __slots__ = ("_deleted", "_delta", "_enc", "seed")
+
+    def __init__(self, seed: SeedTree) -> None:
+        self.seed = seed
+        self._delta: dict[str, Json] = {}
+        self._deleted: set[str] = set()
+        self._enc: dict[str, tuple[bytes, str]] = {}
+
+    def get(self, uri: str) -> Json | None:
+        if uri in self._delta:
+            return self._delta[uri]
+        if uri in self._deleted:
+            return None
+        return self.seed.get(uri)
+
+    def exists(self, uri: str) -> bool:
+        return self.get(uri) is not None
+
+    def encoded(self, uri: str) -> tuple[bytes, str] | None:
+        if uri in self._delta:
+            hit = self._enc.get(uri)
+            if hit is None:
+                hit = self._enc[uri] = encode(self._delta[uri])
+            return hit
+        if uri in self._deleted:
+            return None
+        return self.seed.encoded(uri)
+
+    def etag(self, uri: str) -> str | None:
+        hit = self.encoded(uri)
+        return hit[1] if hit else None
+
+    def mutable(self, uri: str) -> Json:
+        """The BMC's own copy of a resource, created on first write; call `touched` after changing it."""
+        if uri not in self._delta:
+            base = self.seed.get(uri)
+            if base is None or uri in self._deleted:
+                raise KeyError(uri)
+            self._delta[uri] = copy.deepcopy(base)
+        self._enc.pop(uri, None)
+        return self._delta[uri]
+
+    def put(self, uri: str, obj: Json) -> None:
+        self._delta[uri] = obj
+        self._deleted.discard(uri)
+        self._enc.pop(uri, None)
+
+    def delete(self, uri: str) -> None:
+        self._delta.pop(uri, None)
+        self._enc.pop(uri, None)
+        self._deleted.add(uri)
+
+    def add_member(self, collection: str, member: str) -> None:
+        coll = self.mutable(collection)
+        members = coll.setdefault("Members", [])
+        members.append({"@odata.id": member})
+        coll["Members@odata.count"] = len(members)
+
+    def remove_member(self, collection: str, member: str) -> None:
+        coll = self.mutable(collection)
+        coll["Members"] = [m for m in coll.get("Members", []) if m.get("@odata.id") != member]
+        coll["Members@odata.count"] = len(coll["Members"])
+
+    def delta_size(self) -> int:
+        return len(self._delta)

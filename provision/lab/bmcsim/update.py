@@ -1,0 +1,167 @@
+"""UpdateService: SimpleUpdate (downloads ImageURI from a loopback server), HTTP push and multipart
+push; one Task per update; Immediate or OnReset apply; a BMC image reboots the BMC."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import aiohttp
+
+from provision.lab.bmcsim import events
+from provision.lab.bmcsim.config import SimConfig
+from provision.lab.bmcsim.faults import Faults
+from provision.lab.bmcsim.images import ImageHeader, parse_image
+from provision.lab.bmcsim.messages import message
+from provision.lab.bmcsim.reply import Reply, accepted, error
+from provision.lab.bmcsim.sel import Sel
+from provision.lab.bmcsim.tasks import Task, Tasks
+from provision.lab.bmcsim.tree import ROOT, Json, Resources
+
+INVENTORY = f"{ROOT}/UpdateService/FirmwareInventory"
+APPLY_TIMES = ("Immediate", "OnReset")
+
+
+@dataclass(slots=True)
+class Staged:
+    targets: list[str]
+    version: str
+    component: str
+
+
+class Updater:
+    """One BMC's firmware update flows."""
+
+    def __init__(self, node: str, res: Resources, tasks: Tasks, sel: Sel, faults: Faults,
+                 cfg: SimConfig, reboot_bmc: Callable[[str], None]) -> None:
+        self._node = node
+        self._res = res
+        self._tasks = tasks
+        self._sel = sel
+        self._faults = faults
+        self._cfg = cfg
+        self._reboot_bmc = reboot_bmc
+        self._staged: list[Staged] = []
+        self._jobs: set[asyncio.Task[None]] = set()
+
+    # --- entry points -------------------------------------------------------------------
+    def simple_update(self, body: Json) -> Reply:
+        uri = body.get("ImageURI")
+        if not isinstance(uri, str) or not uri:
+            return error(400, "ActionParameterMissing", "UpdateService.SimpleUpdate", "ImageURI")
+        url = urlparse(uri if "://" in uri else f"{body.get('TransferProtocol', 'HTTP').lower()}://{uri}")
+        if url.scheme not in ("http", "https") or url.hostname not in self._cfg.allow_image_hosts:
+            return error(400, "ActionParameterValueNotInList", uri, "ImageURI", "UpdateService.SimpleUpdate")
+        apply_time = body.get("@Redfish.OperationApplyTime", "Immediate")
+        if apply_time not in APPLY_TIMES:
+            return error(400, "ActionParameterValueNotInList", apply_time, "@Redfish.OperationApplyTime",
+                         "UpdateService.SimpleUpdate")
+        task = self._tasks.create("SimpleUpdate")
+        self._spawn(self._download_then_flash(task, url.geturl(), body.get("Targets"), apply_time))
+        return accepted(task.uri, self._tasks.body(task))
+
+    def push(self, image: bytes, params: Json) -> Reply:
+        """HTTP push or multipart push: the image bytes are already here."""
+        apply_time = params.get("@Redfish.OperationApplyTime", "Immediate")
+        if apply_time not in APPLY_TIMES:
+            return error(400, "ActionParameterValueNotInList", apply_time, "@Redfish.OperationApplyTime",
+                         "UpdateService.MultipartHttpPushUri")
+        task = self._tasks.create("HttpPushUpdate")
+        self._flash(task, image, params.get("Targets"), apply_time)
+        return accepted(task.uri, self._tasks.body(task))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        job = asyncio.ensure_future(coro)
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+
+    async def _download_then_flash(self, task: Task, url: str, targets: object, apply_time: str) -> None:
+        try:
+            timeout = aiohttp.ClientTimeout(total=60)
+            async with aiohttp.ClientSession(timeout=timeout) as http, http.get(url) as resp:
+                resp.raise_for_status()
+                image = await resp.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            events.record(self._node, "update.download_failed", url=url, error=exc.__class__.__name__)
+            self._tasks.complete(task, False, [message("TransferFailed", url, self._node)], reason="download")
+            return
+        events.record(self._node, "update.downloaded", url=url, size=len(image))
+        self._flash(task, image, targets, apply_time)
+
+    # --- the flash ----------------------------------------------------------------------
+    def _flash(self, task: Task, image: bytes, targets: object, apply_time: str) -> None:
+        try:
+            header = parse_image(image)
+        except ValueError as exc:
+            self._tasks.complete(task, False, [message("ApplyFailed", "image", str(exc))], reason="bad image")
+            return
+        found = self.resolve(header, targets)
+        if not found:
+            self._tasks.complete(task, False, [message("ApplyFailed", header.component, "no such component")],
+                                 reason="no target")
+            return
+        self._tasks.run(task, self._cfg.timings.flash,
+                        finish=lambda: self._finish(header, found, apply_time),
+                        midway=self._midway)
+
+    def resolve(self, header: ImageHeader, targets: object) -> list[str]:
+        """Inventory entries the image is for: Targets if given, else by component Id, then Name."""
+        members = [str(m.get("@odata.id", "")).rstrip("/")
+                   for m in (self._res.get(INVENTORY) or {}).get("Members", [])]
+        members = [m for m in members if self._res.exists(m)]
+        if isinstance(targets, list) and targets:
+            return [str(t).rstrip("/") for t in targets if str(t).rstrip("/") in members]
+        by_id = [m for m in members if m.rsplit("/", 1)[1] == header.component]
+        if by_id:
+            return by_id
+        return [m for m in members if (self._res.get(m) or {}).get("Name") == header.component
+                and not m.rsplit("/", 1)[1].startswith(("Previous", "Available"))]
+
+    def _midway(self) -> list[Json] | None:
+        if self._faults.get("bmc-reset-mid-update") is None:
+            return None
+        self._sel.add("BMC reset during firmware update (fault bmc-reset-mid-update)", severity="Critical")
+        self._reboot_bmc("fault bmc-reset-mid-update")
+        return [message("ApplyFailed", "image", self._node)]
+
+    def _finish(self, header: ImageHeader, targets: list[str], apply_time: str) -> tuple[bool, list[Json]]:
+        if self._faults.get("update-noop") is not None:
+            self._sel.add(f"{header.component} update reported success, version unchanged (fault update-noop)",
+                          severity="Warning", version=header.version)
+            return True, [message("UpdateSuccessful", header.component, header.version)]
+        if apply_time == "OnReset":
+            self._staged.append(Staged(targets, header.version, header.component))
+            self._sel.add(f"{header.component} {header.version} staged; applies at next host reset")
+            return True, [message("AwaitToActivate", header.version, header.component)]
+        self.apply(Staged(targets, header.version, header.component))
+        return True, [message("UpdateSuccessful", header.component, header.version)]
+
+    def apply(self, staged: Staged) -> None:
+        for uri in staged.targets:
+            self._res.mutable(uri)["Version"] = staged.version
+        comp = staged.component.upper()
+        if "BIOS" in comp:
+            for system in _members(self._res, f"{ROOT}/Systems"):
+                self._res.mutable(system)["BiosVersion"] = staged.version
+        self._sel.add(f"Firmware {staged.component} updated to {staged.version}", version=staged.version)
+        if "BMC" in comp or "IDRAC" in comp or any(self._is_bmc(t) for t in staged.targets):
+            for manager in _members(self._res, f"{ROOT}/Managers"):
+                self._res.mutable(manager)["FirmwareVersion"] = staged.version
+            self._reboot_bmc("BMC firmware activated")
+
+    def _is_bmc(self, uri: str) -> bool:
+        name = str((self._res.get(uri) or {}).get("Name", "")).upper()
+        return uri.rsplit("/", 1)[1].upper() == "BMC" or "REMOTE ACCESS CONTROLLER" in name
+
+    def apply_staged(self) -> None:
+        """At a host reset."""
+        staged, self._staged = self._staged, []
+        for item in staged:
+            self.apply(item)
+
+
+def _members(res: Resources, coll: str) -> list[str]:
+    return [str(m.get("@odata.id", "")).rstrip("/") for m in (res.get(coll) or {}).get("Members", [])]
