@@ -1,0 +1,1 @@
+"""Bring-up: staged, resumable, concurrent, from bare BMC to verified node."""

@@ -1,0 +1,101 @@
+"""Run stages over many nodes under a concurrency limit; one node's failure stops only that node.
+
+Resuming needs no special case: every stage observes the live state before planning, so a stage
+whose work was done before an interruption plans nothing and the run moves on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from provision.bringup.model import STAGES, BringupResult, NodeResult, Outcome, StagePlan, StageResult
+from provision.bringup.stage import Progress, Stage, StageContext
+from provision.errors import InputError, ProvisionError
+from provision.journal import Journal
+from provision.spec import HostEntry
+
+
+def select_stages(stages: Sequence[Stage], start: str | None = None, only: str | None = None) -> list[Stage]:
+    """The stages to run given --from and --only; unknown names are usage errors."""
+    names = [s.name for s in stages]
+    for wanted in (start, only):
+        if wanted is not None and wanted not in names:
+            raise InputError(f"unknown stage {wanted!r}; stages: {', '.join(names)}")
+    if only is not None:
+        return [s for s in stages if s.name == only]
+    if start is not None:
+        return list(stages[names.index(start):])
+    return list(stages)
+
+
+def run_bringup(
+    hosts: Sequence[HostEntry],
+    stages: Sequence[Stage],
+    *,
+    journal: Journal | None,
+    plan_only: bool = False,
+    concurrency: int = 4,
+    progress: Progress | None = None,
+) -> BringupResult:
+    """Bring every host through `stages`; returns per-node results (never raises for a node)."""
+    run_id = None
+    if journal is not None and not plan_only:
+        run_id = journal.start_run("bringup", ",".join(h.name for h in hosts), {"stages": [s.name for s in stages]})
+    say = progress or (lambda node, stage, msg: None)
+
+    def one(host: HostEntry) -> NodeResult:
+        ctx = StageContext(host=host, journal=journal, run_id=run_id, progress=say)
+        return _run_node(ctx, stages, plan_only)
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="bringup") as pool:
+        results = list(pool.map(one, hosts))
+    result = BringupResult(run_id=run_id, plan_only=plan_only, nodes=results)
+    if journal is not None and run_id is not None:
+        journal.finish_run(run_id, "ok" if result.ok else "failed")
+    return result
+
+
+def _run_node(ctx: StageContext, stages: Sequence[Stage], plan_only: bool) -> NodeResult:
+    result = NodeResult(node=ctx.host.name)
+    for stage in stages:
+        stage_result = _run_stage(ctx, stage, plan_only)
+        result.stages.append(stage_result)
+        if stage_result.outcome is Outcome.FAILED:
+            break
+    return result
+
+
+def _run_stage(ctx: StageContext, stage: Stage, plan_only: bool) -> StageResult:
+    started = time.monotonic()
+    stage_id = None
+    if ctx.journal is not None and ctx.run_id is not None:
+        stage_id = ctx.journal.stage_started(ctx.run_id, ctx.host.name, stage.name)
+    plan = StagePlan(stage=stage.name, node=ctx.host.name)
+    try:
+        ctx.say(stage.name, "observing")
+        plan = stage.plan(ctx, stage.observe(ctx))
+        outcome = _apply(ctx, stage, plan, plan_only)
+        error = ""
+    except ProvisionError as exc:
+        outcome, error = Outcome.FAILED, str(exc)
+    seconds = round(time.monotonic() - started, 3)
+    if stage_id is not None and ctx.journal is not None:
+        detail = error or "; ".join(a.describe() for a in plan.actions) or plan.note
+        ctx.journal.stage_finished(stage_id, outcome.value, detail)
+    ctx.say(stage.name, outcome.value if not error else f"failed: {error}")
+    return StageResult(stage=stage.name, outcome=outcome, plan=plan, seconds=seconds, error=error)
+
+
+def _apply(ctx: StageContext, stage: Stage, plan: StagePlan, plan_only: bool) -> Outcome:
+    if plan.converged:
+        return Outcome.CONVERGED
+    if plan_only:
+        return Outcome.PLANNED
+    ctx.say(stage.name, f"applying {len(plan.actions)} action(s)")
+    stage.apply(ctx, plan)
+    return Outcome.APPLIED
+
+
+__all__ = ["STAGES", "run_bringup", "select_stages"]

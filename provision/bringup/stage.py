@@ -1,0 +1,57 @@
+"""The contract every bring-up stage keeps: observe (read-only) -> plan (pure) -> apply."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from provision.bringup.model import Action, StagePlan
+from provision.journal import Journal
+from provision.spec import HostEntry
+
+Progress = Callable[[str, str, str], None]  # (node, stage, message)
+
+
+@dataclass
+class StageContext:
+    """What a stage may use while it runs for one node."""
+
+    host: HostEntry
+    journal: Journal | None
+    run_id: int | None
+    progress: Progress = field(default=lambda node, stage, msg: None)
+
+    def say(self, stage: str, message: str) -> None:
+        self.progress(self.host.name, stage, message)
+
+    def side_effect(self, stage: str, action: Action, do: Callable[[], Any]) -> Any:
+        """Run one side effect with its intent journaled first, its outcome after."""
+        if self.journal is None or self.run_id is None:
+            return do()
+        action_id = self.journal.action_started(self.run_id, self.host.name, stage, action.kind, action.target)
+        try:
+            result = do()
+        except BaseException as exc:
+            self.journal.action_finished(action_id, "failed", type(exc).__name__)
+            raise
+        self.journal.action_finished(action_id, "ok", action.describe())
+        return result
+
+
+class Stage(Protocol):
+    """A stage observes live state, plans from it purely, and applies only its plan."""
+
+    name: str
+
+    def observe(self, ctx: StageContext) -> Any:
+        """Read-only look at the node (BMC, OS). Safe to repeat at any time."""
+        ...
+
+    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
+        """Pure: the actions that take the observed state to the spec."""
+        ...
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        """Carry out exactly the plan's actions; raise ProvisionError on failure."""
+        ...

@@ -1,0 +1,102 @@
+"""The bring-up engine: stage order, --from/--only, plan-only, failures isolated per node, journal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provision.bringup.engine import run_bringup, select_stages
+from provision.bringup.model import Action, Outcome, StagePlan
+from provision.bringup.stage import StageContext
+from provision.errors import InputError, RedfishError
+from provision.journal import Journal
+from provision.spec import load_fleet
+from tests.conftest import EXAMPLE_INVENTORY
+
+
+@dataclass
+class FakeStage:
+    """A stage over a dict 'world': wants world[node][name] == target."""
+
+    name: str
+    world: dict[str, dict[str, str]]
+    target: str = "good"
+    fail_on: set[str] = field(default_factory=set)
+    applied: list[str] = field(default_factory=list)
+
+    def observe(self, ctx: StageContext) -> Any:
+        return self.world[ctx.host.name].get(self.name, "bad")
+
+    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
+        actions = () if observed == self.target else (Action(kind="set", target=self.name, before=observed, after=self.target),)
+        return StagePlan(stage=self.name, node=ctx.host.name, actions=actions)
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        if ctx.host.name in self.fail_on:
+            raise RedfishError(f"{ctx.host.name}: BMC said no")
+        for action in plan.actions:
+            ctx.side_effect(self.name, action, lambda: self.world[ctx.host.name].__setitem__(self.name, self.target))
+            self.applied.append(ctx.host.name)
+
+
+@pytest.fixture
+def hosts() -> list:  # type: ignore[type-arg]
+    return load_fleet(EXAMPLE_INVENTORY / "hosts.yml").select(["node01", "node02", "node03"])
+
+
+def _stages(world: dict[str, dict[str, str]], fail_on: set[str] | None = None) -> list[FakeStage]:
+    return [FakeStage("firmware", world), FakeStage("bios", world, fail_on=fail_on or set()), FakeStage("verify", world)]
+
+
+def test_converges_then_plans_nothing(hosts, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    world: dict[str, dict[str, str]] = {h.name: {} for h in hosts}
+    journal = Journal(tmp_path / "j.db")
+    first = run_bringup(hosts, _stages(world), journal=journal, concurrency=2)
+    assert first.ok and all(n.changed for n in first.nodes)
+    second = run_bringup(hosts, _stages(world), journal=journal, concurrency=2)
+    assert second.ok
+    assert {s.outcome for n in second.nodes for s in n.stages} == {Outcome.CONVERGED}
+    assert len(journal.actions("node01")) == 3  # one per stage, only in the first run
+
+
+def test_plan_only_changes_nothing(hosts, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    world: dict[str, dict[str, str]] = {h.name: {} for h in hosts}
+    result = run_bringup(hosts, _stages(world), journal=Journal(tmp_path / "j.db"), plan_only=True)
+    assert world == {h.name: {} for h in hosts}
+    assert {s.outcome for n in result.nodes for s in n.stages} == {Outcome.PLANNED}
+    assert result.run_id is None
+
+
+def test_one_failing_node_does_not_stop_the_others(hosts, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    world: dict[str, dict[str, str]] = {h.name: {} for h in hosts}
+    journal = Journal(tmp_path / "j.db")
+    result = run_bringup(hosts, _stages(world, fail_on={"node02"}), journal=journal)
+    assert not result.ok
+    by_node = {n.node: n for n in result.nodes}
+    assert by_node["node02"].failed_stage == "bios"
+    assert [s.stage for s in by_node["node02"].stages] == ["firmware", "bios"]  # verify never ran
+    assert by_node["node01"].ok and by_node["node03"].ok
+    assert "BMC said no" in by_node["node02"].stages[-1].error
+    last = journal.last_stage("node02")
+    assert last is not None and (last.stage, last.outcome) == ("bios", "failed")
+
+
+@pytest.mark.parametrize(
+    "start,only,expected",
+    [
+        (None, None, ["firmware", "bios", "verify"]),
+        ("bios", None, ["bios", "verify"]),
+        (None, "verify", ["verify"]),
+        ("verify", None, ["verify"]),
+    ],
+)
+def test_select_stages(start: str | None, only: str | None, expected: list[str]) -> None:
+    assert [s.name for s in select_stages(_stages({}), start, only)] == expected
+
+
+def test_unknown_stage_is_input_error() -> None:
+    with pytest.raises(InputError, match="unknown stage 'bois'"):
+        select_stages(_stages({}), "bois")
