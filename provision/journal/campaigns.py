@@ -1,0 +1,236 @@
+"""Campaign state in the journal: the campaign, its waves and each node's progress."""
+
+from __future__ import annotations
+
+import json
+import time
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.errors import InputError
+from provision.journal.store import Journal
+
+
+class CampaignState(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    HALTED = "halted"
+    ABORTED = "aborted"
+    DONE = "done"
+
+
+class Request(StrEnum):
+    """Asked of a running controller by another process (e.g. `campaign pause`)."""
+
+    PAUSE = "pause"
+    ABORT = "abort"
+
+
+class NodeState(StrEnum):
+    PENDING = "pending"
+    ACTIVE = "active"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class WaveState(StrEnum):
+    PENDING = "pending"
+    ACTIVE = "active"
+    DONE = "done"
+    GATE_FAILED = "gate_failed"
+
+
+FINAL_CAMPAIGN_STATES = frozenset({CampaignState.ABORTED, CampaignState.DONE})
+
+
+class CampaignRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    source: str
+    digest: str
+    state: CampaignState
+    request: Request | None
+    pid: int | None
+    reason: str
+    waves: list[list[str]]
+    created_at: float
+    updated_at: float
+    ended_at: float | None
+
+
+class CampaignNode(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    campaign: str
+    node: str
+    wave: int
+    state: NodeState
+    before: dict[str, str | None]
+    after: dict[str, str | None]
+    flashed: list[str]
+    started_at: float | None
+    ended_at: float | None
+    error: str
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return round(self.ended_at - self.started_at, 3)
+
+
+class WaveRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    campaign: str
+    wave: int
+    state: WaveState
+    started_at: float | None
+    ended_at: float | None
+    gate: str
+
+
+class CampaignStore:
+    """Campaign rows on top of a Journal (same file as bring-up)."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def create(self, name: str, source: str, digest: str, waves: list[list[str]]) -> CampaignRecord:
+        now = time.time()
+        with self.journal.transaction() as db:
+            if db.execute("SELECT 1 FROM campaigns WHERE name = ?", (name,)).fetchone():
+                raise InputError(f"campaign {name!r} already exists in {self.journal.path}; use resume")
+            db.execute(
+                "INSERT INTO campaigns(name, source, digest, state, waves, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, source, digest, CampaignState.RUNNING, json.dumps(waves), now, now),
+            )
+            for index, wave in enumerate(waves):
+                db.execute(
+                    "INSERT INTO campaign_waves(campaign, wave, state) VALUES (?, ?, ?)",
+                    (name, index, WaveState.PENDING),
+                )
+                db.executemany(
+                    "INSERT INTO campaign_nodes(campaign, node, wave, state) VALUES (?, ?, ?, ?)",
+                    [(name, node, index, NodeState.PENDING) for node in wave],
+                )
+        return self.get(name)
+
+    def find(self, name: str) -> CampaignRecord | None:
+        rows = self.journal.query("SELECT * FROM campaigns WHERE name = ?", (name,))
+        if not rows:
+            return None
+        data = dict(rows[0])
+        data["waves"] = json.loads(data["waves"])
+        return CampaignRecord(**data)
+
+    def get(self, name: str) -> CampaignRecord:
+        found = self.find(name)
+        if found is None:
+            raise InputError(f"campaign {name!r} is not in the journal {self.journal.path}; start it first")
+        return found
+
+    def names(self) -> list[str]:
+        return [str(r[0]) for r in self.journal.query("SELECT name FROM campaigns ORDER BY created_at")]
+
+    def set_state(self, name: str, state: CampaignState, reason: str = "") -> None:
+        now = time.time()
+        ended = now if state in FINAL_CAMPAIGN_STATES else None
+        self.journal.execute(
+            "UPDATE campaigns SET state = ?, reason = ?, request = NULL, updated_at = ?, ended_at = ?"
+            " WHERE name = ?",
+            (state, reason, now, ended, name),
+        )
+
+    def claim(self, name: str, pid: int) -> None:
+        """Record the controller process now driving the campaign."""
+        self.journal.execute(
+            "UPDATE campaigns SET pid = ?, state = ?, request = NULL, reason = '', updated_at = ?"
+            " WHERE name = ?",
+            (pid, CampaignState.RUNNING, time.time(), name),
+        )
+
+    def request(self, name: str, request: Request) -> None:
+        self.journal.execute(
+            "UPDATE campaigns SET request = ?, updated_at = ? WHERE name = ?", (request, time.time(), name)
+        )
+
+    def pending_request(self, name: str) -> Request | None:
+        rows = self.journal.query("SELECT request FROM campaigns WHERE name = ?", (name,))
+        return Request(rows[0][0]) if rows and rows[0][0] else None
+
+    # -- nodes ------------------------------------------------------------------------------------
+    def nodes(self, name: str, wave: int | None = None) -> list[CampaignNode]:
+        if wave is None:
+            rows = self.journal.query(
+                "SELECT * FROM campaign_nodes WHERE campaign = ? ORDER BY wave, node", (name,)
+            )
+        else:
+            rows = self.journal.query(
+                "SELECT * FROM campaign_nodes WHERE campaign = ? AND wave = ? ORDER BY node", (name, wave)
+            )
+        return [_node(r) for r in rows]
+
+    def node(self, name: str, node: str) -> CampaignNode:
+        rows = self.journal.query("SELECT * FROM campaign_nodes WHERE campaign = ? AND node = ?", (name, node))
+        return _node(rows[0])
+
+    def node_started(self, name: str, node: str, before: dict[str, str | None]) -> None:
+        """Node taken: keep the first `before` ever seen (a resumed node keeps its original versions)."""
+        self.journal.execute(
+            "UPDATE campaign_nodes SET state = ?, started_at = COALESCE(started_at, ?),"
+            " before = CASE WHEN before = '{}' THEN ? ELSE before END, error = ''"
+            " WHERE campaign = ? AND node = ?",
+            (NodeState.ACTIVE, time.time(), json.dumps(before), name, node),
+        )
+
+    def node_flashing(self, name: str, node: str, components: list[str]) -> None:
+        row = self.node(name, node)
+        flashed = row.flashed + [c for c in components if c not in row.flashed]
+        self.journal.execute(
+            "UPDATE campaign_nodes SET flashed = ? WHERE campaign = ? AND node = ?",
+            (json.dumps(flashed), name, node),
+        )
+
+    def node_finished(
+        self, name: str, node: str, state: NodeState, after: dict[str, str | None], error: str = ""
+    ) -> None:
+        self.journal.execute(
+            "UPDATE campaign_nodes SET state = ?, after = ?, ended_at = ?, error = ?"
+            " WHERE campaign = ? AND node = ?",
+            (state, json.dumps(after), time.time(), error, name, node),
+        )
+
+    def reset_failed(self, name: str) -> int:
+        """Failed nodes go back to pending (resume --retry-failed); returns how many."""
+        with self.journal.transaction() as db:
+            cur = db.execute(
+                "UPDATE campaign_nodes SET state = ?, error = '' WHERE campaign = ? AND state = ?",
+                (NodeState.PENDING, name, NodeState.FAILED),
+            )
+            return int(cur.rowcount)
+
+    # -- waves ------------------------------------------------------------------------------------
+    def waves(self, name: str) -> list[WaveRecord]:
+        rows = self.journal.query("SELECT * FROM campaign_waves WHERE campaign = ? ORDER BY wave", (name,))
+        return [WaveRecord(**dict(r)) for r in rows]
+
+    def wave_state(self, name: str, wave: int, state: WaveState, gate: str = "") -> None:
+        now = time.time()
+        if state is WaveState.ACTIVE:
+            sql = "UPDATE campaign_waves SET state = ?, started_at = COALESCE(started_at, ?) WHERE"
+            params: tuple[object, ...] = (state, now, name, wave)
+        else:
+            sql = "UPDATE campaign_waves SET state = ?, ended_at = ?, gate = ? WHERE"
+            params = (state, now, gate, name, wave)
+        self.journal.execute(sql + " campaign = ? AND wave = ?", params)
+
+
+def _node(row: object) -> CampaignNode:
+    data = dict(row)  # type: ignore[call-overload]
+    for key in ("before", "after", "flashed"):
+        data[key] = json.loads(data[key])
+    return CampaignNode(**data)

@@ -1,0 +1,86 @@
+"""The journal's schema as an ordered list of migrations; PRAGMA user_version counts those applied.
+
+Append new migrations at the end; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, node stages and applied actions (bring-up and campaigns alike)
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        target TEXT NOT NULL,
+        args TEXT NOT NULL DEFAULT '{}',
+        pid INTEGER,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        outcome TEXT
+    );
+    CREATE TABLE node_stages (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        node TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        outcome TEXT,
+        detail TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX node_stages_node ON node_stages(node, id);
+    CREATE TABLE actions (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        node TEXT NOT NULL,
+        stage TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL DEFAULT '',
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        outcome TEXT,
+        detail TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX actions_node ON actions(node, id);
+    """,
+    # 2: firmware campaigns
+    """
+    CREATE TABLE campaigns (
+        name TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        state TEXT NOT NULL,
+        request TEXT,
+        pid INTEGER,
+        reason TEXT NOT NULL DEFAULT '',
+        waves TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        ended_at REAL
+    );
+    CREATE TABLE campaign_nodes (
+        campaign TEXT NOT NULL REFERENCES campaigns(name),
+        node TEXT NOT NULL,
+        wave INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        before TEXT NOT NULL DEFAULT '{}',
+        after TEXT NOT NULL DEFAULT '{}',
+        flashed TEXT NOT NULL DEFAULT '[]',
+        started_at REAL,
+        ended_at REAL,
+        error TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (campaign, node)
+    );
+    CREATE TABLE campaign_waves (
+        campaign TEXT NOT NULL REFERENCES campaigns(name),
+        wave INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        started_at REAL,
+        ended_at REAL,
+        gate TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (campaign, wave)
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
