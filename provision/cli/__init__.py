@@ -6,6 +6,7 @@ Exit codes: 0 ok; 1 a check failed or drift found (or an operation failed);
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -22,23 +23,30 @@ app = typer.Typer(
     add_completion=False,
 )
 
-# Each entry: (command group name, module path holding a `app` Typer object).
+# Each entry: (name, "module[:attribute]"). The attribute (default `app`) is a Typer group
+# registered under `name`, or a plain function registered as the top-level command `name`.
 # Groups register here so that the root stays the only place that knows them all.
 SUBCOMMANDS: list[tuple[str, str]] = [
     ("spec", "provision.cli.spec"),
     ("inventory", "provision.cli.inventory"),
+    ("lab", "provision.cli.lab"),
+    ("exec", "provision.cli.remote:exec_command"),
+    ("collect", "provision.cli.remote:collect_command"),
+    ("status", "provision.cli.journal_views:status_command"),
+    ("history", "provision.cli.journal_views:history_command"),
 ]
 
 
 def _register() -> None:
     import importlib
 
-    for name, module in SUBCOMMANDS:
-        sub = importlib.import_module(module)
-        if isinstance(sub.app, typer.Typer):
-            app.add_typer(sub.app, name=name)
+    for name, target in SUBCOMMANDS:
+        module, _, attr = target.partition(":")
+        obj = getattr(importlib.import_module(module), attr or "app")
+        if isinstance(obj, typer.Typer):
+            app.add_typer(obj, name=name)
         else:  # a plain function registered as a top-level command
-            app.command(name=name)(sub.app)
+            app.command(name=name)(obj)
 
 
 _register()
@@ -61,6 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except Exception as exc:  # a bug of ours: one line, the traceback only on request
+        if os.environ.get("PROVISION_DEBUG"):
+            raise
+        err_console.print(
+            f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))} "
+            "(set PROVISION_DEBUG=1 for a traceback)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 1
     return 0
 
 

@@ -52,7 +52,7 @@ def known_hosts_file(ssh: SshEndpoint) -> Path:
 def connect(host: HostEntry, timeout: float = 10.0) -> Connection:
     """An open Fabric connection that checks the host key against known_hosts."""
     ssh = endpoint(host)
-    kwargs: dict[str, object] = {"timeout": timeout, "banner_timeout": timeout, "auth_timeout": timeout,
+    kwargs: dict[str, object] = {"banner_timeout": timeout, "auth_timeout": timeout,
                                  "allow_agent": False, "look_for_keys": ssh.key_file is None}
     if ssh.key_file is not None:
         kwargs["key_filename"] = str(ssh.key_file)

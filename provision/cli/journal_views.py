@@ -1,0 +1,82 @@
+"""`provision status` and `provision history`: where every node stands, from the journal."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+from rich.table import Table
+
+from provision.cli.output import console, emit_json
+from provision.journal import Journal, StageRecord
+
+JournalOpt = Annotated[
+    Path | None,
+    typer.Option("--journal", help="Journal database (default $PROVISION_STATE_DIR/provision.db)"),
+]
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def status_command(
+    nodes: Annotated[list[str] | None, typer.Argument(help="Nodes (default: every node in the journal)")] = None,
+    journal: JournalOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Where every node stands: its last stage, outcome and time."""
+    with Journal(journal) as jr:
+        names = nodes or jr.nodes()
+        last = {n: jr.last_stage(n) for n in names}
+    rows = [_status_row(n, rec) for n, rec in last.items()]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("node", "stage", "outcome", "ended", "done", "detail", title="bring-up status")
+    for r in rows:
+        table.add_row(r.node, r.stage or "-", r.outcome or "never run", _when(r.ended_at), "yes" if r.done else "no",
+                      r.detail)
+    console.print(table)
+
+
+class NodeStatus(BaseModel):
+    node: str
+    stage: str | None = None
+    outcome: str | None = None
+    ended_at: float | None = None
+    detail: str = ""
+    done: bool = False
+
+
+def _status_row(node: str, rec: StageRecord | None) -> NodeStatus:
+    if rec is None:
+        return NodeStatus(node=node)
+    done = rec.stage == "verify" and rec.outcome in ("applied", "converged")
+    return NodeStatus(node=node, stage=rec.stage, outcome=rec.outcome, ended_at=rec.ended_at, detail=rec.detail,
+                      done=done)
+
+
+def history_command(
+    node: Annotated[str, typer.Argument(help="Node")],
+    journal: JournalOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Every stage and side effect recorded for NODE, oldest first."""
+    with Journal(journal) as jr:
+        stages, actions = jr.stages(node), jr.actions(node)
+    if as_json:
+        emit_json({"node": node, "stages": stages, "actions": actions})
+        return
+    table = Table("run", "stage", "started", "s", "outcome", "detail", title=f"{node}: stages")
+    for s in stages:
+        table.add_row(str(s.run_id), s.stage, _when(s.started_at), str(s.duration_s or "-"), s.outcome or "open",
+                      s.detail)
+    console.print(table)
+    acts = Table("run", "stage", "action", "target", "outcome", title=f"{node}: side effects")
+    for a in actions:
+        acts.add_row(str(a.run_id), a.stage, a.action, a.target, a.outcome or "open (interrupted)")
+    console.print(acts)

@@ -1,0 +1,99 @@
+"""`provision lab up|down|status|fault`: the built-in lab (BMC simulator + node twins)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from provision.cli.options import JsonOpt
+from provision.cli.output import console, emit_json
+from provision.lab import manager
+
+app = typer.Typer(help="The built-in lab: simulated BMCs (and node twins) on this machine.", no_args_is_help=True)
+
+LabDirOpt = Annotated[
+    Path | None,
+    typer.Option("--lab-dir", help="Lab directory. Env: PROVISION_LAB_DIR; default ./.lab", show_default=False),
+]
+
+
+def _lab(lab_dir: Path | None) -> Path:
+    return lab_dir if lab_dir is not None else manager.default_lab_dir()
+
+
+@app.command("up")
+def up(
+    nodes: Annotated[int, typer.Option("--nodes", help="How many lab nodes (node01..nodeNN).")] = 2,
+    profile: Annotated[str, typer.Option("--profile", help="Spec profile of the nodes.")] = "ml_prod_v4",
+    bmc_tree: Annotated[Path | None, typer.Option(
+        "--bmc-tree", help="Seed the BMCs from this mockup dir (redfish/v1/.../index.json), or a built-in "
+        "tree name: supermicro, dell, public-rackmount1.")] = None,
+    as_captured: Annotated[bool, typer.Option(
+        "--as-captured", help="Serve the capture exactly (no parts from the spec; missing resources 404).")] = False,
+    bmc_only: Annotated[bool, typer.Option("--bmc-only", help="Simulated BMCs only, no node twins.")] = False,
+    speed: Annotated[float, typer.Option("--speed", help="Simulated clock speed factor.")] = 10.0,
+    from_inventory: Annotated[Path, typer.Option(
+        "--from-inventory", help="Project inventory whose specs the lab copies.")] = Path("inventory/hosts.yml"),
+    lab_dir: LabDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start the lab in the background and write its inventory."""
+    state = manager.up(manager.UpOptions(
+        lab_dir=_lab(lab_dir), nodes=nodes, profile=profile, bmc_tree=bmc_tree, as_captured=as_captured,
+        bmc_only=bmc_only, speed=speed, source_inventory=from_inventory,
+    ))
+    if as_json:
+        emit_json(manager.status(state.lab_dir))
+        return
+    console.print(f"lab up in {state.lab_dir}: {len(state.nodes)} node(s), BMC tree {Path(state.tree).name}"
+                  f"{' (as captured)' if state.as_captured else ''}{', twins' if state.twins else ', BMCs only'}")
+    console.print(f"inventory: {state.inventory}  (use: -i {state.inventory})")
+
+
+@app.command("status")
+def status(lab_dir: LabDirOpt = None, as_json: JsonOpt = False) -> None:
+    """Say whether the lab is up, where its inventory is, and each node's BMC."""
+    info = manager.status(_lab(lab_dir))
+    if as_json:
+        emit_json(info)
+        return
+    console.print(f"lab {info['state']} ({info['lab_dir']})")
+    if info["state"] != "up":
+        return
+    console.print(f"inventory: {info['inventory']}")
+    table = Table("node", "BMC", "power", "faults", "ssh")
+    for n in info["nodes"]:
+        ssh = n.get("ssh") or {}
+        faults = ", ".join(n.get("faults") or {}) or "-"
+        table.add_row(n["name"], n["bmc"] or n["bmc_http"], str(n.get("power")), faults, ssh.get("address", "-"))
+    console.print(table)
+
+
+@app.command("down")
+def down(lab_dir: LabDirOpt = None, as_json: JsonOpt = False) -> None:
+    """Stop everything the lab started and remove its secrets."""
+    info = manager.down(_lab(lab_dir))
+    if as_json:
+        emit_json(info)
+        return
+    console.print(f"lab down ({info['lab_dir']})" if info["stopped"] else f"no lab was up in {info['lab_dir']}")
+
+
+@app.command("fault")
+def fault(
+    node: Annotated[str, typer.Argument(help="Lab node, e.g. node01")],
+    kind: Annotated[str, typer.Argument(help="Fault kind, e.g. latency, unavailable, drop, task-fail")],
+    clear: Annotated[bool, typer.Option("--clear", help="Remove the fault instead.")] = False,
+    value: Annotated[float | None, typer.Option("--value", help="Fault parameter (ms, seconds, percent).")] = None,
+    lab_dir: LabDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Inject (or clear) a fault on one lab node, live."""
+    info = manager.fault(_lab(lab_dir), node, kind, clear, value)
+    if as_json:
+        emit_json(info)
+        return
+    console.print(f"{node}: {kind} {'cleared' if clear else 'injected'}")

@@ -1,0 +1,49 @@
+"""`provision exec` and `provision collect`: SSH work outside Ansible, over Fabric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.output import console, emit_json
+from provision.remote.collect import collect
+from provision.remote.parallel import run_many
+from provision.spec import load_fleet
+
+
+def exec_command(
+    target: Annotated[str, typer.Argument(help="A group or a host of the inventory")],
+    command: Annotated[list[str], typer.Argument(help="The command, after --")],
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
+    concurrency: Annotated[int, typer.Option(help="Nodes at once")] = 16,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a command on every node of TARGET in parallel: provision exec GROUP -- CMD."""
+    fleet = load_fleet(inventory)
+    hosts = fleet.select([target]) if target in fleet.hosts else fleet.select(group=target)
+    results = run_many(hosts, " ".join(command), concurrency=concurrency)
+    if as_json:
+        emit_json(results)
+    else:
+        for res in results:
+            colour = "green" if res.ok else "red"
+            console.print(f"[{colour}]{res.node}[/{colour}] exit {res.exit_code}", highlight=False)
+            text = (res.stdout + res.stderr).rstrip()
+            if text:
+                console.print(escape(text), highlight=False)
+    if not all(r.ok for r in results):
+        raise typer.Exit(1)
+
+
+def collect_command(
+    node: Annotated[str, typer.Argument(help="Inventory host")],
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
+    out: Annotated[Path, typer.Option("--out", help="Directory for the bundle")] = Path("bundles"),
+) -> None:
+    """Collect logs and diagnostics (nvidia-bug-report, nvidia-smi, ibstat, mdstat, zpool, journal)."""
+    host = load_fleet(inventory).select([node])[0]
+    console.print(str(collect(host, out)))
