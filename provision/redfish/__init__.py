@@ -1,0 +1,1 @@
+"""Redfish layer: one connector, typed read-only resources, vendor plugins, observe -> plan -> apply ops."""

@@ -1,0 +1,61 @@
+"""Keep secrets out of every log line and error: a registry of secret strings plus header patterns."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+
+_LOCK = threading.Lock()
+_SECRETS: set[str] = set()
+MASK = "<redacted>"
+
+_PATTERNS = (
+    re.compile(r"(?i)(x-auth-token['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+"),
+    re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?(?:basic|bearer)?\s*)[^\s'\",}]+"),
+    re.compile(r"(?i)(\"?password\"?\s*[:=]\s*\"?)[^\s\",}]*"),
+)
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret (password, token, basic-auth key) so scrub() removes it everywhere."""
+    if value and len(value) >= 3:
+        with _LOCK:
+            _SECRETS.add(value)
+
+
+def scrub(text: str) -> str:
+    """Text with every registered secret and every auth header value masked."""
+    with _LOCK:
+        secrets = sorted(_SECRETS, key=len, reverse=True)
+    for s in secrets:
+        if s in text:
+            text = text.replace(s, MASK)
+    for pat in _PATTERNS:
+        text = pat.sub(lambda m: m.group(1) + MASK, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites each record's message through scrub()."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # a broken format string: keep the raw template only
+            msg = str(record.msg)
+        record.msg = scrub(msg)
+        record.args = None
+        return True
+
+
+_FILTER = RedactingFilter()
+LOGGERS = ("redfish", "redfish.rest.v1", "provision", "provision.redfish", "urllib3", "requests")
+
+
+def install() -> None:
+    """Attach the filter to the loggers the Redfish layer and its libraries write to."""
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)

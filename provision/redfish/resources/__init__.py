@@ -1,0 +1,21 @@
+"""Typed, read-only views of Redfish resources (pydantic, frozen, unknown keys ignored)."""
+
+from provision.redfish.resources.base import Resource, Status
+from provision.redfish.resources.bios import AttributeRegistry, Bios, RegistryAttribute
+from provision.redfish.resources.firmware import SoftwareInventory, UpdateService
+from provision.redfish.resources.log import LogEntry
+from provision.redfish.resources.memory import Memory
+from provision.redfish.resources.network import NetworkAdapter, NetworkPort
+from provision.redfish.resources.pcie import PCIeDevice
+from provision.redfish.resources.power import Fan, Power, PowerSupply, Redundancy, Temperature, Thermal
+from provision.redfish.resources.processor import Processor
+from provision.redfish.resources.storage import Drive, Storage, Volume
+from provision.redfish.resources.system import Boot, ComputerSystem, ServiceRoot
+from provision.redfish.resources.task import Task
+
+__all__ = [
+    "AttributeRegistry", "Bios", "Boot", "ComputerSystem", "Drive", "Fan", "LogEntry", "Memory",
+    "NetworkAdapter", "NetworkPort", "PCIeDevice", "Power", "PowerSupply", "Processor", "Redundancy",
+    "RegistryAttribute", "Resource", "ServiceRoot", "SoftwareInventory", "Status", "Storage", "Task",
+    "Temperature", "Thermal", "UpdateService", "Volume",
+]

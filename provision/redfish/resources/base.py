@@ -1,0 +1,56 @@
+"""Base of every resource model: Redfish PascalCase names mapped to snake_case fields."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_pascal
+
+
+class Model(BaseModel):
+    """Frozen, unknown keys ignored, fields named after the Redfish property in PascalCase."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, alias_generator=to_pascal)
+
+    @classmethod
+    def parse(cls, data: Any) -> Self:
+        """Build from a Redfish JSON object (one place to catch shape errors)."""
+        return cls.model_validate(data if isinstance(data, dict) else {})
+
+
+class Status(Model):
+    """Redfish Status block."""
+
+    state: str | None = None
+    """Enabled, Absent, StandbyOffline, ..."""
+    health: str | None = None
+    """OK, Warning, Critical."""
+
+
+class Resource(Model):
+    """Fields every Redfish resource has."""
+
+    uri: str = Field(default="", alias="@odata.id")
+    """The resource's URI."""
+    odata_type: str = Field(default="", alias="@odata.type")
+    """Schema type, e.g. #Processor.v1_10_0.Processor."""
+    id: str = Field(default="", alias="Id")
+    name: str | None = None
+    status: Status | None = None
+
+    @field_validator("uri")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        return v.rstrip("/")
+
+    @property
+    def present(self) -> bool:
+        """False for slots reported Absent."""
+        return self.status is None or self.status.state != "Absent"
+
+
+def link_ids(value: Any) -> tuple[str, ...]:
+    """The @odata.id of each link in a list (or of one link)."""
+    items = value if isinstance(value, list) else [value]
+    return tuple(str(i["@odata.id"]).rstrip("/") for i in items if isinstance(i, dict) and i.get("@odata.id"))

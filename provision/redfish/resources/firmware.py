@@ -1,0 +1,46 @@
+"""UpdateService and FirmwareInventory entries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from provision.redfish.resources.base import Resource, link_ids
+
+
+class SoftwareInventory(Resource):
+    """One FirmwareInventory entry."""
+
+    version: str | None = None
+    updateable: bool | None = None
+    manufacturer: str | None = None
+    software_id: str | None = None
+    description: str | None = None
+    related_item: list[Any] = Field(default_factory=list)
+
+    @property
+    def related(self) -> tuple[str, ...]:
+        return link_ids(self.related_item)
+
+
+class UpdateService(Resource):
+    """How this BMC takes firmware."""
+
+    multipart_http_push_uri: str | None = None
+    http_push_uri: str | None = None
+    actions: dict[str, Any] = Field(default_factory=dict)
+    oem: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def simple_update_target(self) -> str | None:
+        return (self.actions.get("#UpdateService.SimpleUpdate") or {}).get("target")
+
+    @property
+    def transfer_protocols(self) -> tuple[str, ...]:
+        act = self.actions.get("#UpdateService.SimpleUpdate") or {}
+        return tuple(act.get("TransferProtocol@Redfish.AllowableValues") or ())
+
+    def oem_action(self, name: str) -> str | None:
+        """Target of an OEM action such as #SmcUpdateService.Install."""
+        return ((self.actions.get("Oem") or {}).get(name) or {}).get("target")

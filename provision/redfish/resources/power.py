@@ -1,0 +1,63 @@
+"""Chassis Power and Thermal: PSUs, redundancy, temperatures, fans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from provision.redfish.resources.base import Model, Resource
+
+
+class PowerSupply(Model):
+    """One PSU."""
+
+    name: str | None = None
+    member_id: str | None = None
+    model: str | None = None
+    power_capacity_watts: float | None = None
+    firmware_version: str | None = None
+    status: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def present(self) -> bool:
+        return self.status.get("State") != "Absent"
+
+
+class Redundancy(Model):
+    """A redundancy group."""
+
+    name: str | None = None
+    mode: str | None = None
+    min_num_needed: int | None = None
+    max_num_supported: int | None = None
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+class Power(Resource):
+    """Chassis Power (the deprecated-but-universal schema)."""
+
+    power_supplies: list[PowerSupply] = Field(default_factory=list)
+    redundancy: list[Redundancy] = Field(default_factory=list)
+
+
+class Temperature(Model):
+    name: str | None = None
+    reading_celsius: float | None = None
+    upper_threshold_critical: float | None = None
+    physical_context: str | None = None
+
+
+class Fan(Model):
+    name: str | None = None
+    reading: float | None = None
+    reading_units: str | None = None
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+class Thermal(Resource):
+    """Chassis Thermal."""
+
+    temperatures: list[Temperature] = Field(default_factory=list)
+    fans: list[Fan] = Field(default_factory=list)
+    redundancy: list[Redundancy] = Field(default_factory=list)

@@ -1,0 +1,46 @@
+"""Storage subsystem, drives and volumes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from provision.redfish.resources.base import Resource, link_ids
+
+
+class Drive(Resource):
+    """One physical drive."""
+
+    capacity_bytes: int | None = None
+    protocol: str | None = None
+    """NVMe, SAS, SATA."""
+    media_type: str | None = None
+    model: str | None = None
+    serial_number: str | None = None
+    manufacturer: str | None = None
+    revision: str | None = None
+
+    @property
+    def capacity_tb(self) -> float | None:
+        return self.capacity_bytes / 1e12 if self.capacity_bytes else None
+
+
+class Storage(Resource):
+    """A storage subsystem with its drive links."""
+
+    drives: list[Any] = Field(default_factory=list)
+    storage_controllers: list[Any] = Field(default_factory=list)
+    volumes: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def drive_uris(self) -> tuple[str, ...]:
+        return link_ids(self.drives)
+
+
+class Volume(Resource):
+    """A logical volume (RAID set)."""
+
+    capacity_bytes: int | None = None
+    raid_type: str | None = Field(default=None, alias="RAIDType")
+    volume_type: str | None = None

@@ -1,0 +1,213 @@
+"""The vendor plugin contract and the DMTF-standard behaviour every plugin starts from."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.redfish.resources import (
+    AttributeRegistry,
+    Bios,
+    ComputerSystem,
+    PCIeDevice,
+    Processor,
+    ServiceRoot,
+    SoftwareInventory,
+    UpdateService,
+)
+from provision.redfish.resources.bios import AttrValue
+from provision.redfish.vendors import versions
+
+ENABLED = ("Enabled", "Enable", True, "On")
+DISABLED = ("Disabled", "Disable", False, "Off")
+STYLES = (("Enabled", "Disabled"), ("Enable", "Disable"), ("On", "Off"), (True, False))
+_GPU_MODEL = re.compile(r"(?i)\b(H100|H200|H800|A100|A800|B100|B200|GB200|L40S?|GPU)\b")
+
+
+class GpuView(BaseModel):
+    """A GPU wherever the vendor lists it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uri: str
+    model: str | None
+    serial_number: str | None
+    firmware_version: str | None
+    memory_gib: float | None
+    source: str
+    """processors, pcie or chassis."""
+
+
+class BiosTarget(BaseModel):
+    """A neutral BIOS key resolved to this vendor's attribute and value."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    attribute: str
+    value: AttrValue
+
+
+class VendorPlugin:
+    """DMTF-standard behaviour; vendor plugins override the class data or a method, never branch."""
+
+    name: ClassVar[str] = "generic"
+    manufacturers: ClassVar[tuple[str, ...]] = ()
+    oem_keys: ClassVar[tuple[str, ...]] = ()
+
+    bios_patterns: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sriov": (r"(?i)^(SriovGlobalEnable|Sriov|SriovSupport)$",),
+        "above_4g_decoding": (r"(?i)^(MmioAbove4Gb|Above4GDecoding|Above4G)$",),
+        "hyperthreading": (r"(?i)^(ProcHyperthreading|LogicalProc|HyperThreading)$",),
+        "power_profile": (r"(?i)^(PowerProfile|SysProfile|WorkloadProfile)$",),
+        "numa": (r"(?i)^NUMA$",),
+        "sub_numa_clustering": (r"(?i)^(SubNumaCluster|SNC)$",),
+        "iommu": (r"(?i)^(IntelVTd|VTd|Iommu|ProcVirtualization)$",),
+        "boot_mode": (r"(?i)^BootMode$",),
+        "turbo": (r"(?i)^(ProcTurboMode|TurboMode)$",),
+        "resizable_bar": (r"(?i)^(ResizableBar|ReSizeBar)$",),
+    }
+    bios_values: ClassVar[dict[str, tuple[AttrValue, ...]]] = {
+        "enabled": ENABLED,
+        "disabled": DISABLED,
+        "performance": ("MaxPerf", "PerfOptimized", "Performance", "MaximumPerformance"),
+        "uefi": ("Uefi", "UEFI"),
+    }
+    bios_inverted: ClassVar[frozenset[str]] = frozenset()
+    """Neutral keys whose vendor attribute has the opposite sense (Dell NodeInterleave for numa)."""
+    bios_pending_suffix: ClassVar[str] = "Settings"
+
+    firmware_patterns: ClassVar[dict[str, str]] = {
+        "bmc": r"(?i)^(bmc|.*\bbmc\b.*|.*remote access controller.*)$",
+        "bios": r"(?i)^(bios|.*\bbios\b.*)$",
+        "gpu": r"(?i)^.*\bgpu.*$",
+        "nvswitch": r"(?i)^.*nvswitch.*$",
+        "ib_nic": r"(?i)^.*(connectx|infiniband|mellanox|\bnic\d*\b).*$",
+    }
+    firmware_exclude: ClassVar[str] = r"(?i)(backup|golden|staging|capsule|previous|erot|inforom|_me\b|\bme\b)"
+
+    # ---- detection -------------------------------------------------------------------------------
+    @classmethod
+    def matches(cls, root: ServiceRoot, system: ComputerSystem | None) -> bool:
+        maker = " ".join(filter(None, [root.vendor, system.manufacturer if system else None])).lower()
+        if any(m.lower() in maker for m in cls.manufacturers):
+            return True
+        return any(k in root.oem for k in cls.oem_keys)
+
+    # ---- BIOS ------------------------------------------------------------------------------------
+    def pending_uri(self, bios: Bios) -> str:
+        """Where pending BIOS values are written."""
+        return bios.settings_uri or f"{bios.uri}/{self.bios_pending_suffix}"
+
+    def bios_attribute(self, key: str, names: list[str]) -> str | None:
+        for pattern in self.bios_patterns.get(key, ()):
+            for name in names:
+                if re.match(pattern, name):
+                    return name
+        return None
+
+    def resolve_bios(
+        self, key: str, value: str | int | bool, current: dict[str, AttrValue], registry: AttributeRegistry
+    ) -> BiosTarget | None:
+        """The vendor attribute and value for one neutral key; None when this BIOS has no such setting."""
+        names = sorted(set(registry.attributes) | set(current))
+        attr = self.bios_attribute(key, names)
+        if attr is None:
+            return None
+        neutral = value
+        if key in self.bios_inverted and isinstance(value, str) and value in ("enabled", "disabled"):
+            neutral = "disabled" if value == "enabled" else "enabled"
+        return BiosTarget(key=key, attribute=attr, value=self._bios_value(attr, neutral, current, registry))
+
+    def _bios_value(
+        self, attr: str, neutral: str | int | bool, current: dict[str, AttrValue], registry: AttributeRegistry
+    ) -> AttrValue:
+        if not isinstance(neutral, str) or neutral not in self.bios_values:
+            return neutral
+        candidates = self.bios_values[neutral]
+        entry = registry.attributes.get(attr)
+        if entry is not None and not registry.inferred:
+            if entry.type == "Boolean":
+                return neutral == "enabled"
+            allowed = entry.allowed
+            for cand in candidates:
+                if cand in allowed:
+                    return cand
+        cur = current.get(attr)
+        if cur in candidates:
+            return cur
+        for style in STYLES:
+            if cur in style and neutral in ("enabled", "disabled"):
+                return style[0] if neutral == "enabled" else style[1]
+        return next((c for c in candidates if isinstance(c, str)), candidates[0])
+
+    # ---- firmware --------------------------------------------------------------------------------
+    def parse_version(self, raw: str | None) -> str | None:
+        return versions.parse_version(raw)
+
+    def match_firmware(
+        self, component: str, entries: list[SoftwareInventory], override: dict[str, str] | None = None
+    ) -> list[SoftwareInventory]:
+        """The FirmwareInventory entries that are this component's running firmware."""
+        pattern = (override or {}).get(self.name) or self.firmware_patterns.get(component)
+        if not pattern:
+            return []
+        out = []
+        for e in entries:
+            labels = [e.id, e.name or ""]
+            if any(re.match(pattern, x) for x in labels if x) and not any(
+                re.search(self.firmware_exclude, x) for x in labels if x
+            ):
+                out.append(e)
+        return out
+
+    def multipart_uri(self, service: UpdateService) -> str | None:
+        return service.multipart_http_push_uri
+
+    def update_targets(
+        self, component: str, entries: list[SoftwareInventory], system_uri: str, manager_uri: str | None
+    ) -> list[str]:
+        """The `Targets` of an update: the inventory entries themselves (DMTF semantics)."""
+        return [e.uri for e in entries]
+
+    def after_push(self, service: UpdateService, targets: list[str]) -> tuple[str, dict[str, Any]] | None:
+        """An extra action some BMCs need after a multipart push (URI, body); None for none."""
+        return None
+
+    # ---- GPUs ------------------------------------------------------------------------------------
+    def find_gpus(
+        self, processors: list[Processor], pcie: list[PCIeDevice], chassis: list[dict[str, Any]]
+    ) -> list[GpuView]:
+        """GPUs from Processors (type GPU), else PCIe devices, else HGX GPU chassis."""
+        found = [_gpu_from_proc(p) for p in processors if (p.processor_type or "").upper() == "GPU" and p.present]
+        if found:
+            return found
+        found = [_gpu_from_pcie(d) for d in pcie if self.is_gpu_device(d)]
+        if found:
+            return found
+        return [
+            GpuView(uri=str(c.get("@odata.id")), model=c.get("Model"), serial_number=c.get("SerialNumber"),
+                    firmware_version=None, memory_gib=_gib_from_model(c.get("Model")), source="chassis")
+            for c in chassis if re.match(r"(?i)^HGX_GPU_SXM_\d+$", str(c.get("Id", "")))
+        ]
+
+    def is_gpu_device(self, dev: PCIeDevice) -> bool:
+        label = " ".join(filter(None, [dev.id, dev.name, dev.model]))
+        return dev.present and bool(_GPU_MODEL.search(label)) and "nvswitch" not in label.lower()
+
+
+def _gib_from_model(model: str | None) -> float | None:
+    m = re.search(r"(\d+)\s*GB", model or "")
+    return float(m.group(1)) if m else None
+
+
+def _gpu_from_proc(p: Processor) -> GpuView:
+    return GpuView(uri=p.uri, model=p.model, serial_number=p.serial_number, firmware_version=p.firmware_version,
+                   memory_gib=p.memory_gib or _gib_from_model(p.model), source="processors")
+
+
+def _gpu_from_pcie(d: PCIeDevice) -> GpuView:
+    return GpuView(uri=d.uri, model=d.model, serial_number=d.serial_number, firmware_version=d.firmware_version,
+                   memory_gib=_gib_from_model(d.model), source="pcie")

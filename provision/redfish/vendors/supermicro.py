@@ -1,0 +1,61 @@
+"""Supermicro (X13 / HGX H100 SYS-821GE-TNHR and kin)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from provision.redfish.resources import SoftwareInventory, UpdateService
+from provision.redfish.vendors.base import VendorPlugin
+
+_HEX = r"_[0-9A-F]{4}$"
+
+
+class SupermicroPlugin(VendorPlugin):
+    """BIOS names are `Name_HEXID` (the suffix changes between BIOS builds, so match the stem);
+    pending values go to Bios/SD; BIOS versions read 'BIOS Date: 08/04/2023 Ver 1.4'; multipart push
+    at /redfish/v1/UpdateService/upload is followed by the OEM action SmcUpdateService.Install;
+    GPUs are Chassis/1/PCIeDevices/GPU1..8 (not Processors)."""
+
+    name = "supermicro"
+    manufacturers = ("supermicro",)
+    oem_keys = ("Supermicro",)
+    bios_pending_suffix = "SD"
+    bios_patterns: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sriov": (r"^SR_IOVSupport" + _HEX,),
+        "above_4g_decoding": (r"^Above4GDecoding" + _HEX,),
+        "hyperthreading": (r"^Hyper_Threading_ALL__?[0-9A-F]{4}$", r"^Hyper_Threading" + _HEX),
+        "power_profile": (r"^(WorkloadProfile|PowerPerformanceTuning)" + _HEX,),
+        "numa": (r"^NUMA" + _HEX,),
+        "sub_numa_clustering": (r"^SNC" + _HEX,),
+        "iommu": (r"^IntelVTforDirectedI_O_VT_d__?[0-9A-F]{4}$",),
+        "boot_mode": (r"^BootModeSelect" + _HEX,),
+        "turbo": (r"^TurboMode" + _HEX,),
+        "resizable_bar": (r"^Re_SizeBARSupport" + _HEX,),
+    }
+    bios_values: ClassVar[dict[str, tuple[Any, ...]]] = {
+        **VendorPlugin.bios_values,
+        "performance": ("BIOS Controls EPB", "Maximum Performance", "Performance"),
+        "uefi": ("UEFI",),
+    }
+    firmware_patterns: ClassVar[dict[str, str]] = {
+        "bmc": r"^BMC$",
+        "bios": r"^BIOS$",
+        "gpu": r"^HGX_FW_GPU_SXM_\d+$",
+        "nvswitch": r"^HGX_FW_NVSwitch_\d+$",
+        "ib_nic": r"^NIC\d+$",
+    }
+
+    def update_targets(
+        self, component: str, entries: list[SoftwareInventory], system_uri: str, manager_uri: str | None
+    ) -> list[str]:
+        if component == "bmc" and manager_uri:
+            return [manager_uri]
+        if component == "bios":
+            return [system_uri]
+        return [e.uri for e in entries]
+
+    def after_push(self, service: UpdateService, targets: list[str]) -> tuple[str, dict[str, Any]] | None:
+        target = service.oem_action("#SmcUpdateService.Install")
+        if not target:
+            return None
+        return target, {"Targets": targets, "InstallOptions": []}
