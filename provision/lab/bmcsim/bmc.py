@@ -16,7 +16,6 @@ from provision.lab.bmcsim.bios import Bios
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
 from provision.lab.bmcsim.faults import Faults
-from provision.lab.bmcsim.messages import message
 from provision.lab.bmcsim.metadata import metadata_xml, service_document
 from provision.lab.bmcsim.power import Power
 from provision.lab.bmcsim.reply import Reply, error, no_content, success
@@ -239,10 +238,10 @@ class Bmc:
         return self.updater.push(image, params)
 
     def status(self) -> Json:
-        power = {s: p.state for s, p in self.power.items()}
-        return {"name": self.name, "power": power, "faults": self.faults.active(), "down": self.is_down(),
-                "sessions": len(self.sessions), "pending_bios": {s: b.pending() for s, b in self.bios.items()},
-                "messages": [message("Success")["MessageId"]]}
+        states = [p.state for p in self.power.values()]
+        return {"name": self.name, "power": states[0] if len(states) == 1 else states,
+                "faults": self.faults.active(), "down": self.is_down(), "sessions": len(self.sessions),
+                "pending_bios": {s: sorted(b.pending()) for s, b in self.bios.items()}}
 
 
 def _json(raw: bytes) -> Json | None:

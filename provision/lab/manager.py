@@ -1,0 +1,483 @@
+"""`provision lab up|down|status|fault`: start the BMC simulator (and the twins), write the lab inventory,
+remember what runs in `<lab>/lab.json`, and take it all down again."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from provision.errors import InputError, LabError
+from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
+from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
+from provision.lab.ca import make_ca_and_server
+
+STATE = "lab.json"
+SIM_CONFIG = "bmcsim.json"
+READY = "bmcsim.ready.json"
+SIM_LOG = "bmcsim.log"
+SIM_OUT = "bmcsim.out"
+USERNAME = "admin"
+SECRET_FILES = (SIM_CONFIG, "server-key.pem", "server.pem", "ca.pem", READY)
+
+
+class NodeState(BaseModel):
+    name: str
+    https_port: int | None
+    http_port: int | None
+    ssh: dict[str, Any] | None = None
+
+
+class LabState(BaseModel):
+    """What `lab up` started (no secrets: those stay in the 0600 simulator config)."""
+
+    lab_dir: Path
+    pid: int
+    control_port: int
+    profile: str
+    tree: str
+    as_captured: bool
+    twins: bool
+    inventory: Path
+    nodes: list[NodeState]
+
+
+class UpOptions(BaseModel):
+    lab_dir: Path
+    nodes: int = 2
+    profile: str = "ml_prod_v4"
+    bmc_tree: Path | None = None
+    as_captured: bool = False
+    bmc_only: bool = False
+    speed: float = 10.0
+    source_inventory: Path = Path("inventory/hosts.yml")
+
+
+def default_lab_dir() -> Path:
+    return Path(os.environ.get("PROVISION_LAB_DIR", ".lab"))
+
+
+# --- state -------------------------------------------------------------------------------
+def read_state(lab_dir: Path) -> LabState | None:
+    path = lab_dir / STATE
+    if not path.exists():
+        return None
+    try:
+        return LabState.model_validate_json(path.read_text())
+    except (OSError, ValidationError) as exc:
+        raise LabError(f"{path}: unreadable lab state ({exc.__class__.__name__}); remove it by hand") from None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _is_simulator(pid)
+
+
+def _is_simulator(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"provision.lab.bmcsim" in cmdline
+
+
+# --- up ----------------------------------------------------------------------------------
+def up(opts: UpOptions) -> LabState:
+    """Start the lab; returns its state. Raises InputError for bad options, LabError if it cannot start."""
+    lab = opts.lab_dir.resolve()
+    _check_options(opts)
+    old = read_state(lab)
+    if old is not None:
+        if _alive(old.pid):
+            raise LabError(f"a lab is already up in {lab} (simulator pid {old.pid}); run `provision lab down`")
+        _cleanup_files(lab)
+    tree = _resolve_tree(opts.bmc_tree)
+    parts, group_vars = _profile(opts)
+    lab.mkdir(parents=True, exist_ok=True)
+    cfg = _sim_config(lab, opts, tree, parts)
+    proc = _spawn(lab, cfg)
+    try:
+        ready = _wait_ready(lab, proc, cfg)
+        _wait_answering(lab / "ca.pem", ready)
+        twins = _twins_up(lab, opts) if not opts.bmc_only else {}
+        state = _state(lab, opts, tree, ready, twins)
+        write_inventory(lab, opts.profile, group_vars, cfg, state)
+    except BaseException:
+        _stop_process(proc.pid, lab, asked=False)
+        raise
+    (lab / STATE).write_text(state.model_dump_json(indent=1))
+    return state
+
+
+def _check_options(opts: UpOptions) -> None:
+    if not 1 <= opts.nodes <= 2000:
+        raise InputError(f"--nodes {opts.nodes}: must be between 1 and 2000")
+    if not opts.bmc_only and opts.nodes > 250:
+        raise InputError(f"--nodes {opts.nodes}: more than 250 nodes needs --bmc-only")
+    if opts.speed <= 0:
+        raise InputError(f"--speed {opts.speed}: must be positive")
+    if opts.as_captured and opts.bmc_tree is None:
+        raise InputError("--as-captured needs --bmc-tree DIR (the capture to serve as is)")
+
+
+def _resolve_tree(tree: Path | None) -> Path:
+    if tree is None:
+        return TREES_DIR / "supermicro"
+    if not tree.exists() and (TREES_DIR / str(tree)).is_dir():
+        tree = TREES_DIR / str(tree)
+    if not tree.is_dir():
+        raise InputError(f"--bmc-tree {tree}: no such directory (built-in trees: {', '.join(builtin_trees())})")
+    if not ((tree / "redfish" / "v1" / "index.json").is_file() or (tree / "index.json").is_file()):
+        raise InputError(f"--bmc-tree {tree}: not a Redfish mockup (no redfish/v1/index.json or index.json)")
+    return tree.resolve()
+
+
+def builtin_trees() -> list[str]:
+    return sorted(p.name for p in TREES_DIR.iterdir() if p.is_dir())
+
+
+def _source_inventory(path: Path) -> Path:
+    if path.exists():
+        return path
+    repo = Path(__file__).resolve().parents[2] / "inventory" / "hosts.yml"
+    if repo.exists():
+        return repo
+    raise InputError(f"{path}: inventory not found (the lab copies its specs from it; see --from-inventory)")
+
+
+def _profile(opts: UpOptions) -> tuple[Parts, Path]:
+    """The spec's parts for the profile, and the group_vars directory the specs live in."""
+    from provision.spec import load_fleet
+
+    inv = _source_inventory(opts.source_inventory)
+    fleet = load_fleet(inv)
+    spec = fleet.profiles.get(opts.profile)
+    if spec is None:
+        raise InputError(f"--profile {opts.profile}: not in {inv} (known: {', '.join(sorted(fleet.profiles))})")
+    parts = Parts(
+        cpus=spec.cpu.sockets, cpu_model=spec.cpu.model, cpu_cores=spec.cpu.cores_per_socket,
+        dimms=spec.memory.dimm_count, dimm_mib=spec.memory.dimm_size_gb * 1024, dimm_type=spec.memory.type,
+        gpus=spec.gpu.count, gpu_model=spec.gpu.model, boot_drives=spec.storage.boot.count,
+        scratch_drives=spec.storage.scratch.count, psus=spec.power.psu_count,
+    )
+    base = inv if inv.is_dir() else inv.parent
+    return parts, base / "group_vars"
+
+
+def _sim_config(lab: Path, opts: UpOptions, tree: Path, parts: Parts) -> SimConfig:
+    _ca, cert, key = make_ca_and_server(lab)
+    nodes = [
+        BmcConfig(name=f"node{i:02d}", index=i, tree=tree, as_captured=opts.as_captured, username=USERNAME,
+                  password=SecretStr(secrets.token_urlsafe(18)))
+        for i in range(1, opts.nodes + 1)
+    ]
+    cfg = SimConfig(
+        lab_dir=lab, nodes=nodes, speed=opts.speed, cert_file=cert, key_file=key,
+        control_token=SecretStr(secrets.token_urlsafe(24)), ready_file=lab / READY, log_file=lab / SIM_LOG,
+        parts=parts, twins=not opts.bmc_only,
+    )
+    _write_private(lab / SIM_CONFIG, cfg.to_file_json())
+    return cfg
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+
+
+def _spawn(lab: Path, cfg: SimConfig) -> subprocess.Popen[bytes]:
+    with contextlib.suppress(FileNotFoundError):
+        cfg.ready_file.unlink()
+    out = open(lab / SIM_OUT, "ab")  # noqa: SIM115 - handed to the child, closed below
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "provision.lab.bmcsim", str(lab / SIM_CONFIG)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=lab,
+            start_new_session=True, close_fds=True,
+        )
+    finally:
+        out.close()
+
+
+def _wait_ready(lab: Path, proc: subprocess.Popen[bytes], cfg: SimConfig) -> Ready:
+    deadline = time.monotonic() + 60 + len(cfg.nodes) / 20
+    while time.monotonic() < deadline:
+        if cfg.ready_file.exists():
+            return Ready.model_validate_json(cfg.ready_file.read_text())
+        if proc.poll() is not None:
+            raise LabError(f"the BMC simulator exited with {proc.returncode}: {_tail(lab / SIM_OUT)}")
+        time.sleep(0.05)
+    raise LabError(f"the BMC simulator did not start within the time limit; see {lab / SIM_OUT}")
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "(no output)"
+    return lines[-1] if lines else "(no output)"
+
+
+def _wait_answering(ca: Path, ready: Ready, timeout: float = 30.0) -> None:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    deadline = time.monotonic() + timeout
+    for node in ready.nodes:
+        url = f"https://127.0.0.1:{node.https_port}/redfish/v1" if node.https_port else \
+            f"http://127.0.0.1:{node.http_port}/redfish/v1"
+        while not _answers(url, ctx):
+            if time.monotonic() > deadline:
+                raise LabError(f"{node.name}: BMC at {url} does not answer")
+            time.sleep(0.1)
+
+
+def _answers(url: str, ctx: ssl.SSLContext) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5, context=ctx if url.startswith("https") else None) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _twins_module() -> ModuleType:
+    try:
+        mod = importlib.import_module("provision.lab.twins")
+    except ImportError as exc:
+        raise LabError(f"node twins are not available ({exc}); use --bmc-only") from None
+    if not hasattr(mod, "up"):
+        raise LabError("node twins are not available in this build; use --bmc-only")
+    return mod
+
+
+def _twins_up(lab: Path, opts: UpOptions) -> dict[str, dict[str, Any]]:
+    twins = _twins_module()
+    models = importlib.import_module("provision.lab.twins.models")
+    reqs = [models.TwinRequest(name=f"node{i:02d}", index=i, profile=opts.profile) for i in range(1, opts.nodes + 1)]
+    infos = twins.up(lab, reqs)
+    return {info.name: info.model_dump(mode="json") for info in infos}
+
+
+def _state(lab: Path, opts: UpOptions, tree: Path, ready: Ready, twins: dict[str, dict[str, Any]]) -> LabState:
+    nodes = [NodeState(name=n.name, https_port=n.https_port, http_port=n.http_port, ssh=twins.get(n.name))
+             for n in ready.nodes]
+    return LabState(lab_dir=lab, pid=ready.pid, control_port=ready.control_port, profile=opts.profile,
+                    tree=str(tree), as_captured=opts.as_captured, twins=bool(twins),
+                    inventory=lab / "inventory" / "hosts.yml", nodes=nodes)
+
+
+# --- inventory ---------------------------------------------------------------------------
+def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, state: LabState) -> Path:
+    """`<lab>/inventory/`: hosts.yml, the project's group_vars (the specs), host_vars per node (0600)."""
+    inv = lab / "inventory"
+    if inv.exists():
+        shutil.rmtree(inv)
+    (inv / "host_vars").mkdir(parents=True)
+    if group_vars.is_dir():
+        shutil.copytree(group_vars, inv / "group_vars")
+        _absolute_images(inv / "group_vars", group_vars.parent)
+    hosts = {"all": {"children": {profile: {"hosts": {n.name: None for n in state.nodes}}}}}
+    (inv / "hosts.yml").write_text("---\n# Written by `provision lab up`; removed by `provision lab down`.\n"
+                                   + yaml.safe_dump(hosts, sort_keys=False))
+    secrets_by_name = {n.name: n.password.get_secret_value() for n in cfg.nodes}
+    for node in state.nodes:
+        hv = _host_vars(lab, node, secrets_by_name[node.name])
+        _write_private(inv / "host_vars" / f"{node.name}.yml", "---\n" + yaml.safe_dump(hv, sort_keys=False))
+    return inv / "hosts.yml"
+
+
+def _absolute_images(copy: Path, source_base: Path) -> None:
+    """Firmware image paths in the copied specs are relative to the source inventory: make them absolute."""
+    for path in sorted(copy.rglob("*.y*ml")):
+        data = yaml.safe_load(path.read_text())
+        if not isinstance(data, dict):
+            continue
+        changed = False
+        for var, spec in data.items():
+            if not (str(var).startswith("provision_profile_") and isinstance(spec, dict)):
+                continue
+            for fw in spec.get("firmware") or []:
+                image = fw.get("image") if isinstance(fw, dict) else None
+                if isinstance(image, str) and "://" not in image and not Path(image).is_absolute():
+                    fw["image"] = str((source_base / image).resolve())
+                    changed = True
+        if changed:
+            path.write_text(f"---\n# Copied by `provision lab up` from {source_base}; image paths made absolute.\n"
+                            + yaml.safe_dump(data, sort_keys=False))
+
+
+def _host_vars(lab: Path, node: NodeState, password: str) -> dict[str, Any]:
+    port = node.https_port
+    hv: dict[str, Any] = {
+        "provision_bmc_address": f"https://127.0.0.1:{port}" if port else f"http://127.0.0.1:{node.http_port}",
+        "provision_bmc_username": USERNAME,
+        "provision_bmc_password": password,
+        "provision_bmc_ca_file": str(lab / "ca.pem"),
+    }
+    if node.http_port:
+        hv["provision_lab_bmc_http_address"] = f"http://127.0.0.1:{node.http_port}"
+    if node.ssh:
+        ssh = node.ssh
+        hv.update(
+            ansible_host=ssh["address"], ansible_port=ssh.get("port", 22), ansible_user=ssh.get("user", "root"),
+            ansible_ssh_private_key_file=str(ssh["key_file"]),
+            ansible_ssh_common_args=f"-o UserKnownHostsFile={ssh['known_hosts']} -o StrictHostKeyChecking=yes",
+            provision_ssh_known_hosts=str(ssh["known_hosts"]),
+        )
+    return hv
+
+
+# --- control -----------------------------------------------------------------------------
+def _token(lab: Path) -> str:
+    try:
+        return str(json.loads((lab / SIM_CONFIG).read_text())["control_token"])
+    except (OSError, ValueError, KeyError):
+        raise LabError(f"{lab / SIM_CONFIG}: missing or unreadable; the lab cannot be controlled") from None
+
+
+def control(state: LabState, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Call the simulator's loopback control endpoint."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{state.control_port}{path}", method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {_token(state.lab_dir)}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return dict(json.loads(resp.read()))
+    except urllib.error.HTTPError as exc:
+        detail = json.loads(exc.read() or b"{}").get("error", exc.reason)
+        raise LabError(f"simulator refused {path}: {detail}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise LabError(f"simulator control endpoint does not answer ({exc.__class__.__name__})") from None
+
+
+def status(lab_dir: Path) -> dict[str, Any]:
+    lab = lab_dir.resolve()
+    state = read_state(lab)
+    if state is None:
+        return {"state": "down", "lab_dir": str(lab), "inventory": None, "nodes": []}
+    if not _alive(state.pid):
+        return {"state": "stale", "lab_dir": str(lab), "inventory": str(state.inventory), "pid": state.pid,
+                "nodes": [], "hint": "the simulator is gone; run `provision lab down` to clean up"}
+    live = {n["name"]: n for n in control(state, "GET", "/status").get("nodes", [])}
+    nodes = []
+    for n in state.nodes:
+        info = live.get(n.name, {})
+        nodes.append({
+            "name": n.name,
+            "bmc": f"https://127.0.0.1:{n.https_port}" if n.https_port else None,
+            "bmc_http": f"http://127.0.0.1:{n.http_port}" if n.http_port else None,
+            "power": info.get("power"), "faults": info.get("faults"), "ssh": n.ssh,
+        })
+    return {"state": "up", "lab_dir": str(lab), "inventory": str(state.inventory), "pid": state.pid,
+            "profile": state.profile, "tree": state.tree, "as_captured": state.as_captured,
+            "twins": state.twins, "nodes": nodes}
+
+
+def fault(lab_dir: Path, node: str, kind: str, clear: bool, value: float | None) -> dict[str, Any]:
+    lab = lab_dir.resolve()
+    state = read_state(lab)
+    if state is None or not _alive(state.pid):
+        raise LabError(f"no lab is up in {lab}; run `provision lab up` first")
+    names = [n.name for n in state.nodes]
+    if node not in names:
+        raise InputError(f"node {node!r}: not in the lab (nodes: {', '.join(names)})")
+    if kind in BMC_FAULT_KINDS:
+        return control(state, "POST", "/fault", {"node": node, "kind": kind, "clear": clear, "value": value})
+    twin_kinds: frozenset[str] = frozenset()
+    if state.twins:
+        twins = _twins_module()
+        twin_kinds = frozenset(getattr(twins, "FAULT_KINDS", frozenset()))
+        if kind in twin_kinds:
+            twins.fault(lab, node, kind, clear)
+            return {"node": node, "twin_fault": kind, "cleared": clear}
+    known = sorted(BMC_FAULT_KINDS | twin_kinds)
+    raise InputError(f"fault kind {kind!r}: unknown (known: {', '.join(known)})")
+
+
+# --- down --------------------------------------------------------------------------------
+def down(lab_dir: Path) -> dict[str, Any]:
+    """Stop twins and simulator, verify no port is left listening, remove the lab's secrets."""
+    lab = lab_dir.resolve()
+    state = read_state(lab)
+    if state is None:
+        return {"state": "down", "lab_dir": str(lab), "stopped": False}
+    errors: list[str] = []
+    if state.twins:
+        try:
+            _twins_module().down(lab)
+        except Exception as exc:  # keep tearing down the rest
+            errors.append(f"twins: {exc}")
+    if _alive(state.pid):
+        asked = True
+        try:
+            control(state, "POST", "/shutdown")
+        except LabError:
+            asked = False
+        _stop_process(state.pid, lab, asked)
+    left = [p for n in state.nodes for p in (n.https_port, n.http_port, state.control_port) if p and _listening(p)]
+    if left:
+        errors.append(f"ports still listening: {sorted(set(left))}")
+    if errors:
+        raise LabError(f"lab down incomplete in {lab}: {'; '.join(errors)}")
+    _cleanup_files(lab)
+    return {"state": "down", "lab_dir": str(lab), "stopped": True}
+
+
+def _stop_process(pid: int, lab: Path, asked: bool) -> None:
+    """Wait for a process asked to stop, then SIGTERM, then SIGKILL (that pid only)."""
+    steps = ((None, 5.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)) if asked else \
+        ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))
+    for sig, wait in steps:
+        if sig is not None and _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        if _wait_gone(pid, wait):
+            return
+    raise LabError(f"simulator pid {pid} does not stop; see {lab / SIM_OUT}")
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _cleanup_files(lab: Path) -> None:
+    for name in (*SECRET_FILES, STATE):
+        with contextlib.suppress(FileNotFoundError):
+            (lab / name).unlink()
+    shutil.rmtree(lab / "inventory", ignore_errors=True)
