@@ -205,8 +205,13 @@ class CampaignStore:
         )
 
     def reset_failed(self, name: str) -> int:
-        """Failed nodes go back to pending (resume --retry-failed); returns how many."""
+        """Failed nodes (and their waves) go back to pending (resume --retry-failed); returns how many."""
         with self.journal.transaction() as db:
+            db.execute(
+                "UPDATE campaign_waves SET state = ? WHERE campaign = ? AND wave IN"
+                " (SELECT wave FROM campaign_nodes WHERE campaign = ? AND state = ?)",
+                (WaveState.PENDING, name, name, NodeState.FAILED),
+            )
             cur = db.execute(
                 "UPDATE campaign_nodes SET state = ?, error = '' WHERE campaign = ? AND state = ?",
                 (NodeState.PENDING, name, NodeState.FAILED),

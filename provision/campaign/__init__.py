@@ -1,0 +1,1 @@
+"""Firmware rollout campaigns: a baseline catalog, waves, health gates, halt and resume."""

@@ -1,0 +1,210 @@
+"""The campaign engine: waves in order, a health gate between them, halt, pause, resume.
+
+State lives in the journal; the BMCs are the truth about firmware. A controller killed at
+any moment is resumed with `resume`: finished waves are skipped, every other node is
+observed again before anything is done to it (see provision.campaign.node).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.campaign.catalog import Catalog, file_digest
+from provision.campaign.gates import GateRunner
+from provision.campaign.hooks import run_hook
+from provision.campaign.node import HookRunner, NodeContext, process_node
+from provision.campaign.updater import NodeUpdater, Target
+from provision.campaign.window import inside, next_opening
+from provision.errors import InputError
+from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
+
+
+class Outcome(BaseModel):
+    """How a start/resume ended."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    campaign: str
+    state: CampaignState
+    reason: str
+    done: int
+    failed: int
+    pending: int
+
+    @property
+    def ok(self) -> bool:
+        return self.state is CampaignState.DONE and self.failed == 0 and self.pending == 0
+
+
+@dataclass
+class _Tally:
+    """Failures counted since this start/resume (halt thresholds apply to them)."""
+
+    finished: int = 0
+    failed: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Engine:
+    def __init__(
+        self,
+        catalog: Catalog,
+        store: CampaignStore,
+        targets: dict[str, Target],
+        updater: NodeUpdater,
+        gate: GateRunner,
+        *,
+        run_hook: HookRunner = run_hook,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        poll_s: float = 2.0,
+    ) -> None:
+        self.catalog = catalog
+        self.store = store
+        self.targets = targets
+        self.updater = updater
+        self.gate = gate
+        self.now = now
+        self.poll_s = poll_s
+        self._run_hook = run_hook
+        self._halt = threading.Event()
+        self._halt_reason = ""
+
+    # -- entry points ------------------------------------------------------------------------
+    def start(self, source: Path, waves: list[list[str]]) -> Outcome:
+        """Create the campaign in the journal with its waves, then run it."""
+        self.store.create(self.catalog.name, str(source), file_digest(source), waves)
+        return self._drive("start")
+
+    def resume(self, retry_failed: bool = False) -> Outcome:
+        record = self.store.get(self.catalog.name)
+        if record.state in (CampaignState.DONE, CampaignState.ABORTED) and not (
+            retry_failed and record.state is CampaignState.DONE
+        ):
+            raise InputError(f"campaign {record.name} is {record.state}; nothing to resume")
+        if retry_failed:
+            self.store.reset_failed(self.catalog.name)
+        return self._drive("resume")
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def _drive(self, how: str) -> Outcome:
+        name = self.catalog.name
+        self._check_targets()
+        self.store.claim(name, os.getpid())
+        run_id = self.store.journal.start_run("campaign", name, {"how": how})
+        ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s)
+        tally = _Tally()
+        state, reason = self._waves(ctx, tally)
+        self.store.set_state(name, state, reason)
+        outcome = self.outcome(state, reason)
+        self.store.journal.finish_run(run_id, state.value)
+        return outcome
+
+    def _waves(self, ctx: NodeContext, tally: _Tally) -> tuple[CampaignState, str]:
+        name = self.catalog.name
+        for wave in self.store.waves(name):
+            if wave.state is WaveState.DONE:
+                continue
+            stop = self._before_wave(wave.wave)
+            if stop:
+                return stop
+            self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
+            self._run_wave(ctx, wave.wave, tally)
+            if self._halt.is_set():
+                return CampaignState.HALTED, self._halt_reason
+            request = self.store.pending_request(name)
+            if request is not None and self._unfinished(wave.wave):
+                return _requested(request)
+            stop = self._after_wave(wave.wave, tally)
+            if stop:
+                return stop
+        failed = sum(1 for n in self.store.nodes(name) if n.state is NodeState.FAILED)
+        return CampaignState.DONE, f"{failed} node(s) failed" if failed else ""
+
+    def _before_wave(self, wave: int) -> tuple[CampaignState, str] | None:
+        request = self.store.pending_request(self.catalog.name)
+        if request is not None:
+            return _requested(request)
+        window = self.catalog.policy.window
+        moment = self.now()
+        if not inside(window, moment):
+            assert window is not None
+            opens = next_opening(window, moment).isoformat(timespec="minutes")
+            return CampaignState.PAUSED, f"outside the maintenance window before wave {wave}; opens {opens}"
+        return None
+
+    def _after_wave(self, wave: int, tally: _Tally) -> tuple[CampaignState, str] | None:
+        name = self.catalog.name
+        limit = self.catalog.policy.halt.max_fail_percentage
+        if limit is not None and tally.finished and 100 * tally.failed / tally.finished > limit:
+            share = 100 * tally.failed / tally.finished
+            return CampaignState.HALTED, (
+                f"wave {wave}: {tally.failed} of {tally.finished} node(s) failed ({share:.1f}% > {limit:g}%)"
+            )
+        done = [self.targets[n.node] for n in self.store.nodes(name, wave) if n.state is NodeState.DONE]
+        problems = self.gate.run(done, self.catalog)
+        if problems:
+            self.store.wave_state(name, wave, WaveState.GATE_FAILED, "; ".join(problems))
+            return CampaignState.HALTED, f"health gate failed after wave {wave}: {problems[0]}" + (
+                f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            )
+        self.store.wave_state(name, wave, WaveState.DONE, "ok")
+        return None
+
+    def _run_wave(self, ctx: NodeContext, wave: int, tally: _Tally) -> None:
+        todo = [n.node for n in self.store.nodes(self.catalog.name, wave)
+                if n.state in (NodeState.PENDING, NodeState.ACTIVE)]
+        if not todo:
+            return
+        workers = min(self.catalog.policy.concurrency, len(todo))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wave{wave}") as pool:
+            list(pool.map(lambda node: self._one(ctx, node, tally), todo))
+
+    def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
+        if self._halt.is_set() or self.store.pending_request(self.catalog.name) is not None:
+            return  # stays pending: a known state, taken up on resume
+        state = process_node(ctx, self.targets[node])
+        with tally.lock:
+            tally.finished += 1
+            tally.failed += state is NodeState.FAILED
+            limit = self.catalog.policy.halt.max_failures
+            if tally.failed > limit and not self._halt.is_set():
+                self._halt_reason = f"{tally.failed} node(s) failed (max_failures {limit}); last: {node}"
+                self._halt.set()
+
+    def _unfinished(self, wave: int) -> bool:
+        return any(n.state in (NodeState.PENDING, NodeState.ACTIVE)
+                   for n in self.store.nodes(self.catalog.name, wave))
+
+    def _check_targets(self) -> None:
+        planned = {n.node for n in self.store.nodes(self.catalog.name)}
+        missing = sorted(planned - set(self.targets))
+        if missing:
+            raise InputError(f"campaign {self.catalog.name}: host(s) {', '.join(missing)} not in the inventory")
+
+    def outcome(self, state: CampaignState, reason: str) -> Outcome:
+        nodes = self.store.nodes(self.catalog.name)
+        count = {s: sum(1 for n in nodes if n.state is s) for s in NodeState}
+        return Outcome(
+            campaign=self.catalog.name, state=state, reason=reason, done=count[NodeState.DONE],
+            failed=count[NodeState.FAILED], pending=count[NodeState.PENDING] + count[NodeState.ACTIVE],
+        )
+
+
+def _requested(request: Request) -> tuple[CampaignState, str]:
+    if request is Request.ABORT:
+        return CampaignState.ABORTED, "aborted by request"
+    return CampaignState.PAUSED, "paused by request"
+
+
+def waves_for(nodes: Sequence[str], catalog: Catalog) -> list[list[str]]:
+    from provision.campaign.waves import plan_waves
+
+    return plan_waves(list(nodes), catalog.policy.waves)

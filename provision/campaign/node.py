@@ -1,0 +1,124 @@
+"""One node's turn in a campaign: observe -> drain -> flash -> re-observe and verify -> undrain.
+
+Every decision starts from the BMC's own FirmwareInventory, never from the journal, so a
+node whose flash finished while the controller was dead is not flashed again, and a node
+whose flash never started is not skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from provision.campaign.catalog import Catalog, Component
+from provision.campaign.hooks import HookResult, run_hook
+from provision.campaign.updater import FirmwareState, NodeUpdater, Target, UpdateFailed
+from provision.errors import ProvisionError
+from provision.journal.campaigns import CampaignStore, NodeState
+
+HookRunner = Callable[[str, str, str, float], HookResult]
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What every node's turn shares."""
+
+    catalog: Catalog
+    store: CampaignStore
+    run_id: int
+    updater: NodeUpdater
+    run_hook: HookRunner = run_hook
+    poll_s: float = 2.0
+    busy_timeout_s: float = 3600.0
+
+
+def pending(components: Sequence[Component], state: FirmwareState) -> list[Component]:
+    """Components whose reported version differs from the catalog's."""
+    return [c for c in components if state.versions.get(c.component) != c.version]
+
+
+def mismatches(components: Sequence[Component], state: FirmwareState) -> list[str]:
+    return [
+        f"{c.component} is {state.versions.get(c.component) or 'missing'}, expected {c.version}"
+        for c in components
+        if state.versions.get(c.component) != c.version
+    ]
+
+
+def observe_settled(ctx: NodeContext, target: Target) -> FirmwareState:
+    """Observe, waiting while an update task (perhaps started before a crash) still runs."""
+    deadline = time.monotonic() + ctx.busy_timeout_s
+    components = ctx.catalog.ordered()
+    while True:
+        state = ctx.updater.observe(target, components)
+        if not state.busy:
+            return state
+        if time.monotonic() > deadline:
+            raise UpdateFailed(f"{target.name}: an update task is still running after {ctx.busy_timeout_s:g} s")
+        time.sleep(ctx.poll_s)
+
+
+def process_node(ctx: NodeContext, target: Target) -> NodeState:
+    """Run one node's turn; record the outcome in the journal; never raises ProvisionError."""
+    name = ctx.catalog.name
+    try:
+        before = observe_settled(ctx, target)
+    except ProvisionError as exc:
+        ctx.store.node_started(name, target.name, {})
+        ctx.store.node_finished(name, target.name, NodeState.FAILED, {}, f"cannot read firmware: {exc}")
+        return NodeState.FAILED
+    ctx.store.node_started(name, target.name, before.versions)
+    todo = pending(ctx.catalog.ordered(), before)
+    if not todo:
+        ctx.store.node_finished(name, target.name, NodeState.DONE, before.versions)
+        return NodeState.DONE
+    error = _take_and_flash(ctx, target, todo, before)
+    after = _observe_quietly(ctx, target)
+    if not error and after is not None:
+        problems = mismatches(ctx.catalog.ordered(), after)
+        error = "after the update: " + "; ".join(problems) if problems else ""
+    if not error:
+        error = _hook(ctx, "undrain", ctx.catalog.policy.hooks.undrain, target.name)
+    state = NodeState.FAILED if error or after is None else NodeState.DONE
+    if after is None and not error:
+        error = "cannot read firmware after the update"
+    ctx.store.node_finished(name, target.name, state, after.versions if after else {}, error)
+    return state
+
+
+def _take_and_flash(ctx: NodeContext, target: Target, todo: list[Component], before: FirmwareState) -> str:
+    """Drain, then flash what is not already staged; returns an error text or ''."""
+    error = _hook(ctx, "drain", ctx.catalog.policy.hooks.drain, target.name)
+    if error:
+        return error
+    flash = [c for c in todo if before.staged.get(c.component) != c.version]
+    reset = any(c.needs_host_reset for c in todo)
+    journal = ctx.store.journal
+    label = ",".join(f"{c.component}={c.version}" for c in flash) or "(staged only: reset)"
+    action = journal.action_started(ctx.run_id, target.name, "campaign", "firmware-update", label)
+    ctx.store.node_flashing(ctx.catalog.name, target.name, [c.component for c in flash])
+    try:
+        ctx.updater.update(target, flash, reset)
+    except ProvisionError as exc:
+        journal.action_finished(action, "failed", str(exc))
+        return f"update failed: {exc}"
+    journal.action_finished(action, "ok")
+    return ""
+
+
+def _observe_quietly(ctx: NodeContext, target: Target) -> FirmwareState | None:
+    try:
+        return observe_settled(ctx, target)
+    except ProvisionError:
+        return None
+
+
+def _hook(ctx: NodeContext, kind: str, template: str | None, node: str) -> str:
+    if not template:
+        return ""
+    hooks = ctx.catalog.policy.hooks
+    action = ctx.store.journal.action_started(ctx.run_id, node, "campaign", kind, template)
+    result = ctx.run_hook(template, node, ctx.catalog.name, hooks.timeout_s)
+    ctx.store.journal.action_finished(action, "ok" if result.ok else "failed", result.describe())
+    return "" if result.ok else f"{kind} hook failed ({result.describe()})"

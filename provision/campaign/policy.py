@@ -1,0 +1,127 @@
+"""Campaign policy models: waves, halting, health gate, maintenance window, hooks."""
+
+from __future__ import annotations
+
+import re
+from datetime import time as dtime
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_COUNT_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+
+def _count(value: object) -> int | str:
+    """A node count: a non-negative integer or a percentage string such as '5%'."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number of nodes or a percentage like '10%'")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("must not be negative")
+        return value
+    if isinstance(value, str):
+        match = _COUNT_RE.match(value.strip())
+        if match and 0 <= float(match.group(1)) <= 100:
+            return value.strip()
+        if value.strip().isdigit():
+            return int(value.strip())
+    raise ValueError(f"expected a number of nodes or a percentage like '10%' (got {value!r})")
+
+
+class WavePolicy(_Frozen):
+    """A canary wave, then batches of a fixed size or bounded by the nodes unavailable at once."""
+
+    canary: int | str = 1
+    batch_size: int | None = Field(default=None, gt=0)
+    max_unavailable: int | str | None = None
+
+    @field_validator("canary", "max_unavailable", mode="before")
+    @classmethod
+    def _counts(cls, value: object) -> int | str | None:
+        return None if value is None else _count(value)
+
+    @model_validator(mode="after")
+    def _one_batching(self) -> WavePolicy:
+        if self.batch_size is not None and self.max_unavailable is not None:
+            raise ValueError("give batch_size or max_unavailable, not both")
+        if self.max_unavailable in (0, "0%"):
+            raise ValueError("max_unavailable must allow at least one node")
+        return self
+
+
+class HaltPolicy(_Frozen):
+    """When to stop taking new nodes. Counted over the nodes finished since start/resume."""
+
+    max_failures: Annotated[int, Field(ge=0)] = 0
+    max_fail_percentage: Annotated[float, Field(ge=0, le=100)] | None = None
+
+
+class GatePolicy(_Frozen):
+    """The health gate run on every node of a wave before the next wave starts."""
+
+    redfish_health: bool = True
+    conformance: bool = True
+    full_verify: str | None = Field(
+        default=None, description="Command run per node, {node} substituted; non-zero exit fails the gate"
+    )
+    timeout_s: Annotated[float, Field(gt=0)] = 600
+
+
+class Window(_Frozen):
+    """Maintenance window: no new wave starts outside it (a wave in flight finishes)."""
+
+    timezone: str = "UTC"
+    days: tuple[str, ...] = DAYS
+    start: dtime
+    end: dtime
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}") from None
+        return value
+
+    @field_validator("days", mode="before")
+    @classmethod
+    def _days(cls, value: object) -> tuple[str, ...]:
+        if not isinstance(value, list | tuple) or not value:
+            raise ValueError(f"expected a list of days out of {list(DAYS)}")
+        days = tuple(str(d).strip().lower()[:3] for d in value)
+        bad = [d for d in days if d not in DAYS]
+        if bad:
+            raise ValueError(f"unknown day(s) {bad}; use {list(DAYS)}")
+        return days
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Window:
+        if self.start == self.end:
+            raise ValueError("start and end are equal: the window would be empty")
+        return self
+
+
+class Hooks(_Frozen):
+    """Commands run before a node is taken (drain) and after it is back (undrain); {node} substituted."""
+
+    drain: str | None = None
+    undrain: str | None = None
+    timeout_s: Annotated[float, Field(gt=0)] = 300
+
+
+class Policy(_Frozen):
+    """Everything that governs how a campaign proceeds."""
+
+    waves: WavePolicy = WavePolicy()
+    halt: HaltPolicy = HaltPolicy()
+    gate: GatePolicy = GatePolicy()
+    window: Window | None = None
+    hooks: Hooks = Hooks()
+    concurrency: Annotated[int, Field(gt=0, le=4096)] = 256

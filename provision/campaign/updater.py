@@ -1,0 +1,66 @@
+"""What the campaign engine needs from the Redfish side, as small protocols (fakes in unit tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provision.campaign.catalog import Component
+from provision.errors import ProvisionError
+from provision.spec.model import BmcEndpoint
+
+
+class UpdateFailed(ProvisionError):
+    """A node's firmware update did not complete."""
+
+
+class Target(BaseModel):
+    """One node of a campaign: its inventory name and how to reach its BMC."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    bmc: BmcEndpoint | None = None
+
+
+class FirmwareState(BaseModel):
+    """A node's firmware as its BMC reports it now."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    versions: dict[str, str | None] = Field(description="component -> version; None when not found")
+    busy: bool = Field(default=False, description="an update task is still running on the BMC")
+    staged: dict[str, str] = Field(
+        default_factory=dict, description="component -> version flashed but waiting for a host reset"
+    )
+
+
+class GateResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ok: bool
+    problems: tuple[str, ...] = ()
+
+
+class NodeUpdater(Protocol):
+    """Reads and updates one node's firmware (thread-safe: called for many nodes at once)."""
+
+    def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
+        """Read the FirmwareInventory (read-only); raise ProvisionError when the BMC cannot be read."""
+        ...
+
+    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+        """Flash `flash` in order, then reset the host once when `reset`; raise UpdateFailed on failure."""
+        ...
+
+
+class HealthGate(Protocol):
+    """Redfish-side health and the BMC-side conformance subset for one node after its wave."""
+
+    def check(
+        self, target: Target, components: Sequence[Component], *, redfish_health: bool, conformance: bool
+    ) -> GateResult:
+        """redfish_health: System/Chassis/Manager Status; conformance: the BMC-side subset of checks."""
+        ...

@@ -1,0 +1,90 @@
+"""In-memory stand-ins for the Redfish side: BMCs with firmware versions, tasks that outlive the caller."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from provision.campaign.catalog import Catalog, Component
+from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
+
+SHA = "0" * 64
+
+
+def catalog(policy: dict | None = None, components: list[dict] | None = None) -> Catalog:
+    comps = components or [
+        {"component": "bmc", "version": "2.0", "image": "bmc.bin", "sha256": SHA, "order": 10,
+         "needs_host_reset": False, "apply_time": "Immediate"},
+        {"component": "bios", "version": "3.0", "image": "bios.bin", "sha256": SHA, "order": 20},
+    ]
+    return Catalog.model_validate({"name": "test", "components": comps, "policy": policy or {}})
+
+
+class FakeBmcs:
+    """Every node's firmware; updates take `flash_s`; faults per node: 'fail', 'noop', 'unreadable'."""
+
+    def __init__(self, nodes: Sequence[str], versions: dict[str, str], flash_s: float = 0.0) -> None:
+        self.versions = {n: dict(versions) for n in nodes}
+        self.faults: dict[str, str] = {}
+        self.flash_s = flash_s
+        self.flashes: Counter[tuple[str, str]] = Counter()
+        self.resets: Counter[str] = Counter()
+        self.order: list[str] = []
+        self.busy_until: dict[str, float] = {}
+        self.staged: dict[str, dict[str, str]] = {}
+        self.lock = threading.Lock()
+
+    # NodeUpdater
+    def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
+        if self.faults.get(target.name) == "unreadable":
+            raise UpdateFailed(f"{target.name}: BMC unreachable")
+        with self.lock:
+            busy = self.busy_until.get(target.name, 0) > time.monotonic()
+            return FirmwareState(
+                versions={c.component: self.versions[target.name].get(c.component) for c in components},
+                busy=busy, staged=dict(self.staged.get(target.name, {})),
+            )
+
+    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+        with self.lock:
+            self.order.append(target.name)
+            for comp in flash:
+                self.flashes[(target.name, comp.component)] += 1
+        time.sleep(self.flash_s)
+        fault = self.faults.get(target.name)
+        if fault == "fail":
+            raise UpdateFailed(f"{target.name}: task ended in Exception")
+        with self.lock:
+            if reset:
+                self.resets[target.name] += 1
+            if fault == "noop":
+                return
+            staged = self.staged.pop(target.name, {})
+            for comp in flash:
+                self.versions[target.name][comp.component] = comp.version
+            for comp, version in staged.items():
+                self.versions[target.name][comp] = version
+
+
+class FakeHealth:
+    def __init__(self, sick: set[str] | None = None) -> None:
+        self.sick = sick or set()
+        self.checked: list[str] = []
+
+    def check(self, target: Target, components: Sequence[Component], *, redfish_health: bool,
+              conformance: bool) -> GateResult:
+        self.checked.append(target.name)
+        if target.name in self.sick:
+            return GateResult(ok=False, problems=("System Status.Health is Critical",))
+        return GateResult(ok=True)
+
+
+def targets(nodes: Sequence[str]) -> dict[str, Target]:
+    return {n: Target(name=n) for n in nodes}
+
+
+def at_baseline(bmcs: FakeBmcs, cat: Catalog) -> list[str]:
+    want = {c.component: c.version for c in cat.components}
+    return sorted(n for n, v in bmcs.versions.items() if all(v.get(k) == ver for k, ver in want.items()))

@@ -1,0 +1,129 @@
+"""The campaign file: the example loads; every bad input is one InputError naming file and key."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from provision.campaign.catalog import Match, load_catalog
+from provision.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "campaigns" / "ml_prod_v4_2026q4.yml"
+
+
+@pytest.fixture
+def example_dir(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "firmware", tmp_path / "firmware")
+    (tmp_path / "campaigns").mkdir()
+    shutil.copy(EXAMPLE, tmp_path / "campaigns" / "c.yml")
+    return tmp_path / "campaigns" / "c.yml"
+
+
+def test_example_loads_in_dependency_order() -> None:
+    cat = load_catalog(EXAMPLE)
+    assert cat.name == "ml_prod_v4_2026q4"
+    assert [c.component for c in cat.ordered()] == ["bmc", "bios", "gpu", "nvswitch", "ib_nic"]
+    gpu = cat.component("gpu")
+    rule = gpu.matcher("Supermicro")
+    assert rule is not None and rule.matches("HGX_FW_GPU_SXM_3", "Software Inventory")
+    assert not rule.matches("HGX_InfoROM_GPU_SXM_3", "Software Inventory")
+    assert gpu.matcher("hpe") is None
+
+
+def test_after_overrides_order() -> None:
+    from provision.campaign.catalog import Catalog
+
+    comps = [
+        {"component": "a", "version": "1", "image": "a", "sha256": "0" * 64, "order": 1, "after": ["b"]},
+        {"component": "b", "version": "1", "image": "b", "sha256": "0" * 64, "order": 9},
+        {"component": "c", "version": "1", "image": "c", "sha256": "0" * 64, "order": 5},
+    ]
+    cat = Catalog.model_validate({"name": "x", "components": comps})
+    assert [c.component for c in cat.ordered()] == ["c", "b", "a"]
+
+
+def test_match_shorthand_and_default() -> None:
+    rule = Match.model_validate("^BMC$")
+    assert rule.matches("BMC", "x") and rule.matches("x", "BMC") and not rule.matches("BMC_1", "x")
+
+
+def _edit(path: Path, change) -> Path:
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _comp(data: dict, name: str) -> dict:
+    return next(c for c in data["components"] if c["component"] == name)
+
+
+BAD = [
+    (lambda d: _comp(d, "bios").update(version="two point one"), r"components\.bios\.version: .*not a version"),
+    (lambda d: _comp(d, "gpu").update(sha256="ABC"), r"components\.gpu\.sha256: sha256 must be 64"),
+    (lambda d: _comp(d, "gpu").update(colour="red"), r"components\.gpu\.colour: unknown key"),
+    (lambda d: _comp(d, "gpu").update(apply_time="Later"), r"components\.gpu\.apply_time"),
+    (lambda d: _comp(d, "gpu").update(after=["cpld"]), r"after names unknown component\(s\) \['cpld'\]"),
+    (lambda d: _comp(d, "bmc").update(after=["ib_nic"]) or _comp(d, "ib_nic").update(after=["bmc"]),
+     r"cycle"),
+    (lambda d: d["components"].append(dict(_comp(d, "bmc"))), r"listed twice: \['bmc'\]"),
+    (lambda d: _comp(d, "gpu")["match"].update(supermicro={"id": "(["}), r"components\.gpu\.match\.supermicro"),
+    (lambda d: _comp(d, "gpu")["match"].update(supermicro={}), r"give an id and/or a name"),
+    (lambda d: d.update(name="bad name!"), r"name: String should match"),
+    (lambda d: d.pop("components"), r"components: Field required"),
+    (lambda d: d.update(components=[]), r"components: .*at least 1"),
+    (lambda d: d["policy"]["waves"].update(canary="x"), r"policy\.waves\.canary: .*percentage"),
+    (lambda d: d["policy"]["waves"].update(batch_size=3), r"policy\.waves: .*not both"),
+    (lambda d: d["policy"]["halt"].update(max_fail_percentage=120), r"policy\.halt\.max_fail_percentage"),
+    (lambda d: d["policy"].update(window={"start": "22:00", "end": "06:00", "timezone": "Nowhere/X"}),
+     r"policy\.window\.timezone: unknown time zone"),
+    (lambda d: d["policy"].update(concurrency=0), r"policy\.concurrency"),
+    (lambda d: d.update(extra=1), r"extra: unknown key"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD)
+def test_bad_catalogs(example_dir: Path, change, message: str) -> None:
+    path = _edit(example_dir, change)
+    with pytest.raises(InputError, match=message) as info:
+        load_catalog(path)
+    line = str(info.value)
+    assert line.startswith(str(path)) and "\n" not in line
+
+
+def test_missing_image(example_dir: Path) -> None:
+    (example_dir.parent.parent / "firmware" / "cx7_ndr_28.39.1002.bin").unlink()
+    with pytest.raises(InputError, match=r"components\.ib_nic\.image: file .*cx7_ndr_28\.39\.1002\.bin does not"):
+        load_catalog(example_dir)
+
+
+def test_image_checksum_mismatch(example_dir: Path) -> None:
+    (example_dir.parent.parent / "firmware" / "smc_x13_bmc_11.02.05.bin").write_text("tampered\n")
+    with pytest.raises(InputError, match=r"components\.bmc\.image: sha256 of .* is [0-9a-f]{64}, the catalog"):
+        load_catalog(example_dir)
+
+
+def test_url_images_are_not_fetched(example_dir: Path) -> None:
+    path = _edit(example_dir, lambda d: _comp(d, "gpu").update(image="https://repo.example/gpu.bin"))
+    assert load_catalog(path).component("gpu").is_url
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("name: [unclosed\n", "YAML error"), ("- a\n- b\n", "must be a mapping"), ("", "empty"),
+     ("name: a\nname: b\n", "duplicate key")],
+)
+def test_unreadable_files(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "c.yml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_catalog(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="campaign file does not exist"):
+        load_catalog(tmp_path / "nope.yml")
