@@ -237,6 +237,13 @@ class Bmc:
             return error(400, "ActionParameterMissing", "MultipartHttpPushUri", "UpdateFile")
         return self.updater.push(image, params)
 
+    def sel_messages(self) -> list[str]:
+        """Messages of the SEL entries this BMC added (for tests and `lab status`)."""
+        coll = self.res.get(self.sel.entries) or {}
+        uris = [str(m.get("@odata.id", "")) for m in coll.get("Members", [])]
+        return [str(e.get("Message", "")) for u in uris if (e := self.res.get(u)) and e.get("MessageId") ==
+                "Provision.Lab"]
+
     def status(self) -> Json:
         states = [p.state for p in self.power.values()]
         return {"name": self.name, "power": states[0] if len(states) == 1 else states,

@@ -1,0 +1,107 @@
+"""Seed trees: loading the three built-in captures, copy-on-write views, filling the complete server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from provision.errors import InputError
+from provision.lab.bmcsim.config import TREES_DIR, Parts
+from provision.lab.bmcsim.fill import next_id
+from provision.lab.bmcsim.seed import build
+from provision.lab.bmcsim.tree import ROOT, Resources, SeedTree, load_dir, norm
+
+TREES = ["supermicro", "dell", "public-rackmount1"]
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_each_builtin_tree_loads_with_its_service_root(name: str) -> None:
+    res = load_dir(TREES_DIR / name)
+    assert norm(res[ROOT]["@odata.id"]) == ROOT
+    assert any(uri.startswith(f"{ROOT}/Systems/") for uri in res)
+
+
+def test_loose_registry_file_becomes_a_resource() -> None:
+    res = load_dir(TREES_DIR / "public-rackmount1")
+    assert res[f"{ROOT}/Registries/Base.1.5.0"]["RegistryPrefix"] == "Base"
+
+
+def test_a_directory_without_a_service_root_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a Redfish mockup"):
+        load_dir(tmp_path)
+
+
+@pytest.mark.parametrize(("raw", "want"), [("/redfish/v1/", "/redfish/v1"), ("/a/b?$expand=*", "/a/b"),
+                                           ("/a#/x", "/a"), ("/", "/")])
+def test_norm(raw: str, want: str) -> None:
+    assert norm(raw) == want
+
+
+def test_views_are_copy_on_write_and_isolated() -> None:
+    seed = SeedTree("t", {"/r": {"@odata.id": "/r", "PowerState": "On"}})
+    a, b = Resources(seed), Resources(seed)
+    etag_before = a.etag("/r")
+    a.mutable("/r")["PowerState"] = "Off"
+    assert a.get("/r")["PowerState"] == "Off"
+    assert b.get("/r")["PowerState"] == "On"
+    assert seed.get("/r")["PowerState"] == "On"
+    assert a.etag("/r") != etag_before == b.etag("/r")
+    a.delete("/r")
+    assert a.get("/r") is None and b.get("/r") is not None
+
+
+@pytest.mark.parametrize(("ids", "template", "want"), [
+    (["1", "2"], "2", "3"),
+    (["Disk.Bay.0", "Disk.Bay.3"], "Disk.Bay.3", "Disk.Bay.4"),
+    (["GPU1", "GPU2"], "GPU2", "GPU3"),
+    (["CPU.Socket.1"], "CPU.Socket.1", "CPU.Socket.2"),
+    (["Bay"], "Bay", "Bay-2"),
+])
+def test_next_id(ids: list[str], template: str, want: str) -> None:
+    assert next_id(ids, template) == want
+
+
+def _count(tree: SeedTree, prefix: str) -> int:
+    return sum(1 for uri in tree.uris() if uri.rsplit("/", 1)[0] == prefix)
+
+
+def test_supermicro_complete_server_has_the_spec_parts() -> None:
+    parts = Parts()
+    seed = build(TREES_DIR / "supermicro", as_captured=False, parts=parts)
+    tree = seed.tree
+    dimms = [m["@odata.id"] for m in tree.get(f"{ROOT}/Systems/1/Memory")["Members"]]
+    assert len(dimms) == 32 and all(tree.get(d)["CapacityMiB"] == 65536 for d in dimms)
+    assert tree.get(f"{ROOT}/Systems/1")["MemorySummary"]["TotalSystemMemoryGiB"] == 2048
+    cpus = [m["@odata.id"] for m in tree.get(f"{ROOT}/Systems/1/Processors")["Members"]]
+    assert [tree.get(c)["Model"] for c in cpus] == [parts.cpu_model] * 2
+    gpus = [u for u in tree.uris() if u.startswith(f"{ROOT}/Chassis/1/PCIeDevices/GPU") and u.count("/") == 6]
+    assert len(gpus) == 8
+    drives = [u for u in tree.uris() if str(tree.get(u).get("@odata.type", "")).startswith("#Drive.")]
+    assert len(drives) >= parts.boot_drives + parts.scratch_drives
+    assert f"{ROOT}/Chassis/NVMeSSD.0.Group.0.StorageBackplane/Drives/Disk.Bay.7" in tree
+    assert f"{ROOT}/Managers/1/VirtualMedia/CD1" in tree
+    assert seed.invented, "the filled URIs are reported"
+
+
+def test_as_captured_serves_the_capture_only() -> None:
+    seed = build(TREES_DIR / "supermicro", as_captured=True, parts=Parts())
+    assert f"{ROOT}/Systems/1/Memory/17" not in seed.tree
+    assert f"{ROOT}/Systems/1/Memory/10" in seed.tree
+    assert f"{ROOT}/Managers/1/VirtualMedia" not in seed.tree
+    # the services the simulator implements are still there
+    assert f"{ROOT}/SessionService/Sessions" in seed.tree
+
+
+def test_spec_counts_drive_the_fill() -> None:
+    seed = build(TREES_DIR / "supermicro", as_captured=False, parts=Parts(dimms=40, gpus=8))
+    assert len(seed.tree.get(f"{ROOT}/Systems/1/Memory")["Members"]) == 40
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_every_tree_locates_bios_settings_and_a_sel(name: str) -> None:
+    seed = build(TREES_DIR / name, as_captured=True, parts=Parts())
+    assert seed.bios, "a BIOS resource was found"
+    lay = next(iter(seed.bios.values()))
+    assert lay.settings is not None and lay.settings.endswith(("/Bios/SD", "/Bios/Settings"))
+    assert seed.sel_service in seed.tree
