@@ -1,0 +1,75 @@
+"""What goes into one twin's own layer before it boots: identity, /proc binds, the personality's tools."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+STATE_MOUNT = "/var/lib/provision-lab"
+BINDS_FILE = "etc/provision-lab/proc-binds"
+BIND_SCRIPT = "usr/local/sbin/provision-lab-proc-binds"
+BIND_UNIT = "provision-lab-proc-binds.service"
+
+_SCRIPT = """\
+#!/bin/sh
+# provision lab: present the spec'd server's /proc files (bind mounts of files the host keeps current)
+set -eu
+while read -r src dst; do
+    [ -n "$src" ] || continue
+    [ -e "$src" ] || { echo "provision-lab: missing $src" >&2; continue; }
+    mountpoint -q "$dst" 2>/dev/null && umount "$dst" || true
+    mount --bind -o ro "$src" "$dst"
+done < /BINDS_FILE
+""".replace("BINDS_FILE", BINDS_FILE)
+
+_UNIT = f"""\
+[Unit]
+Description=provision lab: bind the spec'd /proc files
+DefaultDependencies=no
+After=local-fs.target
+Before=sysinit.target shutdown.target
+Conflicts=shutdown.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/{BIND_SCRIPT}
+
+[Install]
+WantedBy=sysinit.target
+"""
+
+
+def write_identity(root: Path, hostname: str) -> None:
+    """Hostname, /etc/hosts and a machine id of this twin's own (kept across reboots)."""
+    (root / "etc/hostname").write_text(f"{hostname}\n")
+    (root / "etc/hosts").write_text(
+        f"127.0.0.1\tlocalhost\n127.0.1.1\t{hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+    )
+    machine_id = root / "etc/machine-id"
+    existing = machine_id.read_text().strip() if machine_id.exists() else ""
+    if not existing:
+        machine_id.write_text(uuid.uuid4().hex + "\n")
+
+
+def inside_path(state_dir: Path, host_file: Path) -> Path:
+    """Where a host file under the twin's state dir appears inside the twin."""
+    return Path(STATE_MOUNT) / host_file.resolve().relative_to(state_dir.resolve())
+
+
+def write_proc_binds(root: Path, state_dir: Path, binds: dict[str, Path]) -> None:
+    """Install the boot-time unit that bind-mounts `binds` (twin path -> host file in state_dir)."""
+    lines = [f"{inside_path(state_dir, src)} {dst}\n" for dst, src in sorted(binds.items())]
+    (root / BINDS_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (root / BINDS_FILE).write_text("".join(lines))
+    script = root / BIND_SCRIPT
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(_SCRIPT)
+    script.chmod(0o755)
+    unit_dir = root / "etc/systemd/system"
+    (unit_dir / BIND_UNIT).write_text(_UNIT)
+    wants = unit_dir / "sysinit.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    link = wants / BIND_UNIT
+    if not link.is_symlink():
+        link.symlink_to(f"/etc/systemd/system/{BIND_UNIT}")

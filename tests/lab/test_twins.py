@@ -1,0 +1,198 @@
+"""Node twins against the real thing: systemd-nspawn, network namespaces, sshd, systemd (needs root).
+
+Two twins come up once for the module and always go down at the end, even on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from provision.lab import twins
+from provision.lab.twins import cgroup
+from provision.lab.twins.models import TwinInfo, TwinRequest
+from provision.lab.twins.ssh import client_argv
+from provision.spec import NodeSpec, load_fleet
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.twins,
+    pytest.mark.skipif(os.geteuid() != 0 or not Path("/run").is_dir(), reason="node twins need root"),
+]
+
+
+def _spec_for(profile: str) -> NodeSpec:
+    fleet = load_fleet(ROOT / "inventory" / "hosts.yml")
+    return next(h.spec for h in fleet.hosts.values() if h.profile == profile)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory):
+    lab_dir = tmp_path_factory.mktemp("twins-lab")
+    nodes = [TwinRequest(name=f"node{i:02d}", index=i, profile="ml_prod_v4") for i in (1, 2)]
+    try:
+        infos = twins.up(lab_dir, nodes, _spec_for)
+        yield lab_dir, {i.name: i for i in infos}
+    finally:
+        twins.down(lab_dir)
+
+
+def ssh(info: TwinInfo, command: str, check: bool = True, known_hosts: Path | None = None) -> str:
+    argv = [*client_argv(info.key_file, known_hosts or info.known_hosts, info.address, info.port), command]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ssh {info.name} {command!r}: exit {proc.returncode}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def boot_id(info: TwinInfo) -> str:
+    return ssh(info, "cat /proc/sys/kernel/random/boot_id").strip()
+
+
+def wait_for_new_boot(info: TwinInfo, old: str, timeout: float = 90) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            new = boot_id(info)
+        except (AssertionError, subprocess.TimeoutExpired):
+            new = ""
+        if new and new != old:
+            return new
+        time.sleep(0.5)
+    raise AssertionError(f"{info.name} did not come back with a new boot id within {timeout} s")
+
+
+def test_each_twin_answers_ssh_as_itself(lab):
+    _, infos = lab
+    assert sorted(infos) == ["node01", "node02"]
+    addresses = {i.address for i in infos.values()}
+    assert len(addresses) == 2
+    for name, info in infos.items():
+        assert ssh(info, "hostname").strip() == name
+        assert ssh(info, "ip -4 -o addr show eth0").split()[3] == f"{info.address}/24"
+        assert info.key_file.stat().st_mode & 0o077 == 0
+
+
+def test_wrong_host_key_is_refused(lab, tmp_path):
+    _, infos = lab
+    info = infos["node01"]
+    other_key = infos["node02"].known_hosts.read_text().splitlines()
+    node02_line = next(line for line in other_key if line.startswith(infos["node02"].address + " "))
+    forged = tmp_path / "known_hosts"
+    forged.write_text(f"{info.address} {node02_line.split(' ', 1)[1]}\n")
+    argv = [*client_argv(info.key_file, forged, info.address), "true"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 255
+    assert "host key" in proc.stderr.lower()
+
+
+def test_systemd_is_running(lab):
+    _, infos = lab
+    for info in infos.values():
+        state = ssh(info, "systemctl is-system-running --wait", check=False).strip()
+        failed = ssh(info, "systemctl --failed --no-legend --plain", check=False).strip()
+        assert state in {"running", "degraded"}, failed
+        assert ssh(info, "systemctl is-active ssh.service").strip() == "active"
+
+
+def test_no_debian_mirror_only_the_lab_repo(lab):
+    _, infos = lab
+    for info in infos.values():
+        assert ssh(info, "cat /etc/apt/sources.list; ls -A /etc/apt/sources.list.d").strip() == ""
+        assert re.fullmatch(r"http://10\.203\.\d+\.1:\d+/", info.repo_url)
+        assert info.repo_url.split("//")[1].split(":")[0] == info.address.rsplit(".", 1)[0] + ".1"
+        index = ssh(info, f"curl -fsS {info.repo_url}Packages")
+        host_index = (info.key_file.parents[1] / "repo" / "Packages").read_text()
+        assert index == host_index
+
+
+def test_reboot_inside_keeps_state(lab):
+    _, infos = lab
+    info = infos["node02"]
+    ssh(info, "echo kept > /root/reboot-marker")
+    before = boot_id(info)
+    ssh(info, "systemctl reboot", check=False)
+    wait_for_new_boot(info, before)
+    assert ssh(info, "cat /root/reboot-marker").strip() == "kept"
+    assert [i.running for i in twins.status(lab[0])] == [True, True]
+
+
+def test_power_off_then_on(lab):
+    lab_dir, infos = lab
+    info = infos["node01"]
+    ssh(info, "echo kept > /root/power-marker")
+    before = boot_id(info)
+    twins.power(lab_dir, "node01", on=False)
+    status = {i.name: i.running for i in twins.status(lab_dir)}
+    assert status == {"node01": False, "node02": True}
+    assert subprocess.run([*client_argv(info.key_file, info.known_hosts, info.address), "true"],
+                          capture_output=True, timeout=30, check=False).returncode == 255
+    twins.power(lab_dir, "node01", on=True, wait=True)
+    assert wait_for_new_boot(info, before) != before
+    assert ssh(info, "cat /root/power-marker").strip() == "kept"
+
+
+def test_ansible_reaches_twins_with_host_key_checking(lab, tmp_path):
+    lab_dir, infos = lab
+    inventory = _inventory(tmp_path, infos)
+    out = _ansible(tmp_path, inventory, "command", "cat /etc/hostname")
+    for name in infos:
+        assert re.search(rf"^{name} \| CHANGED \| rc=0 >>\n{name}$", out, re.M), out
+
+
+def test_down_leaves_nothing_behind(lab):
+    lab_dir, infos = lab
+    state = json.loads((lab_dir / "twins" / "state.json").read_text())
+    slots = [t["slot"] for t in state["twins"]]
+    pids = [t["supervisor_pid"] for t in state["twins"]] + [state["repo"]["pid"]]
+    twins.down(lab_dir)
+    twins.down(lab_dir)  # idempotent
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert str(lab_dir) not in ps
+    assert str(lab_dir) not in Path("/proc/self/mountinfo").read_text()
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    for slot in slots:
+        assert not re.search(rf"^pl-node{slot:02d}\b", netns, re.M)
+        assert not re.search(rf"^\d+: plv{slot}[@:]", links, re.M)
+        assert cgroup.groups_for(f"pl-node{slot:02d}") == []
+        assert not Path(f"/run/systemd/nspawn/propagate/pl-node{slot:02d}").exists()
+    assert not (lab_dir / "twins").exists() and not (lab_dir / "known_hosts").exists()
+    assert twins.status(lab_dir) == []
+
+
+def _inventory(tmp_path: Path, infos: dict[str, TwinInfo]) -> Path:
+    lines = ["all:", "  hosts:"]
+    for info in infos.values():
+        lines += [
+            f"    {info.name}:",
+            f"      ansible_host: {info.address}",
+            f"      ansible_user: {info.user}",
+            f"      ansible_ssh_private_key_file: {info.key_file}",
+            f"      ansible_ssh_common_args: -o UserKnownHostsFile={info.known_hosts} -o StrictHostKeyChecking=yes",
+        ]
+    path = tmp_path / "hosts.yml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _ansible(tmp_path: Path, inventory: Path, module: str, args: str) -> str:
+    env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="True", ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_CONTROL_PATH_DIR=str(tmp_path / "cp"))
+    ansible = shutil.which("ansible") or str(Path(sys.executable).with_name("ansible"))
+    proc = subprocess.run([ansible, "-i", str(inventory), "all", "-m", module, "-a", args],
+                          capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
