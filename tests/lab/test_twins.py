@@ -143,7 +143,7 @@ def test_power_off_then_on(lab):
 
 
 def test_ansible_reaches_twins_with_host_key_checking(lab, tmp_path):
-    lab_dir, infos = lab
+    _, infos = lab
     inventory = _inventory(tmp_path, infos)
     out = _ansible(tmp_path, inventory, "command", "cat /etc/hostname")
     for name in infos:
@@ -151,7 +151,7 @@ def test_ansible_reaches_twins_with_host_key_checking(lab, tmp_path):
 
 
 def test_down_leaves_nothing_behind(lab):
-    lab_dir, infos = lab
+    lab_dir, _ = lab
     state = json.loads((lab_dir / "twins" / "state.json").read_text())
     slots = [t["slot"] for t in state["twins"]]
     pids = [t["supervisor_pid"] for t in state["twins"]] + [state["repo"]["pid"]]
