@@ -1,0 +1,1 @@
+"""Redfish operations, each as observe (read-only) -> plan (pure) -> apply."""

@@ -1,0 +1,58 @@
+"""Open a connector for an inventory host, and the node facts every operation starts from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from provision.errors import RedfishError
+from provision.redfish.connector import ROOT, Connector, ConnectorOptions
+from provision.redfish.resources import ComputerSystem, ServiceRoot
+from provision.redfish.retry import RetryPolicy
+from provision.redfish.vendors import VendorPlugin, detect
+from provision.spec.model import BmcEndpoint
+
+
+def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: RetryPolicy | None = None,
+                max_parallel: int = 4) -> ConnectorOptions:
+    """Connector options from an inventory BMC endpoint; --insecure turns verification off."""
+    return ConnectorOptions(
+        address=bmc.address, username=bmc.username, password=bmc.password, ca_file=bmc.ca_file,
+        verify_tls=bmc.verify_tls and not insecure, retry=retry or RetryPolicy(), max_parallel=max_parallel,
+        name=name,
+    )
+
+
+@dataclass(frozen=True)
+class Node:
+    """A logged-in BMC with its root, first system and vendor plugin."""
+
+    conn: Connector
+    root: ServiceRoot
+    system: ComputerSystem
+    manager_uri: str | None
+    vendor: VendorPlugin
+
+
+def node_facts(conn: Connector) -> Node:
+    """Root, first System (and first Manager), vendor plugin."""
+    root = ServiceRoot.parse(conn.root)
+    systems = conn.members(f"{ROOT}/Systems")
+    if not systems:
+        raise RedfishError(f"{conn.opts.where}: no ComputerSystem under {ROOT}/Systems")
+    system = ComputerSystem.parse(systems[0])
+    managers = conn.get_optional(f"{ROOT}/Managers") or {}
+    mgr = [str(m.get("@odata.id")) for m in managers.get("Members", []) if isinstance(m, dict)]
+    return Node(conn=conn, root=root, system=system, manager_uri=mgr[0] if mgr else None,
+                vendor=detect(root, system))
+
+
+@contextmanager
+def connect(opts: ConnectorOptions) -> Iterator[Connector]:
+    conn = Connector(opts)
+    conn.open()
+    try:
+        yield conn
+    finally:
+        conn.close()

@@ -1,0 +1,195 @@
+"""Connector against a real loopback HTTP(S) server: auth, retries, re-login, TLS, expand, redaction."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import pytest
+from rf_fakebmc import FakeBmc, Served, make_cert
+from rf_support import connect, options, tree
+
+from provision.redfish.connector import Connector
+from provision.redfish.errors import RedfishAuthError, RedfishTlsError, RedfishUnavailable
+from provision.redfish.ops.inventory import observe
+
+SYS = "/redfish/v1/Systems/1"
+
+
+def test_session_login_and_logout() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        assert conn.get(SYS)["Model"] == "SYS-821GE-TNHR"
+        assert any(s.method == "POST" and s.path.endswith("/Sessions") for s in bmc.seen)
+        assert "x-auth-token" in bmc.seen[-1].headers
+        conn.close()
+    assert not bmc.tokens
+
+
+def test_basic_fallback_when_no_session_service() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"), sessions=False)
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        conn.get(SYS)
+        assert bmc.seen[-1].headers["authorization"].startswith("Basic ")
+
+
+def test_wrong_password_is_auth_error() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv, pytest.raises(RedfishAuthError, match="refused"):
+        connect(srv, password="wrong-one")
+
+
+def test_one_relogin_on_401() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        bmc.tokens.clear()  # the BMC forgot every session (reset, timeout)
+        assert conn.get(SYS)["Id"] == "1"
+        assert conn.stats.relogins == 1
+
+
+def test_persistent_401_fails_after_one_relogin() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        bmc.fail(SYS, 401, times=5)
+        with pytest.raises(RedfishAuthError):
+            conn.get(SYS)
+        assert conn.stats.relogins == 1
+
+
+def test_retries_5xx_and_honours_retry_after() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    slept: list[float] = []
+    with Served(bmc) as srv:
+        conn = Connector(options(srv.address), sleep=slept.append)
+        conn.open()
+        bmc.fail(SYS, 503, times=1, headers={"Retry-After": "7"})
+        bmc.fail(SYS, 500, times=1)
+        assert conn.get(SYS)["Id"] == "1"
+    assert slept[0] == 7.0
+    assert len(slept) == 2
+
+
+def test_gives_up_after_attempts() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        bmc.fail(SYS, 503, times=10)
+        with pytest.raises(RedfishUnavailable, match="503"):
+            conn.get(SYS)
+        assert len([s for s in bmc.seen if s.path == SYS]) == 3
+
+
+def test_post_not_resent_after_500() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    target = f"{SYS}/Actions/ComputerSystem.Reset"
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        bmc.fail(target, 500, times=1)
+        with pytest.raises(RedfishUnavailable):
+            conn.post(target, {"ResetType": "On"})
+        assert len([s for s in bmc.seen if s.path == target]) == 1
+
+
+def test_connection_drop_is_retried() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        bmc.drop[SYS] = 1
+        assert conn.get(SYS)["Id"] == "1"
+        assert conn.stats.retries >= 1
+
+
+def test_unreachable_bmc_is_clear_error() -> None:
+    conn = Connector(options("http://127.0.0.1:9"), sleep=lambda s: None)
+    with pytest.raises(RedfishUnavailable, match="node01 BMC"):
+        conn.open()
+
+
+def test_patch_sends_if_match() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    uri = f"{SYS}/Bios/SD"
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        conn.patch(uri, {"Attributes": {"TurboMode_3D06": "Enable"}})
+    sent = next(s for s in bmc.seen if s.method == "PATCH")
+    assert sent.headers["if-match"] == tree("supermicro")[uri]["@odata.etag"]
+
+
+def test_expand_used_when_advertised_and_cuts_requests() -> None:
+    with Served(FakeBmc(tree=tree("supermicro"))) as srv:
+        with_expand = connect(srv)
+        observe(with_expand)
+        assert any("$expand=.($levels=" in s.query for s in srv.bmc.seen)
+    with Served(FakeBmc(tree=tree("supermicro"))) as srv:
+        without = connect(srv, use_expand=False)
+        inv = observe(without)
+        assert not any("$expand" in s.query for s in srv.bmc.seen)
+    assert with_expand.stats.requests < without.stats.requests
+    assert len(inv.gpus) == 8
+
+
+def test_expand_ignored_by_server_still_complete() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"), expand=False)
+    with Served(bmc) as srv:
+        inv = observe(connect(srv))
+    assert len(inv.gpus) == 8 and len(inv.cpus) == 2
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    return make_cert(tmp_path_factory.mktemp("tls"))
+
+
+def test_tls_verified_by_default(certs: tuple[Path, Path, Path]) -> None:
+    ca, cert, key = certs
+    with Served(FakeBmc(tree=tree("supermicro")), tls=(cert, key)) as srv:
+        conn = Connector(options(srv.address), sleep=lambda s: None)
+        with pytest.raises(RedfishTlsError, match="TLS verification failed"):
+            conn.open()
+        ok = Connector(options(srv.address, ca_file=ca), sleep=lambda s: None)
+        ok.open()
+        assert ok.get(SYS)["Id"] == "1"
+
+
+def test_insecure_is_explicit_and_warns(certs: tuple[Path, Path, Path]) -> None:
+    _, cert, key = certs
+    with Served(FakeBmc(tree=tree("supermicro")), tls=(cert, key)) as srv:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            conn = Connector(options(srv.address, verify_tls=False), sleep=lambda s: None)
+        assert any("verification is OFF" in str(w.message) for w in caught)
+        conn.open()
+        assert conn.get(SYS)["Id"] == "1"
+
+
+def test_secrets_never_logged_or_in_errors(caplog: pytest.LogCaptureFixture) -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    caplog.set_level(logging.DEBUG)
+    errors: list[str] = []
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        conn.get(SYS)
+        bmc.tokens.clear()
+        conn.get(SYS)  # re-login: a second token
+        bmc.fail(SYS, 503, times=5)
+        try:
+            conn.get(SYS)
+        except RedfishUnavailable as exc:
+            errors.append(str(exc))
+        conn.patch(f"{SYS}/Bios/SD", {"Attributes": {"Password": "s3cret-Pa55"}})
+        conn.close()
+        try:
+            connect(srv, password="other-Secret-9")
+        except RedfishAuthError as exc:
+            errors.append(str(exc))
+    issued = [s.headers.get("x-auth-token") for s in bmc.seen if s.headers.get("x-auth-token")]
+    assert issued, "the test must see tokens in use"
+    text = caplog.text + "\n".join(errors)
+    assert "HTTP REQUEST" in caplog.text, "DEBUG logging of the DMTF library must be captured"
+    for secret in ["s3cret-Pa55", "other-Secret-9", *issued]:
+        assert secret not in text

@@ -1,0 +1,73 @@
+"""Drift (the inventory plan) is pure: tables of inventories against the ML-PROD-V4 spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rf_fakebmc import FakeBmc, Served
+from rf_support import connect, tree
+
+from provision.redfish import resources as r
+from provision.redfish.ops.inventory import Adapter, NodeInventory, drift, observe
+from provision.redfish.vendors import GpuView
+from provision.spec import load_fleet
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def spec():  # type: ignore[no-untyped-def]
+    return load_fleet(ROOT / "inventory" / "hosts.yml").hosts["node01"].spec
+
+
+def _inv(**kw: object) -> NodeInventory:
+    cpu = r.Processor(Id="1", ProcessorType="CPU", Model="Intel(R) Xeon(R) Platinum 8592+", TotalCores=64)
+    gpu = GpuView(uri="/g", model="H100 80GB HBM3", serial_number=None, firmware_version=None, memory_gib=80,
+                  source="pcie")
+    dimm = r.Memory(Id="d", CapacityMiB=65536, MemoryDeviceType="DDR5")
+    boot = r.Drive(Id="b", CapacityBytes=1_920_383_410_176, Protocol="NVMe")
+    scratch = r.Drive(Id="s", CapacityBytes=7_681_501_126_656, Protocol="NVMe")
+    eth = Adapter(adapter=r.NetworkAdapter(Id="e"), ports=[r.NetworkPort(LinkNetworkTechnology="Ethernet")])
+    ib = Adapter(adapter=r.NetworkAdapter(Id="i"), ports=[r.NetworkPort(LinkNetworkTechnology="InfiniBand")])
+    psu = r.PowerSupply(PowerCapacityWatts=3200, Status={"State": "Enabled"})
+    base: dict[str, object] = dict(
+        vendor="generic", system=r.ComputerSystem(), cpus=[cpu, cpu], gpus=[gpu] * 8, memory=[dimm] * 32,
+        drives=[boot] * 2 + [scratch] * 8, storage=[], pcie_devices=[], adapters=[eth, eth, ib, ib],
+        power=[r.Power(PowerSupplies=[psu, psu])], thermal=[], firmware=[],
+    )
+    base.update(kw)
+    return NodeInventory.model_validate(base)
+
+
+def test_matching_inventory_has_no_drift(spec) -> None:  # type: ignore[no-untyped-def]
+    report = drift(spec, _inv())
+    assert report.drifted == [] and all(i.verdict == "ok" for i in report.items)
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"gpus": []}, "gpu.count"),
+    ({"memory": [r.Memory(Id="d", CapacityMiB=65536, MemoryDeviceType="DDR5")] * 31}, "memory.dimm_count"),
+    ({"cpus": [r.Processor(ProcessorType="CPU", Model="Intel(R) Xeon(R) Gold 6354", TotalCores=18)] * 2},
+     "cpu.model"),
+    ({"drives": [r.Drive(CapacityBytes=7_681_501_126_656, Protocol="NVMe")] * 9}, "storage.boot.count"),
+    ({"power": [r.Power(PowerSupplies=[r.PowerSupply(PowerCapacityWatts=3200)])]}, "power.psu_count"),
+])
+def test_each_difference_is_named(spec, change: dict, key: str) -> None:  # type: ignore[no-untyped-def]
+    assert key in {i.key for i in drift(spec, _inv(**change)).drifted}
+
+
+def test_unknown_when_bmc_does_not_say(spec) -> None:  # type: ignore[no-untyped-def]
+    report = drift(spec, _inv(adapters=[], drives=[r.Drive(Protocol="NVMe")] * 10))
+    verdicts = {i.key: i.verdict for i in report.items}
+    assert verdicts["network.infiniband.count"] == "unknown" and verdicts["storage.boot.count"] == "unknown"
+
+
+def test_supermicro_capture_inventory(spec) -> None:  # type: ignore[no-untyped-def]
+    with Served(FakeBmc(tree=tree("supermicro"))) as srv:
+        inv = observe(connect(srv))
+    assert inv.vendor == "supermicro"
+    assert len(inv.gpus) == 8 and {g.source for g in inv.gpus} == {"pcie"}
+    assert [c.model for c in inv.cpus] == ["Intel(R) Xeon(R) Platinum 8462Y+"] * 2
+    verdicts = {i.key: i.verdict for i in drift(spec, inv).items}
+    assert verdicts["gpu.count"] == "ok" and verdicts["cpu.model"] == "drift"  # the capture has 8462Y+
