@@ -67,6 +67,7 @@ def write_proc_binds(root: Path, state_dir: Path, binds: dict[str, Path]) -> Non
     script.write_text(_SCRIPT)
     script.chmod(0o755)
     unit_dir = root / "etc/systemd/system"
+    unit_dir.mkdir(parents=True, exist_ok=True)
     (unit_dir / BIND_UNIT).write_text(_UNIT)
     wants = unit_dir / "sysinit.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
