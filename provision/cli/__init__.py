@@ -34,6 +34,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("collect", "provision.cli.remote:collect_command"),
     ("status", "provision.cli.journal_views:status_command"),
     ("history", "provision.cli.journal_views:history_command"),
+    ("verify", "provision.cli.verify:verify_command"),
 ]
 
 

@@ -1,0 +1,82 @@
+"""`provision verify NODE...`: conformance of nodes against their spec; exit 0 all pass, 1 any fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt
+from provision.cli.output import console, emit_json
+from provision.conformance.checks._base import Context
+from provision.conformance.model import Level
+from provision.errors import CheckFailed, InputError
+from provision.spec import load_fleet
+from provision.spec.model import HostEntry
+
+LevelOpt = Annotated[
+    Level, typer.Option("--level", help="quick: seconds; full: every spec property + BMC; burnin: adds stress tests")
+]
+
+
+def _bmc_hook(since: datetime | None) -> Callable[[Context, HostEntry], None]:
+    from provision.conformance.checks.bmc import run_bmc_checks
+
+    def hook(ctx: Context, host: HostEntry) -> None:
+        run_bmc_checks(ctx, host, since)
+
+    return hook
+
+
+def _output_path(value: Path | None, flag: str) -> Path | None:
+    if value is not None and not value.parent.exists():
+        raise InputError(f"{flag} {value}: directory {value.parent} does not exist")
+    return value
+
+
+def verify_command(
+    nodes: Annotated[list[str], typer.Argument(help="Inventory host names (e.g. node01 node02)")],
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
+    level: LevelOpt = Level.FULL,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here")] = None,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout, no table)")
+    ] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
+    no_bmc: Annotated[bool, typer.Option("--no-bmc", help="Skip the BMC-side checks (reported as not run)")] = False,
+    sel_since: Annotated[
+        datetime | None, typer.Option("--sel-since", help="Only SEL entries from this time on (the last bring-up)")
+    ] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="List every check, not only failed ones")] = False,
+) -> None:
+    """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs)."""
+    from provision.conformance.checks.bmc import skip_all
+    from provision.conformance.report import render_terminal, to_json, write_html, write_json, write_junit
+    from provision.conformance.runner import verify
+
+    stdout_json = json_file == Path("-")
+    for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
+        _output_path(value, flag)
+    hosts = load_fleet(inventory).select(nodes)
+
+    def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
+        skip_all(ctx, "BMC checks turned off (--no-bmc)")
+
+    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since)
+    run = verify(hosts, level, bmc=hook)
+    if junit:
+        write_junit(run, junit)
+    if json_file and not stdout_json:
+        write_json(run, json_file)
+    if html:
+        write_html(run, html)
+    if stdout_json:
+        emit_json(to_json(run))
+    else:
+        render_terminal(run, console, show_all=show_all)
+    if not run.ok:
+        failed = [n.node for n in run.nodes if not n.ok]
+        raise CheckFailed(f"{len(failed)} of {len(run.nodes)} node(s) not conformant: {', '.join(failed)}")

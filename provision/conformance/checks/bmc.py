@@ -1,0 +1,196 @@
+"""BMC-side checks through the Redfish layer: BIOS, firmware baseline, PSUs, fans, temperatures, SEL.
+
+`observe_bmc` reads the BMC (provision.redfish) into typed BmcFacts; `evaluate_bmc` compares them
+with the spec (pure, tested on tables). When no BMC is reachable every BMC check is reported as
+NOT RUN (skipped), never as passed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provision.conformance.checks._base import Context
+from provision.errors import ProvisionError
+from provision.redfish.resources import Power, Thermal
+from provision.redfish.resources.bios import AttrValue
+from provision.redfish.resources.log import LogEntry
+from provision.spec.model import HostEntry
+
+AREA = "bmc"
+
+
+class BiosSetting(BaseModel):
+    """One neutral BIOS key resolved on this BMC: the attribute, the wanted and the current value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    attribute: str | None
+    wanted: AttrValue | None
+    current: AttrValue | None
+
+
+class FirmwareSeen(BaseModel):
+    """The running versions of one baseline component."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    component: str
+    versions: tuple[str, ...]
+
+
+class BmcFacts(BaseModel):
+    """What the checks need from the BMC, typed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vendor: str
+    bios: tuple[BiosSetting, ...]
+    firmware: tuple[FirmwareSeen, ...]
+    power: tuple[Power, ...]
+    thermal: tuple[Thermal, ...]
+    sel: tuple[LogEntry, ...]
+    sel_read: bool = Field(default=True, description="False when the BMC exposes no SEL")
+
+
+def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -> None:
+    """Record every BMC check from facts already read."""
+    _bios(ctx, facts)
+    _firmware(ctx, facts)
+    _psus(ctx, facts)
+    _fans(ctx, facts)
+    _temperatures(ctx, facts)
+    _sel(ctx, facts, since)
+
+
+def skip_all(ctx: Context, why: str) -> None:
+    """No BMC reachable: each BMC check is reported as not run."""
+    spec = ctx.spec
+    for key, value in spec.bios.settings.items():
+        ctx.skip(f"bmc.bios.{key}", AREA, f"BIOS {key}", value, why)
+    for fw in spec.firmware:
+        ctx.skip(f"bmc.firmware.{fw.component}", AREA, f"{fw.component} firmware", f">= {fw.version}", why)
+    ctx.skip("bmc.psu", AREA, "PSUs present and healthy", spec.power.psu_count, why)
+    ctx.skip("bmc.psu_redundancy", AREA, "PSU redundancy", spec.power.redundancy, why)
+    ctx.skip("bmc.fans", AREA, "fans healthy", f">= {spec.cooling.min_fans}", why)
+    ctx.skip("bmc.temperatures", AREA, "temperatures within limits", "within limits", why)
+    ctx.skip("bmc.sel", AREA, "no critical SEL entry since the last bring-up", "none", why)
+
+
+def _bios(ctx: Context, facts: BmcFacts) -> None:
+    for s in facts.bios:
+        desc = f"BIOS {s.key}" + (f" ({s.attribute})" if s.attribute else "")
+        want = ctx.spec.bios.settings[s.key]
+        if s.attribute is None:
+            ctx.skip(f"bmc.bios.{s.key}", AREA, desc, want, f"{facts.vendor} BIOS has no attribute for {s.key}")
+            continue
+        ctx.record(f"bmc.bios.{s.key}", AREA, desc, f"{want} ({s.wanted})", s.current, s.current == s.wanted)
+
+
+def _firmware(ctx: Context, facts: BmcFacts) -> None:
+    from provision.redfish.vendors.versions import compare
+
+    seen = {f.component: f.versions for f in facts.firmware}
+    for fw in ctx.spec.firmware:
+        versions = seen.get(fw.component, ())
+        desc = f"{fw.component} firmware at or above the baseline"
+        if not versions:
+            ctx.record(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", "not in FirmwareInventory",
+                       False)
+            continue
+        low = [v for v in versions if compare(v, fw.version) < 0]
+        ctx.record(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", sorted(set(versions)),
+                   not low, f"below baseline: {', '.join(sorted(set(low)))}" if low else "")
+
+
+def _healthy(status: object) -> bool:
+    health = getattr(status, "get", lambda _k: None)("Health")
+    return health in (None, "OK")
+
+
+def _psus(ctx: Context, facts: BmcFacts) -> None:
+    power = ctx.spec.power
+    psus = [p for pw in facts.power for p in pw.power_supplies if p.present]
+    good = [p for p in psus if _healthy(p.status)]
+    ctx.record("bmc.psu", AREA, "PSUs present and healthy", power.psu_count,
+               f"{len(good)} healthy of {len(psus)} present", len(good) >= power.psu_count)
+    groups = [r for pw in facts.power for r in pw.redundancy]
+    if power.redundancy == "none":
+        return
+    if groups:
+        bad = [r.name or "group" for r in groups if not _healthy(r.status)]
+        ctx.record("bmc.psu_redundancy", AREA, "PSU redundancy", power.redundancy,
+                   "; ".join(f"{r.mode or '?'} {r.status.get('Health', '?')}" for r in groups), not bad)
+    else:
+        # No Redundancy block: N+1/2N hold when every spec'd PSU is healthy (one can fail and power remains).
+        ctx.record("bmc.psu_redundancy", AREA, "PSU redundancy", power.redundancy,
+                   f"{len(good)} healthy PSUs (no Redundancy block)", len(good) >= power.psu_count >= 2)
+
+
+def _fans(ctx: Context, facts: BmcFacts) -> None:
+    fans = [f for t in facts.thermal for f in t.fans if f.status.get("State") != "Absent"]
+    good = [f for f in fans if _healthy(f.status)]
+    want = ctx.spec.cooling.min_fans
+    ctx.record("bmc.fans", AREA, "fans present and healthy", f">= {want}", f"{len(good)} of {len(fans)}",
+               len(good) >= want)
+
+
+def _temperatures(ctx: Context, facts: BmcFacts) -> None:
+    cool = ctx.spec.cooling
+    hot: list[str] = []
+    readings = [t for th in facts.thermal for t in th.temperatures if t.reading_celsius is not None]
+    for t in readings:
+        reading = t.reading_celsius or 0.0
+        inlet = "inlet" in (t.name or "").lower() or t.physical_context == "Intake"
+        limit = cool.max_inlet_c if inlet else cool.critical_component_c
+        if t.upper_threshold_critical is not None:
+            limit = min(limit, t.upper_threshold_critical)
+        if reading >= limit:
+            hot.append(f"{t.name} {reading:g} C (limit {limit:g})")
+    expected = f"inlet < {cool.max_inlet_c:g} C, components < {cool.critical_component_c:g} C"
+    ctx.record("bmc.temperatures", AREA, "temperatures within limits", expected,
+               "; ".join(hot) or f"{len(readings)} sensors within limits", bool(readings) and not hot,
+               "" if readings else "no temperature reading")
+
+
+def _sel(ctx: Context, facts: BmcFacts, since: datetime | None) -> None:
+    desc = "no critical SEL entry" + (f" since {since.isoformat()}" if since else "")
+    if not facts.sel_read:
+        ctx.skip("bmc.sel", AREA, desc, "none", "the BMC exposes no SEL log service")
+        return
+    critical = [e for e in facts.sel if (e.severity or "").lower() == "critical" and _after(e, since)]
+    ctx.record("bmc.sel", AREA, desc, "none",
+               "; ".join(f"{e.created} {e.message}" for e in critical[:3]) or "none", not critical,
+               f"{len(critical)} critical entries" if critical else "")
+
+
+def _after(entry: LogEntry, since: datetime | None) -> bool:
+    if since is None or not entry.created:
+        return True
+    try:
+        created = datetime.fromisoformat(entry.created.replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    if created.tzinfo is None or since.tzinfo is None:
+        return created.replace(tzinfo=None) >= since.replace(tzinfo=None)
+    return created >= since
+
+
+def observe_bmc(host: HostEntry) -> BmcFacts:
+    """Read BIOS, firmware, power, thermal and SEL from the host's BMC (raises ProvisionError)."""
+    from provision.conformance.checks.bmc_read import read_bmc
+
+    return read_bmc(host)
+
+
+def run_bmc_checks(ctx: Context, host: HostEntry, since: datetime | None = None) -> None:
+    """Observe then evaluate; an unreachable BMC skips every BMC check with the reason."""
+    try:
+        facts = observe_bmc(host)
+    except ProvisionError as exc:
+        skip_all(ctx, f"BMC not reachable: {exc}")
+        return
+    evaluate_bmc(ctx, facts, since)
+

@@ -1,0 +1,71 @@
+"""InfiniBand checks: ports of the spec's link layer Active/LinkUp at the spec rate; IPoIB netdevs."""
+
+from __future__ import annotations
+
+from provision.conformance.checks import netdev
+from provision.conformance.checks._base import Context, Unreadable
+from provision.conformance.facts import Probe
+from provision.conformance.model import Level
+from provision.conformance.parsers.infiniband import IbPort, parse_ibstat
+from provision.spec.model import InfiniBand, NodeSpec
+
+AREA = "infiniband"
+SECTION = "ibstat"
+
+
+def ibstat_probe() -> Probe:
+    return Probe(name=SECTION, command="ibstat")
+
+
+def probes(spec: NodeSpec, level: Level) -> list[Probe]:
+    ib = spec.network.infiniband
+    if ib is None or not ib.count:
+        return []
+    return [ibstat_probe(), netdev.probe()] if ib.ipoib else [ibstat_probe()]
+
+
+def evaluate(ctx: Context) -> None:
+    ib = ctx.spec.network.infiniband
+    if ib is None or not ib.count:
+        return
+    desc = f"ports with link layer {ib.link_layer}"
+    try:
+        report = ctx.parsed(SECTION, parse_ibstat)
+    except Unreadable as why:
+        ctx.unreadable("infiniband.ports", AREA, desc, ib.count, why.reason)
+        return
+    ports = [(ca.name, p) for ca in report.cas for p in ca.ports if p.link_layer == ib.link_layer]
+    ctx.equal("infiniband.ports", AREA, desc, ib.count, len(ports))
+    for name, port in ports:
+        _port(ctx, ib, f"{name}/{port.number}", port)
+    if ib.ipoib is not None and ctx.level is not Level.QUICK:
+        _ipoib(ctx, ib)
+
+
+def _port(ctx: Context, ib: InfiniBand, label: str, port: IbPort) -> None:
+    pid = f"infiniband.{label}"
+    ctx.equal(f"{pid}.state", AREA, f"{label} state", "Active", port.state)
+    ctx.equal(f"{pid}.physical_state", AREA, f"{label} physical state", "LinkUp", port.physical_state)
+    ctx.record(f"{pid}.rate", AREA, f"{label} rate (Gb/s, {ib.generation})", ib.rate_gbps,
+               f"{port.rate_gbps:g}", port.rate_gbps == ib.rate_gbps)
+
+
+def _ipoib(ctx: Context, ib: InfiniBand) -> None:
+    ipoib = ib.ipoib
+    assert ipoib is not None
+    desc = "IPoIB interfaces"
+    try:
+        devs = [d for d in netdev.netdevs(ctx) if d.type == netdev.ARPHRD_INFINIBAND]
+    except Unreadable as why:
+        ctx.unreadable("infiniband.ipoib", AREA, desc, ib.count, why.reason)
+        return
+    if not devs and ctx.lab:
+        ctx.skip("infiniband.ipoib", AREA, desc, ib.count,
+                 "LAB STAND-IN: twins have no IPoIB netdevs (no kernel InfiniBand stack in the lab)")
+        return
+    ctx.equal("infiniband.ipoib", AREA, desc, ib.count, len(devs))
+    for dev in devs:
+        ctx.equal(f"infiniband.{dev.name}.mtu", AREA, f"{dev.name} IPoIB MTU", ipoib.mtu, dev.mtu)
+        ctx.equal(f"infiniband.{dev.name}.mode", AREA, f"{dev.name} IPoIB mode", ipoib.mode, dev.mode)
+        ctx.record(f"infiniband.{dev.name}.address", AREA, f"{dev.name} has an IPv4 address", "an address",
+                   dev.ipv4 or "none", bool(dev.ipv4))

@@ -1,0 +1,27 @@
+"""Is the node a lab twin? Which of its tools are LAB STAND-INs? (The report says so.)"""
+
+from __future__ import annotations
+
+from provision.conformance.facts import NodeFacts, Probe
+
+SECTION = "lab_standins"
+MARKER = "LAB STAND-IN"
+TWIN = "@twin"
+TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "zpool", "zfs", "mdadm", "nvme", "lscpu", "dmidecode",
+         "all_reduce_perf", "fio", "ib_write_bw")
+COMMAND = (
+    f"for t in {' '.join(TOOLS)}; do p=$(command -v \"$t\") && grep -qs '{MARKER}' \"$p\" && echo \"$t\"; done; "
+    f"test -e /var/lib/provision-lab/hardware.json && echo {TWIN}; true"
+)
+
+
+def probe() -> Probe:
+    return Probe(name=SECTION, command=COMMAND)
+
+
+def standins(facts: NodeFacts) -> tuple[bool, tuple[str, ...]]:
+    """(the node is a lab twin, the tools found to be stand-ins)."""
+    section = facts.section(SECTION)
+    lines = section.stdout.split() if section else []
+    tools = tuple(t for t in lines if t != TWIN)
+    return (TWIN in lines or bool(tools)), tools

@@ -1,0 +1,86 @@
+"""Boot mirror checks: md RAID1 present, in sync with both members, clean, and / on it."""
+
+from __future__ import annotations
+
+import shlex
+
+from provision.conformance.checks._base import Context, Unreadable
+from provision.conformance.facts import Probe
+from provision.conformance.model import Level
+from provision.conformance.parsers.mdadm import parse_mdadm_detail
+from provision.conformance.parsers.mdstat import MdArray, parse_mdstat
+from provision.spec.model import NodeSpec
+
+AREA = "raid"
+MDSTAT = "mdstat"
+DETAIL = "mdadm_detail"
+ROOT = "root_source"
+
+
+def probes(spec: NodeSpec, level: Level) -> list[Probe]:
+    dev = shlex.quote(spec.storage.boot.raid.device)
+    found = [Probe(name=MDSTAT, command="cat /proc/mdstat")]
+    if level is not Level.QUICK:
+        found += [
+            Probe(name=DETAIL, command=f"mdadm --detail {dev}"),
+            Probe(name=ROOT, command="findmnt -n -o SOURCE /"),
+        ]
+    return found
+
+
+def evaluate(ctx: Context) -> None:
+    boot = ctx.spec.storage.boot
+    device = boot.raid.device
+    name = device.removeprefix("/dev/")
+    try:
+        array = next((a for a in ctx.parsed(MDSTAT, parse_mdstat).arrays if a.name == name), None)
+    except Unreadable as why:
+        ctx.unreadable("raid.array", AREA, f"{device} present", boot.raid.level, why.reason)
+        return
+    note = ctx.lab_detail("/proc/mdstat presented by the twin (md is simulated)")
+    ctx.record("raid.array", AREA, f"{device} active, level {boot.raid.level}", boot.raid.level,
+               f"{array.level} ({'active' if array.active else 'inactive'})" if array else "absent",
+               bool(array and array.active and array.level == boot.raid.level), note)
+    if array is None:
+        return
+    _members(ctx, array, boot.count, note)
+    if ctx.level is not Level.QUICK:
+        _detail(ctx, device)
+        _root(ctx, device)
+
+
+def _members(ctx: Context, array: MdArray, count: int, note: str) -> None:
+    working = [m.device for m in array.members if not m.faulty and not m.spare]
+    ctx.record("raid.sync", AREA, f"{array.name} in sync (every member up)", "U" * count,
+               array.status or "unknown", array.status == "U" * count and not array.degraded, note)
+    ctx.record("raid.members", AREA, f"{array.name} working members", count,
+               f"{len(working)} ({', '.join(working)})" + (
+                   f"; failed: {', '.join(array.failed_members)}" if array.failed_members else ""),
+               len(working) == count and not array.failed_members, note)
+
+
+def _detail(ctx: Context, device: str) -> None:
+    desc = f"mdadm --detail {device}: state clean"
+    try:
+        detail = ctx.parsed(DETAIL, parse_mdadm_detail)
+    except Unreadable as why:
+        ctx.unreadable("raid.state", AREA, desc, "clean", why.reason)
+        return
+    state = ", ".join(detail.state)
+    ctx.record("raid.state", AREA, desc, "clean", state,
+               "clean" in detail.state and not detail.degraded and not detail.failed_devices)
+
+
+def _root(ctx: Context, device: str) -> None:
+    desc = f"root filesystem on {device}"
+    try:
+        source = ctx.parsed(ROOT, str.strip)
+    except Unreadable as why:
+        ctx.unreadable("raid.root", AREA, desc, device, why.reason)
+        return
+    aliases = {device, device.replace("/dev/md", "/dev/md/")}
+    if source not in aliases and ctx.lab:
+        ctx.skip("raid.root", AREA, desc, device,
+                 f"LAB STAND-IN: the twin's / is {source or 'unknown'} (nspawn overlay); md is simulated")
+        return
+    ctx.record("raid.root", AREA, desc, device, source or "unknown", source in aliases)

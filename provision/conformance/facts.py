@@ -1,0 +1,203 @@
+"""Gather every fact of a node in ONE remote script over ONE multiplexed SSH connection.
+
+The script runs each probe (a shell command) in parallel on the node, then prints each result
+framed as `@@PROVISION <name> <rc> <stdout bytes> <stderr bytes>` followed by the raw bytes, so
+any output (binary, no trailing newline, marker-like text) round-trips exactly. The checks are
+evaluated locally from the returned sections; nothing is parsed on the node.
+
+SSH is the system `ssh` with ControlMaster/ControlPath/ControlPersist, BatchMode, and host-key
+checking ON (`StrictHostKeyChecking=yes` with the host's known_hosts file when the inventory names one).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.errors import ProvisionError
+from provision.spec.model import SshEndpoint
+
+_HEADER = re.compile(rb"@@PROVISION (\S+) (-?\d+) (\d+) (\d+)\n")
+_NAME = re.compile(r"^[A-Za-z0-9_.:/\-\[\]]+$")
+
+
+class GatherError(ProvisionError):
+    """A node's facts could not be gathered at all (unreachable, host key refused, script died)."""
+
+
+class Probe(BaseModel):
+    """One shell command run on the node; its output becomes the section `name`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    command: str
+    each: str | None = None  # shell glob: run once per match, `$1` = the match, name += ":<match>"
+
+
+class Section(BaseModel):
+    """What one probe printed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+class NodeFacts(BaseModel):
+    """Every section a node returned, keyed by probe name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node: str
+    sections: dict[str, Section]
+    seconds: float = 0.0
+
+    def section(self, name: str) -> Section | None:
+        return self.sections.get(name)
+
+    def matching(self, prefix: str) -> list[Section]:
+        """Sections of a per-match probe (`nvme_smart:/dev/nvme0n1`, ...), sorted by name."""
+        return sorted((s for n, s in self.sections.items() if n.startswith(prefix + ":")), key=_natural)
+
+
+def _natural(section: Section) -> list[object]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", section.name)]
+
+
+_PRELUDE = r"""export LC_ALL=C PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+_t=$(mktemp -d) || exit 97
+trap 'rm -rf "$_t"' EXIT
+_i=0
+_run() { _n=$1; shift; _i=$((_i+1)); echo "$_n" >"$_t/$_i.n"
+  ( sh -c "$1" sh "$2" >"$_t/$_i.o" 2>"$_t/$_i.e" </dev/null; echo $? >"$_t/$_i.r" ) & }
+"""
+
+_EPILOGUE = r"""wait
+_j=1
+while [ "$_j" -le "$_i" ]; do
+  printf '@@PROVISION %s %s %s %s\n' "$(cat "$_t/$_j.n")" "$(cat "$_t/$_j.r")" \
+    "$(wc -c <"$_t/$_j.o")" "$(wc -c <"$_t/$_j.e")"
+  cat "$_t/$_j.o" "$_t/$_j.e"
+  _j=$((_j+1))
+done
+"""
+
+
+def build_script(probes: Sequence[Probe]) -> str:
+    """The POSIX sh script that runs every probe in parallel and frames their output."""
+    lines = [_PRELUDE]
+    for probe in probes:
+        if not _NAME.match(probe.name):
+            raise ValueError(f"probe name {probe.name!r} has characters the framing cannot carry")
+        cmd = shlex.quote(probe.command)
+        if probe.each is None:
+            lines.append(f"_run {probe.name} {cmd} ''")
+        else:
+            lines.append(
+                f'for _m in {probe.each}; do [ -e "$_m" ] && _run "{probe.name}:$_m" {cmd} "$_m"; done'
+            )
+    lines.append(_EPILOGUE)
+    return "\n".join(lines)
+
+
+def split_sections(raw: bytes) -> dict[str, Section]:
+    """Cut the script's framed output back into sections; garbage or truncation -> GatherError."""
+    sections: dict[str, Section] = {}
+    pos = 0
+    while pos < len(raw):
+        match = _HEADER.match(raw, pos)
+        if match is None:
+            raise GatherError(f"gather output is not framed at byte {pos}: {raw[pos:pos + 60]!r}")
+        name = match[1].decode()
+        n_out, n_err = int(match[3]), int(match[4])
+        start = match.end()
+        end = start + n_out + n_err
+        if end > len(raw):
+            raise GatherError(f"gather output truncated in section {name}")
+        out = raw[start : start + n_out].decode("utf-8", "replace")
+        err = raw[start + n_out : end].decode("utf-8", "replace")
+        sections[name] = Section(name=name, rc=int(match[2]), stdout=out, stderr=err)
+        pos = end
+    return sections
+
+
+def control_dir() -> Path:
+    """A private directory for ControlMaster sockets (short path: sockets have a ~100 byte limit)."""
+    base = Path(os.environ.get("PROVISION_SSH_CONTROL_DIR") or tempfile.gettempdir()) / f"pv-ssh-{os.getuid()}"
+    base.mkdir(mode=0o700, exist_ok=True)
+    base.chmod(0o700)
+    return base
+
+
+def ssh_argv(ssh: SshEndpoint, control: Path, persist_s: int = 60) -> list[str]:
+    """The `ssh` command line: multiplexed, batch mode, strict host-key checking."""
+    argv = [
+        "ssh",
+        "-o", "BatchMode=yes",
+        "-o", "StrictHostKeyChecking=yes",
+        "-o", "ControlMaster=auto",
+        "-o", f"ControlPath={control}/%C",
+        "-o", f"ControlPersist={persist_s}s",
+        "-o", "ConnectTimeout=10",
+        "-o", "LogLevel=ERROR",
+        "-p", str(ssh.port),
+    ]  # fmt: skip
+    if ssh.known_hosts is not None:
+        argv += ["-o", f"UserKnownHostsFile={ssh.known_hosts}"]
+    if ssh.key_file is not None:
+        argv += ["-i", str(ssh.key_file), "-o", "IdentitiesOnly=yes"]
+    argv += shlex.split(ssh.common_args)
+    argv += ["-l", ssh.user, ssh.host]
+    return argv
+
+
+Runner = Callable[[str, str], bytes]
+"""(node, script) -> raw framed output; the SSH runner in production, a local one in tests."""
+
+
+def ssh_runner(ssh: SshEndpoint, control: Path | None = None, timeout_s: float = 120) -> Runner:
+    """A Runner that pipes the script into `sh -s` on the node over the multiplexed connection."""
+    argv = [*ssh_argv(ssh, control or control_dir()), "sh -s"]
+
+    def run(node: str, script: str) -> bytes:
+        try:
+            proc = subprocess.run(argv, input=script.encode(), capture_output=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise GatherError(f"{node}: gathering facts took longer than {timeout_s:.0f} s") from exc
+        except FileNotFoundError as exc:
+            raise GatherError("the `ssh` client is not installed") from exc
+        if proc.returncode != 0:
+            lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = lines[-1] if lines else f"exit {proc.returncode}"
+            raise GatherError(f"{node}: ssh {ssh.user}@{ssh.host}:{ssh.port} failed: {why}")
+        return proc.stdout
+
+    return run
+
+
+def close_master(ssh: SshEndpoint, control: Path | None = None) -> None:
+    """Stop the ControlMaster for this endpoint, if one runs (used by tests and benches)."""
+    argv = ssh_argv(ssh, control or control_dir())
+    subprocess.run([*argv[:-3], "-O", "exit", *argv[-3:]], capture_output=True, timeout=10, check=False)
+
+
+def gather(node: str, probes: Sequence[Probe], runner: Runner) -> NodeFacts:
+    """Run every probe on the node in one round trip and return its sections."""
+    started = time.monotonic()
+    raw = runner(node, build_script(probes))
+    return NodeFacts(node=node, sections=split_sections(raw), seconds=time.monotonic() - started)

@@ -1,0 +1,26 @@
+"""JSON rendering: the RunReport as plain data, plus totals per node and for the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from provision.conformance.model import Outcome, RunReport
+
+
+def to_json(run: RunReport) -> dict[str, Any]:
+    """Plain JSON-able data: level, timing, totals, and per node every check."""
+    data = run.model_dump(mode="json")
+    data["ok"] = run.ok
+    data["totals"] = {o.value: n for o, n in run.counts().items()}
+    for node, out in zip(run.nodes, data["nodes"], strict=True):
+        out["ok"] = node.ok
+        out["totals"] = {o.value: sum(1 for r in node.results if r.outcome is o) for o in Outcome}
+        for result, row in zip(node.results, out["results"], strict=True):
+            row["outcome"] = result.outcome.value
+    return data
+
+
+def write_json(run: RunReport, path: Path) -> None:
+    path.write_text(json.dumps(to_json(run), indent=2) + "\n", encoding="utf-8")

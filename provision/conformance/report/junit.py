@@ -1,0 +1,59 @@
+"""JUnit XML: one testsuite per node, one testcase per check (failure / skipped / error)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from provision.conformance.model import NodeReport, Outcome, RunReport
+
+
+def _suite(node: NodeReport, timestamp: str) -> ET.Element:
+    results = node.results
+    suite = ET.Element("testsuite", {
+        "name": node.node,
+        "tests": str(len(results) or 1),
+        "failures": str(len(node.failed)),
+        "errors": "1" if node.error else "0",
+        "skipped": str(len(node.skipped)),
+        "time": f"{node.gather_seconds:.3f}",
+        "timestamp": timestamp,
+    })
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "profile", "value": node.profile})
+    ET.SubElement(props, "property", {"name": "lab", "value": str(node.lab).lower()})
+    if node.standins:
+        ET.SubElement(props, "property", {"name": "lab_standins", "value": ",".join(node.standins)})
+    if node.error:
+        case = ET.SubElement(suite, "testcase", {"classname": f"{node.node}.gather", "name": "gather facts"})
+        ET.SubElement(case, "error", {"message": node.error, "type": "GatherError"}).text = node.error
+    for r in results:
+        case = ET.SubElement(suite, "testcase", {"classname": f"{node.node}.{r.area}", "name": r.id, "time": "0"})
+        message = f"{r.description}: expected {r.expected}, found {r.found}"
+        if r.outcome is Outcome.FAIL:
+            ET.SubElement(case, "failure", {"message": message, "type": "CheckFailed"}).text = r.detail or message
+        elif r.outcome is Outcome.SKIP:
+            ET.SubElement(case, "skipped", {"message": r.detail or "not run"})
+        ET.SubElement(case, "system-out").text = message + (f" ({r.detail})" if r.detail else "")
+    return suite
+
+
+def render_junit(run: RunReport) -> str:
+    counts = run.counts()
+    root = ET.Element("testsuites", {
+        "name": f"provision verify --level {run.level.value}",
+        "tests": str(sum(len(n.results) or 1 for n in run.nodes)),
+        "failures": str(counts[Outcome.FAIL]),
+        "errors": str(sum(1 for n in run.nodes if n.error)),
+        "skipped": str(counts[Outcome.SKIP]),
+        "time": f"{run.seconds:.3f}",
+    })
+    stamp = run.started.isoformat(timespec="seconds")
+    for node in run.nodes:
+        root.append(_suite(node, stamp))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(run: RunReport, path: Path) -> None:
+    path.write_text(render_junit(run), encoding="utf-8")

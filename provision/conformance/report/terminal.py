@@ -1,0 +1,42 @@
+"""Rich terminal summary: one row per node, then the failed (and not run) checks."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from provision.conformance.model import Outcome, RunReport
+
+_STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.SKIP: "yellow"}
+
+
+def render_terminal(run: RunReport, console: Console, show_all: bool = False) -> None:
+    """Print the fleet summary, then every failed / not-run check (every check with show_all)."""
+    summary = Table(title=f"provision verify --level {run.level.value}  ({run.seconds:.2f} s)")
+    for col in ("node", "profile", "checks", "pass", "fail", "not run", "gather s", "result"):
+        summary.add_column(col, justify="right" if col in ("checks", "pass", "fail", "not run", "gather s") else "left")
+    for node in run.nodes:
+        n = len(node.results)
+        fails, skips = len(node.failed), len(node.skipped)
+        verdict = "[red]UNREACHABLE[/red]" if node.error else ("[green]PASS[/green]" if node.ok else "[red]FAIL[/red]")
+        summary.add_row(node.node + (" (lab)" if node.lab else ""), node.profile, str(n), str(n - fails - skips),
+                        str(fails), str(skips), f"{node.gather_seconds:.2f}", verdict)
+    console.print(summary)
+    detail = Table(title="checks" if show_all else "failed and not-run checks", show_lines=False)
+    for col in ("node", "check", "expected", "found", "result"):
+        detail.add_column(col, overflow="fold")
+    rows = 0
+    for node in run.nodes:
+        if node.error:
+            detail.add_row(node.node, "gather facts", "reachable", node.error, "[red]error[/red]")
+            rows += 1
+        for r in node.results:
+            if show_all or r.outcome is not Outcome.PASS:
+                style = _STYLE[r.outcome]
+                found = r.found + (f" [dim]({r.detail})[/dim]" if r.detail and r.outcome is not Outcome.PASS else "")
+                detail.add_row(node.node, r.id, r.expected, found, f"[{style}]{r.outcome.value}[/{style}]")
+                rows += 1
+    if rows:
+        console.print(detail)
+    if any(n.lab for n in run.nodes):
+        console.print("[yellow]lab twins: their hardware tools are LAB STAND-INs (simulated hardware)[/yellow]")

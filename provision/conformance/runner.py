@@ -1,0 +1,98 @@
+"""Run the conformance checks: gather each node's facts in one round trip, evaluate locally.
+
+Nodes run in parallel (one SSH connection each); a node that cannot be reached gets a NodeReport
+with `error` set and no verdicts, and the run goes on with the others.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+from provision.conformance.checks import NODE_AREAS, burnin
+from provision.conformance.checks import lab as lab_probe
+from provision.conformance.checks._base import Context
+from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, gather, ssh_runner
+from provision.conformance.model import CheckResult, Level, NodeReport, RunReport
+from provision.errors import InventoryError
+from provision.spec.model import HostEntry, NodeSpec
+
+RunnerFor = Callable[[HostEntry], Runner]
+BmcHook = Callable[[Context, HostEntry], None]
+
+
+def node_probes(spec: NodeSpec, level: Level) -> list[Probe]:
+    """Every probe the checks need, each once (modules share some, e.g. systemctl and dpkg)."""
+    seen: dict[str, Probe] = {}
+    for module in (*NODE_AREAS, burnin):
+        for probe in module.probes(spec, level):
+            known = seen.get(probe.name)
+            if known is not None and known != probe:
+                raise ValueError(f"two check modules define probe {probe.name} differently")
+            seen[probe.name] = probe
+    seen[lab_probe.SECTION] = lab_probe.probe()
+    return list(seen.values())
+
+
+def evaluate(node: str, spec: NodeSpec, facts: NodeFacts, level: Level) -> Context:
+    """Every node-side check of `level` from facts already gathered (pure: no I/O)."""
+    is_lab, _tools = lab_probe.standins(facts)
+    ctx = Context(node=node, spec=spec, facts=facts, level=level, lab=is_lab)
+    for module in (*NODE_AREAS, burnin):
+        module.evaluate(ctx)
+    return ctx
+
+
+def default_runner(host: HostEntry) -> Runner:
+    if host.ssh is None:
+        raise InventoryError(f"{host.name}: no SSH endpoint in the inventory (set ansible_host)")
+    return ssh_runner(host.ssh)
+
+
+def verify_node(
+    host: HostEntry, level: Level, runner_for: RunnerFor = default_runner, bmc: BmcHook | None = None
+) -> NodeReport:
+    """Gather, evaluate, and (when a hook is given) run the BMC-side checks of one node."""
+    try:
+        facts = gather(host.name, node_probes(host.spec, level), runner_for(host))
+    except (GatherError, InventoryError) as exc:
+        return NodeReport(node=host.name, profile=host.profile, error=str(exc))
+    ctx = evaluate(host.name, host.spec, facts, level)
+    if bmc is not None and level is not Level.QUICK:
+        bmc(ctx, host)
+    _is_lab, tools = lab_probe.standins(facts)
+    return NodeReport(
+        node=host.name,
+        profile=host.profile,
+        lab=ctx.lab,
+        standins=tools,
+        gather_seconds=round(facts.seconds, 3),
+        results=tuple(_unique(ctx.results)),
+    )
+
+
+def _unique(results: list[CheckResult]) -> list[CheckResult]:
+    ids: set[str] = set()
+    for r in results:
+        if r.id in ids:
+            raise ValueError(f"{r.node}: check id {r.id} recorded twice")
+        ids.add(r.id)
+    return results
+
+
+def verify(
+    hosts: Sequence[HostEntry],
+    level: Level,
+    runner_for: RunnerFor = default_runner,
+    bmc: BmcHook | None = None,
+    max_parallel: int = 32,
+) -> RunReport:
+    """Verify every host in parallel; the report keeps the hosts' order."""
+    started = datetime.now().astimezone()
+    t0 = time.monotonic()
+    workers = max(1, min(max_parallel, len(hosts)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        reports = list(pool.map(lambda h: verify_node(h, level, runner_for, bmc), hosts))
+    return RunReport(level=level, started=started, seconds=round(time.monotonic() - t0, 3), nodes=tuple(reports))
