@@ -150,6 +150,16 @@ def test_ansible_reaches_twins_with_host_key_checking(lab, tmp_path):
         assert re.search(rf"^{name} \| CHANGED \| rc=0 >>\n{name}$", out, re.M), out
 
 
+def test_ansible_reboot_module_works(lab, tmp_path):
+    _, infos = lab
+    info = infos["node02"]
+    before = boot_id(info)
+    inventory = _inventory(tmp_path, {"node02": info})
+    out = _ansible(tmp_path, inventory, "ansible.builtin.reboot", "reboot_timeout=120")
+    assert re.search(r"^node02 \| CHANGED", out, re.M), out
+    assert boot_id(info) != before
+
+
 def test_down_leaves_nothing_behind(lab):
     lab_dir, _ = lab
     state = json.loads((lab_dir / "twins" / "state.json").read_text())

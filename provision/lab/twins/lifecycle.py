@@ -109,6 +109,8 @@ def down(lab_dir: Path) -> None:
 def _teardown(lab_dir: Path, current: TwinsState | None) -> None:
     errors: list[str] = []
     for twin in current.twins if current else []:
+        nspawn.request_stop(twin)
+    for twin in current.twins if current else []:
         for step in (nspawn.stop, lambda t: mounts.unmount_all(t.twin_dir), lambda t: netns.delete(t.slot)):
             try:
                 step(twin)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,12 @@ def start(twin: TwinRecord) -> int:
 
 def running(twin: TwinRecord) -> bool:
     return procs.alive(twin.supervisor_pid, marker(twin))
+
+
+def request_stop(twin: TwinRecord) -> None:
+    """Ask for a clean shutdown without waiting (lets many twins shut down side by side)."""
+    if running(twin) and twin.supervisor_pid:
+        procs.signal_quietly(twin.supervisor_pid, signal.SIGTERM)
 
 
 def stop(twin: TwinRecord, grace: float = 20) -> None:

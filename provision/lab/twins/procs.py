@@ -32,7 +32,7 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _signal(pid: int, sig: int) -> None:
+def signal_quietly(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
 
@@ -47,13 +47,13 @@ def stop(pid: int | None, marker: str, grace: float = 20, resend: float = 3) -> 
     assert pid is not None
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        _signal(pid, signal.SIGTERM)
+        signal_quietly(pid, signal.SIGTERM)
         until = min(deadline, time.monotonic() + resend)
         while time.monotonic() < until:
             if not alive(pid, marker):
                 return True
             time.sleep(0.1)
-    _signal(pid, signal.SIGKILL)
+    signal_quietly(pid, signal.SIGKILL)
     for _ in range(50):
         if not alive(pid, marker):
             break
