@@ -166,13 +166,14 @@ class VendorPlugin:
     def multipart_uri(self, service: UpdateService) -> str | None:
         return service.multipart_http_push_uri
 
-    def update_targets(
-        self, component: str, entries: list[SoftwareInventory], system_uri: str, manager_uri: str | None
-    ) -> list[str]:
+    def update_targets(self, component: str, entries: list[SoftwareInventory]) -> list[str]:
         """The `Targets` of an update: the inventory entries themselves (DMTF semantics)."""
         return [e.uri for e in entries]
 
-    def after_push(self, service: UpdateService, targets: list[str]) -> tuple[str, dict[str, Any]] | None:
+    def after_push(
+        self, service: UpdateService, component: str, entries: list[SoftwareInventory], system_uri: str,
+        manager_uri: str | None,
+    ) -> tuple[str, dict[str, Any]] | None:
         """An extra action some BMCs need after a multipart push (URI, body); None for none."""
         return None
 

@@ -45,17 +45,18 @@ class SupermicroPlugin(VendorPlugin):
         "ib_nic": r"^NIC\d+$",
     }
 
-    def update_targets(
-        self, component: str, entries: list[SoftwareInventory], system_uri: str, manager_uri: str | None
-    ) -> list[str]:
-        if component == "bmc" and manager_uri:
-            return [manager_uri]
-        if component == "bios":
-            return [system_uri]
-        return [e.uri for e in entries]
-
-    def after_push(self, service: UpdateService, targets: list[str]) -> tuple[str, dict[str, Any]] | None:
+    def after_push(
+        self, service: UpdateService, component: str, entries: list[SoftwareInventory], system_uri: str,
+        manager_uri: str | None,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """SmcUpdateService.Install names the Manager (BMC) or the System (BIOS), per its ActionInfo."""
         target = service.oem_action("#SmcUpdateService.Install")
         if not target:
             return None
+        if component == "bmc" and manager_uri:
+            targets = [manager_uri]
+        elif component == "bios":
+            targets = [system_uri]
+        else:
+            targets = [e.uri for e in entries]
         return target, {"Targets": targets, "InstallOptions": []}

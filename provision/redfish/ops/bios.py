@@ -1,0 +1,139 @@
+"""BIOS: observe current + pending + registry; plan the changes the spec needs (pure, validated);
+apply them to the pending resource; verify after the host reset."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provision.errors import InputError
+from provision.redfish.errors import RedfishOperationFailed
+from provision.redfish.ops.bios_registry import check_value, fetch_registry, locked_by
+from provision.redfish.ops.session import Node
+from provision.redfish.resources import AttributeRegistry, Bios
+from provision.redfish.resources.bios import AttrValue
+from provision.redfish.vendors import VendorPlugin
+from provision.spec.model import Bios as BiosSpec
+
+
+class BiosValidationError(InputError):
+    """The spec asks for BIOS values this BMC's registry refuses; nothing was sent."""
+
+
+class BiosState(BaseModel):
+    """What observe() read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    current: Bios
+    pending: dict[str, AttrValue]
+    """Values waiting in the pending resource that differ from current."""
+    pending_uri: str
+    registry: AttributeRegistry
+
+
+class BiosChange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    """Neutral key (e.g. sriov) or vendor:<attribute> for raw vendor attributes."""
+    attribute: str
+    current: AttrValue
+    target: AttrValue
+    pending: bool = False
+    """Already written to the pending resource; waits for the host reset."""
+
+
+class BiosPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    vendor: str
+    pending_uri: str
+    changes: list[BiosChange] = Field(default_factory=list)
+    invalid: list[str] = Field(default_factory=list)
+    unmapped: list[str] = Field(default_factory=list)
+    apply_time: str | None = None
+    registry: str = ""
+
+    @property
+    def writes(self) -> dict[str, AttrValue]:
+        return {c.attribute: c.target for c in self.changes if not c.pending}
+
+    @property
+    def needs_reset(self) -> bool:
+        return bool(self.changes)
+
+
+def observe(node: Node) -> BiosState:
+    conn = node.conn
+    link = conn.get(node.system.uri).get("Bios") or {}
+    if not link.get("@odata.id"):
+        raise RedfishOperationFailed(f"{conn.opts.where}: the system has no Bios resource")
+    current = Bios.parse(conn.get(str(link["@odata.id"])))
+    pending_uri = node.vendor.pending_uri(current)
+    staged = Bios.parse(conn.get_optional(pending_uri) or {}).attributes
+    pending = {k: v for k, v in staged.items() if current.attributes.get(k) != v}
+    return BiosState(current=current, pending=pending, pending_uri=pending_uri,
+                     registry=fetch_registry(conn, current))
+
+
+def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
+    """Pure: every attribute whose current value differs from the spec, validated against the registry."""
+    cur = state.current.attributes
+    targets: dict[str, tuple[str, AttrValue]] = {}  # attribute -> (key, value)
+    unmapped: list[str] = []
+    for key, wanted in sorted(spec.settings.items()):
+        t = vendor.resolve_bios(key, wanted, cur, state.registry)
+        if t is None:
+            unmapped.append(key)
+        else:
+            targets[t.attribute] = (key, t.value)
+    for attr, raw in sorted(spec.vendor_attributes.get(vendor.name, {}).items()):
+        targets[attr] = (f"vendor:{attr}", raw)
+    after = {**cur, **{a: v for a, (_, v) in targets.items()}}
+    changes, invalid = [], []
+    for attr, (key, value) in targets.items():
+        if cur.get(attr) == value:
+            continue
+        why = check_value(state.registry, attr, value) or _lock(state.registry, attr, after)
+        if why:
+            invalid.append(f"{key} -> {attr}={value!r}: {why}")
+            continue
+        changes.append(BiosChange(key=key, attribute=attr, current=cur.get(attr), target=value,
+                                  pending=state.pending.get(attr) == value))
+    apply_time = "OnReset" if "OnReset" in state.current.supported_apply_times else None
+    return BiosPlan(vendor=vendor.name, pending_uri=state.pending_uri, changes=changes, invalid=invalid,
+                    unmapped=unmapped, apply_time=apply_time,
+                    registry="inferred from current values" if state.registry.inferred else state.registry.id)
+
+
+def _lock(registry: AttributeRegistry, attr: str, values: dict[str, AttrValue]) -> str | None:
+    dep = locked_by(registry, attr, values)
+    return f"locked read-only by dependency ({dep})" if dep else None
+
+
+def apply(node: Node, plan: BiosPlan) -> list[str]:
+    """Write the changes not yet pending to the pending resource; returns the attributes written."""
+    if plan.invalid:
+        raise BiosValidationError(
+            f"{node.conn.opts.where}: BIOS values refused by the attribute registry, nothing sent: "
+            + "; ".join(plan.invalid))
+    writes = plan.writes
+    if not writes:
+        return []
+    body: dict[str, object] = {"Attributes": writes}
+    if plan.apply_time:
+        body["@Redfish.SettingsApplyTime"] = {"ApplyTime": plan.apply_time}
+    node.conn.patch(plan.pending_uri, body)
+    return sorted(writes)
+
+
+def verify(node: Node, plan: BiosPlan) -> None:
+    """After the host reset: every planned attribute must be current; else an error naming them."""
+    if not plan.changes:
+        return
+    now = observe(node).current.attributes
+    stuck = [f"{c.attribute} ({c.key}) is {now.get(c.attribute)!r}, wants {c.target!r}"
+             for c in plan.changes if now.get(c.attribute) != c.target]
+    if stuck:
+        raise RedfishOperationFailed(
+            f"{node.conn.opts.where}: BIOS settings still pending after the host reset: " + "; ".join(stuck))

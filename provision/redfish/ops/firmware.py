@@ -1,0 +1,258 @@
+"""Firmware: observe FirmwareInventory; status and plan against the baseline (pure); apply by
+multipart push where advertised, else SimpleUpdate from a short-lived image server; Task monitored;
+BMC reset waited out; versions verified. Host-reset components are staged for one shared reset."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provision.errors import InputError
+from provision.redfish.connector import ROOT, Connector, Response
+from provision.redfish.errors import RedfishError, RedfishOperationFailed, RedfishTimeout
+from provision.redfish.image_server import ImageServer
+from provision.redfish.ops.session import Node
+from provision.redfish.ops.waiting import Clock, wait_for
+from provision.redfish.resources import SoftwareInventory, Task, UpdateService
+from provision.redfish.vendors import VendorPlugin
+from provision.redfish.vendors.versions import compare
+from provision.spec.model import FirmwareComponent
+
+TASK_TIMEOUT_S = {"bmc": 1200.0, "bios": 1200.0, "gpu": 2400.0, "nvswitch": 2400.0}
+DEFAULT_TASK_TIMEOUT_S = 1800.0
+RANK = {"bmc": 0, "bios": 1}
+Verdict = Literal["ok", "older", "newer", "unknown", "absent"]
+
+
+class FirmwareState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    entries: list[SoftwareInventory]
+    service: UpdateService
+
+
+class EntryStatus(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    uri: str
+    raw_version: str | None
+    version: str | None
+    verdict: Verdict
+
+
+class ComponentStatus(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    component: str
+    target: str
+    entries: list[EntryStatus]
+
+    @property
+    def verdict(self) -> Verdict:
+        if not self.entries:
+            return "absent"
+        kinds = {e.verdict for e in self.entries}
+        worst: list[Verdict] = ["older", "newer", "unknown"]
+        return next((v for v in worst if v in kinds), "ok")
+
+
+class FirmwareStep(BaseModel):
+    """One update to send."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component: str
+    version: str
+    image: Path
+    sha256: str
+    method: Literal["multipart", "simple"]
+    uri: str
+    targets: list[str]
+    apply_time: str
+    needs_host_reset: bool
+    timeout_s: float
+    downgrade: bool = False
+    entries: list[str] = Field(default_factory=list)
+
+
+class FirmwarePlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    steps: list[FirmwareStep] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    absent: list[str] = Field(default_factory=list)
+
+    @property
+    def host_reset(self) -> bool:
+        return any(s.needs_host_reset for s in self.steps)
+
+
+def observe(conn: Connector) -> FirmwareState:
+    link = (conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
+    service = UpdateService.parse(conn.get(str(link)))
+    inv = f"{str(link).rstrip('/')}/FirmwareInventory"
+    return FirmwareState(entries=[SoftwareInventory.parse(e) for e in conn.members(inv)], service=service)
+
+
+def status(
+    baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin
+) -> list[ComponentStatus]:
+    """Pure: each baseline component against the inventory entries that are its running firmware."""
+    out = []
+    for comp in baseline:
+        entries = vendor.match_firmware(comp.component, state.entries, comp.match)
+        rows = []
+        for e in entries:
+            ver = vendor.parse_version(e.version)
+            verdict: Verdict = "unknown" if ver is None else (
+                "ok" if compare(ver, comp.version) == 0 else ("older" if compare(ver, comp.version) < 0 else "newer"))
+            rows.append(EntryStatus(id=e.id, uri=e.uri, raw_version=e.version, version=ver, verdict=verdict))
+        out.append(ComponentStatus(component=comp.component, target=comp.version, entries=rows))
+    return out
+
+
+def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin,
+         inventory_dir: Path, allow_downgrade: bool = False) -> FirmwarePlan:
+    """Pure: the updates needed, BMC first, then BIOS, then the rest (unless `order` says otherwise)."""
+    by_name = {c.component: c for c in baseline}
+    ordered = sorted(baseline, key=lambda c: (c.order, RANK.get(c.component, 9), c.component))
+    statuses = {s.component: s for s in status(baseline, state, vendor)}
+    entries = {e.uri: e for e in state.entries}
+    steps, refused, absent = [], [], []
+    for comp in ordered:
+        st = statuses[comp.component]
+        verdict = st.verdict
+        if verdict == "ok":
+            continue
+        if verdict == "absent":
+            absent.append(comp.component)
+            continue
+        if verdict == "newer" and not allow_downgrade:
+            refused.append(f"{comp.component}: running {_versions(st)} is newer than baseline {comp.version} "
+                           "(downgrade refused; --allow-downgrade to force)")
+            continue
+        matched = [entries[e.uri] for e in st.entries if e.verdict != "ok"]
+        steps.append(_step(by_name[comp.component], matched, state.service, vendor, inventory_dir,
+                           downgrade=verdict == "newer"))
+    return FirmwarePlan(steps=steps, refused=refused, absent=absent)
+
+
+def _versions(st: ComponentStatus) -> str:
+    return ", ".join(sorted({e.version or "?" for e in st.entries}))
+
+
+def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], service: UpdateService,
+          vendor: VendorPlugin, inventory_dir: Path, downgrade: bool) -> FirmwareStep:
+    image = Path(comp.image)
+    image = image if image.is_absolute() else (inventory_dir / image)
+    push = vendor.multipart_uri(service)
+    method: Literal["multipart", "simple"] = "multipart" if push else "simple"
+    uri = push or service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
+    return FirmwareStep(
+        component=comp.component, version=comp.version, image=image.resolve(), sha256=comp.sha256,
+        method=method, uri=uri, targets=vendor.update_targets(comp.component, matched),
+        apply_time=comp.apply_time, needs_host_reset=comp.needs_host_reset,
+        timeout_s=TASK_TIMEOUT_S.get(comp.component, DEFAULT_TASK_TIMEOUT_S), downgrade=downgrade,
+        entries=[e.id for e in matched],
+    )
+
+
+# ---- apply ---------------------------------------------------------------------------------------
+def check_image(step: FirmwareStep) -> bytes:
+    """The image bytes, after checking they exist and match the baseline's sha256."""
+    if not step.image.is_file():
+        raise InputError(f"firmware image for {step.component} not found: {step.image}")
+    data = step.image.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != step.sha256:
+        raise InputError(f"firmware image {step.image} sha256 {digest} does not match the baseline {step.sha256}")
+    return data
+
+
+def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServer | None) -> Response:
+    """Start one update; returns the BMC's answer (normally 202 with a Task)."""
+    data = check_image(step)
+    params = {"Targets": step.targets, "@Redfish.OperationApplyTime": step.apply_time}
+    conn = node.conn
+    if step.method == "multipart":
+        parts = {"UpdateParameters": (None, json.dumps(params), "application/json"),
+                 "UpdateFile": (step.image.name, data, "application/octet-stream")}
+        resp = conn.post_multipart(step.uri, parts, timeout=max(120.0, conn.opts.retry.timeout_s))
+        matched = [e for e in state.entries if e.id in step.entries]
+        extra = node.vendor.after_push(state.service, step.component, matched, node.system.uri, node.manager_uri)
+        if extra is not None:  # e.g. Supermicro: the upload only stores the image; Install flashes it
+            follow = conn.post(extra[0], extra[1])
+            if task_uri(follow):
+                return follow
+        return resp
+    if images is None:
+        raise RedfishError(f"{conn.opts.where}: SimpleUpdate needs the image server")
+    body = {"ImageURI": images.url_for(step.image), "TransferProtocol": "HTTP", **params}
+    return conn.post(step.uri, body)
+
+
+def task_uri(resp: Response) -> str | None:
+    loc = resp.header("location")
+    body = resp.json
+    if body.get("@odata.type", "").startswith("#Task.") and body.get("@odata.id"):
+        return str(body["@odata.id"])
+    return urlsplit(loc).path if loc else None
+
+
+def monitor(node: Node, uri: str, timeout_s: float, clock: Clock) -> Task:
+    """Poll a Task until it ends; a BMC that drops out (reset) is waited out, not treated as failure."""
+    conn = node.conn
+
+    def probe() -> Task | None:
+        try:
+            task = Task.parse(conn.get(uri))
+        except RedfishError:
+            return None  # the BMC is restarting or briefly unreachable: keep polling until the deadline
+        return task if task.done else None
+
+    task = wait_for(probe, timeout_s, f"{conn.opts.where}: firmware task {uri}", clock)
+    if not task.ok:
+        raise RedfishOperationFailed(
+            f"{conn.opts.where}: firmware task {uri} ended {task.task_state}/{task.task_status}: {task.message_text}")
+    return task
+
+
+def wait_bmc(conn: Connector, timeout_s: float, clock: Clock) -> None:
+    """Wait for the BMC to answer again after a reset (a re-login happens on the first 401)."""
+
+    def probe() -> bool | None:
+        try:
+            conn.get(f"{ROOT}/")
+            return True
+        except RedfishError:
+            return None
+
+    wait_for(probe, timeout_s, f"{conn.opts.where}: BMC back after reset", clock)
+
+
+def verify(node: Node, steps: list[FirmwareStep], baseline: tuple[FirmwareComponent, ...], clock: Clock,
+           timeout_s: float = 300) -> None:
+    """Every stepped component must now run its baseline version (polled briefly; BMCs lag)."""
+    wanted = {s.component for s in steps}
+    comps = tuple(c for c in baseline if c.component in wanted)
+
+    def probe() -> list[ComponentStatus] | None:
+        try:
+            rows = status(comps, observe(node.conn), node.vendor)
+        except RedfishError:
+            return None
+        return rows if all(r.verdict == "ok" for r in rows) else None
+
+    try:
+        wait_for(probe, timeout_s, "firmware versions", clock)
+    except RedfishTimeout:
+        rows = status(comps, observe(node.conn), node.vendor)
+        bad = [f"{r.component} runs {_versions(r)}, wants {r.target}" for r in rows if r.verdict != "ok"]
+        raise RedfishOperationFailed(
+            f"{node.conn.opts.where}: firmware not at baseline after update: " + "; ".join(bad)) from None
