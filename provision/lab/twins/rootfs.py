@@ -10,11 +10,11 @@ import fcntl
 import hashlib
 import os
 import re
-import shutil
 from pathlib import Path
 
 from provision.errors import LabError
 from provision.lab.twins._cmd import have, run
+from provision.lab.twins.mounts import remove_tree
 
 SUITE = "bookworm"
 DEFAULT_CACHE = Path("/var/cache/provision-lab")
@@ -77,22 +77,35 @@ def _is_ready(target: Path) -> bool:
 
 
 def _build(target: Path) -> None:
+    for stale in target.parent.glob(f"{target.name}.build-*"):
+        remove_tree(stale)  # a build that was interrupted (debootstrap mounts /proc and /sys in it)
     work = target.with_name(f"{target.name}.build-{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
     mirror = host_mirror()
     argv = ["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", SUITE, str(work), mirror]
     try:
         run(argv, timeout=1800)
         customize(work)
     except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_tree(work)
         raise
     (work / STAMP).write_text(recipe_id() + "\n")
+    _replace(target, work)
+
+
+def _replace(target: Path, new: Path) -> None:
+    """Put `new` in place of `target`; an old tree still under a running twin's overlay is kept aside."""
     old = target.with_name(f"{target.name}.old-{os.getpid()}")
+    in_use = _lower_of_a_mount(target)  # mountinfo keeps the path as mounted, even after a rename
     if target.exists():
         target.rename(old)
-    work.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
+    new.rename(target)
+    if old.exists() and not in_use:
+        remove_tree(old)
+
+
+def _lower_of_a_mount(path: Path) -> bool:
+    needle = f"lowerdir={path.resolve()}"
+    return any(needle in line for line in Path("/proc/self/mountinfo").read_text().splitlines())
 
 
 def customize(root: Path) -> None:
