@@ -115,7 +115,11 @@ def _is_header(cells: list[str], names: tuple[str, ...]) -> bool:
 
 def _rows(text: str) -> list[list[str]]:
     body = [line for line in lines_of(text) if line.strip()]
-    return [[cell.strip() for cell in row] for row in csv.reader(io.StringIO("\n".join(body)), skipinitialspace=True)]
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(body)), skipinitialspace=True))
+    except csv.Error as exc:
+        fail(TOOL, f"not CSV: {exc}")
+    return [[cell.strip() for cell in row] for row in rows]
 
 
 @tool_parser(TOOL)
