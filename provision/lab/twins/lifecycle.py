@@ -26,6 +26,7 @@ def up(lab_dir: Path, nodes: list[TwinRequest], spec_for: Callable[[str], NodeSp
             raise LabError(f"{lab_dir}: twins are already up; run `provision lab down` first")
         if old:
             _teardown(lab_dir, old)
+        rootfs.ensure_host_tools()
         base = rootfs.ensure_rootfs()
         try:
             current = _create(lab_dir, base, nodes, spec_for)

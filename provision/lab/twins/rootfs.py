@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from provision.errors import LabError
-from provision.lab.twins._cmd import have, run
+from provision.lab.twins._cmd import have, ok, run
 from provision.lab.twins.mounts import remove_tree
 
 SUITE = "bookworm"
@@ -53,8 +53,11 @@ def ensure_host_tools() -> None:
         return
     if not have("apt-get"):
         raise LabError(f"missing host packages {', '.join(missing)} and no apt-get to install them")
-    env_args = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", "DPkg::Lock::Timeout=300"]
-    run([*env_args, "install", "-y", "--no-install-recommends", *missing], timeout=900)
+    apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", "DPkg::Lock::Timeout=300"]
+    install = [*apt, "install", "-y", "--no-install-recommends", *missing]
+    if not ok(install, timeout=900):  # empty or stale package lists: refresh once, then retry
+        run([*apt, "update"], timeout=600)
+        run(install, timeout=900)
 
 
 def ensure_rootfs(cache: Path | None = None) -> Path:
