@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+# LAB STAND-IN: simulated hardware, not the real tool.
+"""Simulated `nvme` (nvme-cli 2.x) for lab twins: list [-o json], smart-log DEV [-o json],
+id-ctrl DEV [-o json]. Drives come from hardware.json; faults: scratch_drive_missing,
+nvme_wearing_out."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import labstate
+
+
+def _json(args: list[str]) -> bool:
+    return any(a in ("-o", "--output-format") and i + 1 < len(args) and args[i + 1] == "json"
+               for i, a in enumerate(args)) or "--output-format=json" in args or "-ojson" in args
+
+
+def health(drive: dict[str, Any]) -> dict[str, int]:
+    """SMART figures of a drive (deterministic; nvme_wearing_out raises wear and media errors)."""
+    n = int(drive["name"][4:].split("n")[0])
+    wear = labstate.fault("nvme_wearing_out")
+    worn = wear is not None and wear.get("drive") == drive["name"]
+    return {
+        "percent_used": int(wear["percentage_used"]) if worn and wear else 1 + n % 3,
+        "media_errors": int(wear["media_errors"]) if worn and wear else 0,
+        "temperature_k": 307 + n % 5,
+        "power_on_hours": 2100 + 37 * n,
+        "power_cycles": 18 + n,
+        "unsafe_shutdowns": 3 + n % 4,
+        "data_units_read": 40_113_218 + 1_000 * n,
+        "data_units_written": 31_554_310 + 1_000 * n,
+    }
+
+
+def _drive_or_die(hw: dict[str, Any], dev: str) -> dict[str, Any]:
+    drive = labstate.find_drive(hw, dev)
+    if drive is None or drive not in labstate.present_drives(hw):
+        labstate.die(f"Failed to open {dev}: No such file or directory", 1)
+    return drive
+
+
+def _units(n: int) -> str:
+    for unit, div in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= div:
+            return f"{n / div:6.2f}  {unit}"
+    return f"{n:6d}   B"
+
+
+def cmd_list(hw: dict[str, Any], as_json: bool) -> str:
+    drives = labstate.present_drives(hw)
+    if as_json:
+        devices = [{
+            "NameSpace": 1, "DevicePath": f"/dev/{d['name']}", "GenericPath": f"/dev/ng{d['name'][4:]}",
+            "Firmware": d["firmware"].ljust(8), "ModelNumber": d["model"].ljust(40),
+            "SerialNumber": d["serial"].ljust(20),
+            "UsedBytes": d["size_bytes"], "MaximumLBA": d["size_bytes"] // 512, "PhysicalSize": d["size_bytes"],
+            "SectorSize": 512,
+        } for d in drives]
+        return json.dumps({"Devices": devices}, indent=2) + "\n"
+    head = (f"{'Node':<21} {'Generic':<21} {'SN':<20} {'Model':<40} {'Namespace':<9} {'Usage':<26} "
+            f"{'Format':<16} {'FW Rev':<8}\n"
+            f"{'-' * 21} {'-' * 21} {'-' * 20} {'-' * 40} {'-' * 9} {'-' * 26} {'-' * 16} {'-' * 8}\n")
+    rows = "".join(
+        f"{'/dev/' + d['name']:<21} {'/dev/ng' + d['name'][4:]:<21} {d['serial']:<20} {d['model']:<40} "
+        f"{1:<9} {_units(d['size_bytes']) + ' / ' + _units(d['size_bytes']):<26} {'512   B +  0 B':<16} "
+        f"{d['firmware']:<8}\n" for d in drives)
+    return head + rows
+
+
+def cmd_smart_log(drive: dict[str, Any], as_json: bool) -> str:
+    h = health(drive)
+    data = {
+        "critical_warning": 0, "temperature": h["temperature_k"], "avail_spare": 100, "spare_thresh": 10,
+        "percent_used": h["percent_used"], "endurance_grp_critical_warning_summary": 0,
+        "data_units_read": h["data_units_read"], "data_units_written": h["data_units_written"],
+        "host_read_commands": h["data_units_read"] * 11, "host_write_commands": h["data_units_written"] * 15,
+        "controller_busy_time": 1943, "power_cycles": h["power_cycles"], "power_on_hours": h["power_on_hours"],
+        "unsafe_shutdowns": h["unsafe_shutdowns"], "media_errors": h["media_errors"],
+        "num_err_log_entries": h["media_errors"], "warning_temp_time": 0, "critical_comp_time": 0,
+        "temperature_sensor_1": h["temperature_k"], "temperature_sensor_2": h["temperature_k"] + 8,
+        "thm_temp1_trans_count": 0, "thm_temp2_trans_count": 0, "thm_temp1_total_time": 0,
+        "thm_temp2_total_time": 0,
+    }
+    if as_json:
+        return json.dumps(data, indent=2) + "\n"
+    lines = [f"Smart Log for NVME device:{drive['name']} namespace-id:ffffffff"]
+    for k, v in data.items():
+        shown = f"{v - 273} °C ({v} K)" if k.startswith("temperature") else (f"{v}%" if k in (
+            "avail_spare", "spare_thresh", "percent_used") else str(v))
+        lines.append(f"{k:<40}: {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_id_ctrl(drive: dict[str, Any], as_json: bool) -> str:
+    data = {"vid": 5197, "ssvid": 5197, "sn": drive["serial"].ljust(20), "mn": drive["model"].ljust(40),
+            "fr": drive["firmware"].ljust(8), "rab": 8, "ieee": 9528, "cmic": 0, "mdts": 9, "cntlid": 6,
+            "ver": 131584, "tnvmcap": drive["size_bytes"], "unvmcap": 0, "nn": 32}
+    if as_json:
+        return json.dumps(data, indent=2) + "\n"
+    return "NVME Identify Controller:\n" + "".join(f"{k:<9} : {v}\n" for k, v in data.items())
+
+
+def main(args: list[str]) -> int:
+    hw = labstate.hardware()
+    as_json = _json(args)
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write("usage: nvme <command> [<device>] [<args>]  (LAB STAND-IN: list, smart-log, id-ctrl)\n")
+        return 0
+    if args[0] == "version":
+        sys.stdout.write("nvme version 2.3 (LAB STAND-IN)\n")
+        return 0
+    if args[0] == "list":
+        sys.stdout.write(cmd_list(hw, as_json))
+        return 0
+    devs = [a for a in args[1:] if a.startswith("/dev/")]
+    if args[0] in ("smart-log", "id-ctrl") and devs:
+        drive = _drive_or_die(hw, devs[0])
+        sys.stdout.write(cmd_smart_log(drive, as_json) if args[0] == "smart-log" else cmd_id_ctrl(drive, as_json))
+        return 0
+    return labstate.die(f"nvme: LAB STAND-IN does not support '{' '.join(args)}'", 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

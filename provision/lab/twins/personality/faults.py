@@ -1,0 +1,101 @@
+"""Twin faults: what is broken on the simulated server, kept in faults.json.
+
+Each fault is a kind plus the parameters the fake tools need (which GPU, which link, which
+drive...), chosen deterministically from hardware.json so a fault always hits the same part.
+The fake tools read faults.json on every call; /proc/mdstat is re-rendered here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provision.errors import InputError, LabError
+from provision.lab.twins.personality.hardware import Hardware
+
+FAULT_KINDS: frozenset[str] = frozenset(
+    {
+        "gpu_missing",
+        "nvlink_down",
+        "fabric_manager_failed",
+        "ib_port_down",
+        "ib_port_slow",
+        "boot_mirror_degraded",
+        "scratch_drive_missing",
+        "nvme_wearing_out",
+        "package_wrong_version",
+    }
+)
+
+FaultParams = dict[str, str | int]
+
+
+class Faults(BaseModel):
+    """Content of faults.json: active fault kinds with their parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    active: dict[str, FaultParams] = Field(default_factory=dict)
+
+    def degraded_member(self) -> str | None:
+        params = self.active.get("boot_mirror_degraded")
+        return str(params["member"]) if params else None
+
+
+def load_faults(path: Path) -> Faults:
+    if not path.exists():
+        return Faults()
+    try:
+        return Faults.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise LabError(f"{path}: not a faults file ({exc.__class__.__name__})") from exc
+
+
+def dump_faults(faults: Faults) -> str:
+    return json.dumps(faults.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+
+
+def _older_version(installed: str) -> str:
+    """A different nvidia-driver stand-in version than the pinned one (see packages.py)."""
+    from provision.lab.twins.personality.packages import DRIVER_VERSIONS
+
+    others = [v for v in DRIVER_VERSIONS if v != installed]
+    return others[0]
+
+
+def fault_params(kind: str, hw: Hardware) -> FaultParams:
+    """Which part a fault hits on this server (deterministic)."""
+    ib = [h for h in hw.hcas if h.link_layer == "InfiniBand"] or list(hw.hcas)
+    scratch = [d for d in hw.nvme if d.role == "scratch"]
+    needs = {
+        "gpu_missing": bool(hw.gpus),
+        "nvlink_down": any(g.nvlinks for g in hw.gpus),
+        "fabric_manager_failed": hw.gpu_fabric,
+        "ib_port_down": bool(ib),
+        "ib_port_slow": bool(ib),
+        "scratch_drive_missing": bool(scratch),
+        "nvme_wearing_out": bool(scratch),
+    }
+    if not needs.get(kind, True):
+        raise InputError(f"fault {kind}: this twin's hardware ({hw.profile}) has no such part")
+    if kind == "gpu_missing":
+        return {"gpu": hw.gpus[len(hw.gpus) // 2 - 1 if len(hw.gpus) > 1 else 0].index}
+    if kind == "nvlink_down":
+        return {"gpu": 1 if len(hw.gpus) > 1 else 0, "link": 5}
+    if kind == "fabric_manager_failed":
+        return {}
+    if kind == "ib_port_down":
+        return {"hca": ib[-1].name, "port": 1}
+    if kind == "ib_port_slow":
+        return {"hca": ib[0].name, "port": 1, "rate": max(1, ib[0].rate // 2)}
+    if kind == "boot_mirror_degraded":
+        return {"member": hw.boot_raid.members[-1]}
+    if kind == "scratch_drive_missing":
+        return {"drive": scratch[-1].name}
+    if kind == "nvme_wearing_out":
+        return {"drive": scratch[len(scratch) // 2].name, "percentage_used": 95, "media_errors": 12}
+    if kind == "package_wrong_version":
+        return {"package": "nvidia-driver", "version": _older_version(hw.driver_apt_version)}
+    raise InputError(f"unknown fault kind {kind!r}; known: {', '.join(sorted(FAULT_KINDS))}")

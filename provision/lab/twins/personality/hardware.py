@@ -1,0 +1,383 @@
+"""The simulated server a twin presents: derived from the node spec, written as hardware.json.
+
+Everything here is SIMULATED (lab only). Serials, UUIDs and GUIDs are deterministic per
+(profile, node index) so a twin looks the same after every `lab up`. The fake tools inside the
+twin read only this file (plus faults.json and the twin's dpkg state); its field names are the
+contract between this module and data/tools/labstate.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.spec.model import NodeSpec
+
+SCHEMA = 1
+
+# (device id, subsystem id, FB MiB as nvidia-smi reports it) by product name; others are derived.
+_GPU_PRODUCTS: dict[str, tuple[str, str, int]] = {
+    "NVIDIA H100 80GB HBM3": ("0x233010DE", "0x16C110DE", 81559),
+    "NVIDIA H100 PCIe": ("0x233110DE", "0x162610DE", 81559),
+    "NVIDIA A100 80GB PCIe": ("0x20B510DE", "0x153310DE", 81920),
+}
+# Bus ids of the 8 GPUs of an HGX H100 board, as on the real capture (nvidia-smi 550.90.07, gpud).
+_GPU_BUSES = ("19", "3B", "4C", "5D", "9B", "BB", "CB", "DB")
+# HGX module ids of those slots, as nvidia-smi -q prints them (535.183.01 capture order).
+_GPU_MODULES = (2, 4, 3, 1, 7, 5, 8, 6)
+# NVMe models by size (TB, PCIe generation >= 5 picks the gen5 part).
+_NVME_MODELS: dict[tuple[float, bool], tuple[str, str]] = {
+    (1.92, False): ("SAMSUNG MZQL21T9HCJR-00A07", "GDC5602Q"),
+    (7.68, True): ("SAMSUNG MZWLO7T6HBLA-00A07", "OPPA4B5Q"),
+    (7.68, False): ("SAMSUNG MZQL27T6HBLA-00A07", "GDC5A02Q"),
+    (3.84, False): ("SAMSUNG MZQL23T8HCLS-00A07", "GDC5602Q"),
+}
+
+
+class _Hw(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SystemHw(_Hw):
+    manufacturer: str
+    product: str
+    serial: str
+    uuid: str
+    bios_vendor: str
+    bios_version: str
+    bios_date: str
+    board_product: str
+
+
+class CpuHw(_Hw):
+    model_name: str
+    vendor_id: str
+    family: int
+    model: int
+    stepping: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    base_mhz: int
+    max_mhz: int
+    l3_kb_per_socket: int
+    flags: tuple[str, ...]
+
+
+class DimmHw(_Hw):
+    locator: str
+    bank: str
+    size_gb: int
+    type: str
+    speed_mts: int
+    manufacturer: str
+    part: str
+    serial: str
+    ecc: bool
+
+
+class GpuHw(_Hw):
+    index: int
+    name: str
+    architecture: str
+    bus_id: str
+    serial: str
+    uuid: str
+    module_id: int
+    vbios: str
+    device_id: str
+    subsystem_id: str
+    fb_mib: int
+    power_limit_w: int
+    pcie_gen: int
+    pcie_width: int
+    nvlinks: int
+    nvlink_gbs: float
+    numa_node: int
+
+
+class HcaHw(_Hw):
+    name: str
+    ca_type: str
+    part_id: int
+    firmware: str
+    node_guid: str
+    link_layer: str
+    rate: int
+    lid: int
+    sm_lid: int
+    netdev: str
+    numa_node: int
+
+
+class NvmeHw(_Hw):
+    name: str
+    controller: str
+    role: str
+    model: str
+    serial: str
+    firmware: str
+    size_bytes: int
+    by_id: str
+
+
+class BootRaidHw(_Hw):
+    device: str
+    level: str
+    members: tuple[str, ...]
+    blocks: int
+    uuid: str
+
+
+class ZpoolSpecHw(_Hw):
+    """What the scratch pool should be (the fake zpool does not use it; conformance does)."""
+
+    name: str
+    layout: str
+    mountpoint: str
+
+
+class Hardware(_Hw):
+    """The whole simulated server; serialised to hardware.json."""
+
+    schema_version: int = SCHEMA
+    profile: str
+    node_index: int
+    system: SystemHw
+    cpu: CpuHw
+    memory_total_kb: int
+    dimms: tuple[DimmHw, ...]
+    gpus: tuple[GpuHw, ...]
+    gpu_fabric: bool
+    hcas: tuple[HcaHw, ...]
+    nvme: tuple[NvmeHw, ...]
+    boot_raid: BootRaidHw
+    scratch: ZpoolSpecHw
+    kernel_release: str
+    driver_apt_version: str
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("/".join(str(p) for p in parts).encode()).hexdigest()
+
+
+def _uuid(*parts: object) -> str:
+    h = _digest(*parts)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _decimal(digits: int, *parts: object) -> str:
+    return str(int(_digest(*parts), 16))[:digits]
+
+
+def _alnum(digits: int, *parts: object) -> str:
+    return _digest(*parts)[:digits].upper()
+
+
+def _firmware(spec: NodeSpec, component: str, default: str) -> str:
+    return next((f.version for f in spec.firmware if f.component == component), default)
+
+
+def _system(spec: NodeSpec, seed: str) -> SystemHw:
+    return SystemHw(
+        manufacturer="Supermicro",
+        product="SYS-821GE-TNHR" if spec.gpu.form_factor == "SXM" else "SYS-421GE-TNRT",
+        serial="S" + _decimal(9, seed, "system"),
+        uuid=_uuid(seed, "system-uuid"),
+        bios_vendor="American Megatrends International, LLC.",
+        bios_version=_firmware(spec, "bios", "2.1"),
+        bios_date="05/20/2024",
+        board_product="X13DEG-OAD" if spec.gpu.form_factor == "SXM" else "X13DEG-QT",
+    )
+
+
+def _cpu(spec: NodeSpec, flags: tuple[str, ...]) -> CpuHw:
+    c = spec.cpu
+    merged = flags + tuple(f for f in c.isa_flags if f not in flags)
+    intel = c.vendor == "intel"
+    return CpuHw(
+        model_name=c.model,
+        vendor_id="GenuineIntel" if intel else "AuthenticAMD",
+        family=6 if intel else 25,
+        model=207 if intel else 17,
+        stepping=2 if intel else 1,
+        sockets=c.sockets,
+        cores_per_socket=c.cores_per_socket,
+        threads_per_core=c.threads_per_core,
+        base_mhz=round(c.base_clock_ghz * 1000),
+        max_mhz=3900 if intel else 3700,
+        l3_kb_per_socket=c.l3_cache_mb_per_socket * 1024,
+        flags=merged,
+    )
+
+
+def _dimms(spec: NodeSpec, seed: str) -> tuple[DimmHw, ...]:
+    m = spec.memory
+    per_socket = max(1, m.dimm_count // spec.cpu.sockets)
+    out = []
+    for i in range(m.dimm_count):
+        socket, slot = divmod(i, per_socket)
+        channel = "ABCDEFGHIJKLMNOP"[(slot // 2) % 16]
+        out.append(
+            DimmHw(
+                locator=f"P{socket + 1}-DIMM{channel}{slot % 2 + 1}",
+                bank=f"P{socket}_Node{socket}_Channel{slot // 2}_Dimm{slot % 2}",
+                size_gb=m.dimm_size_gb,
+                type=m.type,
+                speed_mts=m.min_speed_mts,
+                manufacturer="Samsung",
+                part="M321R8GA0BB0-CQKZJ" if m.type == "DDR5" else "M393A8G40AB2-CWE",
+                serial=_alnum(8, seed, "dimm", i),
+                ecc=m.ecc,
+            )
+        )
+    return tuple(out)
+
+
+def _gpus(spec: NodeSpec, seed: str) -> tuple[GpuHw, ...]:
+    g = spec.gpu
+    dev, sub, fb = _GPU_PRODUCTS.get(g.model, ("0x233010DE", "0x16C110DE", g.memory_gb * 1024))
+    out = []
+    for i in range(g.count):
+        bus = _GPU_BUSES[i] if i < len(_GPU_BUSES) else f"{0x19 + 0x10 * i:02X}"
+        out.append(
+            GpuHw(
+                index=i,
+                name=g.model,
+                architecture=g.architecture,
+                bus_id=f"00000000:{bus}:00.0",
+                serial="165" + _decimal(10, seed, "gpu-serial", i),
+                uuid="GPU-" + _uuid(seed, "gpu", i),
+                module_id=_GPU_MODULES[i] if i < len(_GPU_MODULES) else i + 1,
+                vbios=_firmware(spec, "gpu", "96.00.9F.00.04"),
+                device_id=dev,
+                subsystem_id=sub,
+                fb_mib=fb,
+                power_limit_w=g.power_limit_w,
+                pcie_gen=g.pcie.generation,
+                pcie_width=g.pcie.width,
+                nvlinks=g.nvlink.links_per_gpu if g.nvlink else 0,
+                nvlink_gbs=g.nvlink.link_speed_gbs if g.nvlink else 0.0,
+                numa_node=0 if i < max(1, g.count // 2) else 1,
+            )
+        )
+    return tuple(out)
+
+
+def _guid(seed: str, *parts: object) -> str:
+    return "0x" + "a088c203" + _digest(seed, "guid", *parts)[:8]
+
+
+def _hcas(spec: NodeSpec, seed: str) -> tuple[HcaHw, ...]:
+    out = []
+    ib = spec.network.infiniband
+    ib_count = ib.count if ib else 0
+    for i in range(ib_count):
+        assert ib is not None
+        out.append(
+            HcaHw(
+                name=f"mlx5_{i}",
+                ca_type="MT4129",
+                part_id=4129,
+                firmware=_firmware(spec, "ib_nic", "28.39.1002"),
+                node_guid=_guid(seed, "ib", i),
+                link_layer=ib.link_layer,
+                rate=ib.rate_gbps,
+                lid=100 + 16 * i + 1,
+                sm_lid=1,
+                netdev=f"ibp{0x19 + i * 0x80:x}s0",
+                numa_node=0 if i < max(1, ib_count // 2) else 1,
+            )
+        )
+    eth = spec.network.ethernet
+    for j in range(eth.count):
+        out.append(
+            HcaHw(
+                name=f"mlx5_{ib_count + j}",
+                ca_type="MT4125",
+                part_id=4125,
+                firmware="22.39.1002",
+                node_guid=_guid(seed, "eth", j),
+                link_layer="Ethernet",
+                rate=eth.speed_gbps,
+                lid=0,
+                sm_lid=0,
+                netdev=f"enp{0x2a + j}s0f0np0",
+                numa_node=0,
+            )
+        )
+    return tuple(out)
+
+
+def _nvme_model(size_tb: float, gen5: bool) -> tuple[str, str]:
+    return _NVME_MODELS.get((size_tb, gen5)) or _NVME_MODELS.get((size_tb, False)) or (
+        f"LAB NVMe {size_tb}TB",
+        "LAB00001",
+    )
+
+
+def _nvme(spec: NodeSpec, seed: str) -> tuple[NvmeHw, ...]:
+    boot, scratch = spec.storage.boot, spec.storage.scratch
+    sets = [("boot", boot.count, boot.size_tb, False), ("scratch", scratch.count, scratch.size_tb,
+                                                        scratch.pcie_generation >= 5)]
+    out, n = [], 0
+    for role, count, size_tb, gen5 in sets:
+        model, fw = _nvme_model(size_tb, gen5)
+        for _ in range(count):
+            serial = "S" + _alnum(13, seed, "nvme", n)
+            out.append(
+                NvmeHw(
+                    name=f"nvme{n}n1",
+                    controller=f"nvme{n}",
+                    role=role,
+                    model=model,
+                    serial=serial,
+                    firmware=fw,
+                    size_bytes=int(size_tb * 1e12) // 4096 * 4096,
+                    by_id=f"nvme-{model.replace(' ', '_')}_{serial}",
+                )
+            )
+            n += 1
+    return tuple(out)
+
+
+def _boot_raid(spec: NodeSpec, nvme: tuple[NvmeHw, ...], seed: str) -> BootRaidHw:
+    members = tuple(f"{d.name}p2" for d in nvme if d.role == "boot")
+    size_kb = int(spec.storage.boot.size_tb * 1e12 / 1024) - 1_100_000
+    return BootRaidHw(
+        device=spec.storage.boot.raid.device,
+        level=spec.storage.boot.raid.level,
+        members=members,
+        blocks=size_kb // 64 * 64,
+        uuid=_digest(seed, "md")[:32],
+    )
+
+
+def hardware_from_spec(spec: NodeSpec, index: int, cpu_flags: tuple[str, ...]) -> Hardware:
+    """The simulated server for node `index` of a spec (pure)."""
+    seed = f"{spec.profile}/{index}"
+    nvme = _nvme(spec, seed)
+    z = spec.storage.scratch.zfs
+    return Hardware(
+        profile=spec.profile,
+        node_index=index,
+        system=_system(spec, seed),
+        cpu=_cpu(spec, cpu_flags),
+        # Firmware and the kernel keep ~1.6 % of RAM: MemTotal a little under the DIMM total.
+        memory_total_kb=int(spec.memory.total_gb * 1024 * 1024 * 0.984),
+        dimms=_dimms(spec, seed),
+        gpus=_gpus(spec, seed),
+        gpu_fabric=spec.gpu.fabric_manager,
+        hcas=_hcas(spec, seed),
+        nvme=nvme,
+        boot_raid=_boot_raid(spec, nvme, seed),
+        scratch=ZpoolSpecHw(name=z.pool, layout=z.layout, mountpoint=z.mountpoint),
+        kernel_release=spec.software.kernel.release,
+        driver_apt_version=spec.software.nvidia_driver.apt_version,
+    )

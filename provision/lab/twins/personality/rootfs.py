@@ -1,0 +1,95 @@
+"""Install the lab's simulated hardware tools into a twin root filesystem.
+
+LAB STAND-IN. Puts the tool implementations (data/tools, stdlib Python) under
+/usr/lib/provision-lab/tools, entry points for tools every server has from its factory image
+(lscpu, dmidecode, nvme) under /usr/local/sbin, the boot unit that presents the simulated drives,
+and — into a rootfs that has a dpkg database — the stand-in packages of the factory image
+(FACTORY_PACKAGES: mdadm, zfsutils, an older NVIDIA driver), so a fresh twin answers `mdadm`,
+`zpool` and `nvidia-smi -L` as a fresh server does and the roles have real upgrades to do.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from provision.errors import LabError
+from provision.lab.twins.personality.packages import FACTORY_PACKAGES, LAB_TOOLS_DIR, catalog_by_name
+from provision.lab.twins.personality.repo import stage_package
+
+HEADER = "# LAB STAND-IN: simulated hardware, not the real tool"
+# Tools of the factory image that no stand-in package provides: path -> implementation module.
+BASE_TOOLS = {
+    "/usr/local/sbin/lscpu": "lscpu",
+    "/usr/local/sbin/dmidecode": "dmidecode",
+    "/usr/local/sbin/nvme": "nvme",
+}
+UNITS = {"provision-lab-devices.service": "sysinit.target", "provision-lab-devices.path": "paths.target"}
+
+
+def _data() -> Path:
+    return Path(str(resources.files(__package__).joinpath("data")))
+
+
+def _copy_tools(root: Path) -> None:
+    target = root / LAB_TOOLS_DIR.lstrip("/")
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(_data() / "tools", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for script in target.glob("*.py"):
+        script.chmod(0o755)
+
+
+def _entry_points(root: Path) -> None:
+    for path, impl in BASE_TOOLS.items():
+        dest = root / path.lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(f'#!/bin/sh\n{HEADER}\nexec /usr/bin/python3 {LAB_TOOLS_DIR}/{impl}.py "$@"\n',
+                        encoding="utf-8")
+        dest.chmod(0o755)
+
+
+def _units(root: Path) -> None:
+    unit_dir = root / "etc/systemd/system"
+    for unit, target in UNITS.items():
+        (unit_dir / f"{target}.wants").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_data() / "units" / unit, unit_dir / unit)
+        link = unit_dir / f"{target}.wants" / unit
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(f"/etc/systemd/system/{unit}")
+
+
+def _preinstall(root: Path) -> None:
+    """dpkg-install the factory image's stand-ins into the rootfs (no maintainer scripts run)."""
+    catalog = catalog_by_name()
+    arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
+                          check=False).stdout.strip() or "amd64"
+    with tempfile.TemporaryDirectory(prefix="provision-factory-") as tmp:
+        debs = []
+        for name, version in FACTORY_PACKAGES:
+            stage = Path(tmp) / name
+            stage_package(catalog[name], version, arch, stage)
+            deb = Path(tmp) / f"{name}.deb"
+            _dpkg(["dpkg-deb", "--root-owner-group", "-Zgzip", "-b", str(stage), str(deb)])
+            debs.append(str(deb))
+        _dpkg(["dpkg", f"--root={root}", "--force-not-root", "--force-script-chrootless", "-i", *debs])
+
+
+def _dpkg(cmd: list[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise LabError(f"{cmd[0]} failed while preparing the twin rootfs: {done.stderr.strip()[:300]}")
+
+
+def install_tools(root: Path) -> None:
+    """Install the simulated tools, boot unit and factory stand-in packages into a twin rootfs."""
+    if not root.is_dir():
+        raise LabError(f"{root}: not a root filesystem directory")
+    _copy_tools(root)
+    _entry_points(root)
+    _units(root)
+    if (root / "var/lib/dpkg/status").exists():
+        _preinstall(root)
