@@ -142,6 +142,19 @@ def test_power_off_then_on(lab):
     assert ssh(info, "cat /root/power-marker").strip() == "kept"
 
 
+def test_second_lab_runs_side_by_side(lab, tmp_path):
+    _, infos = lab
+    other = tmp_path / "other-lab"
+    try:
+        (mine,) = twins.up(other, [TwinRequest(name="node01", index=1, profile="ml_prod_v4")], _spec_for)
+        assert mine.address not in {i.address for i in infos.values()}
+        assert mine.known_hosts != infos["node01"].known_hosts
+        assert ssh(mine, "hostname").strip() == "node01"
+    finally:
+        twins.down(other)
+    assert ssh(infos["node01"], "hostname").strip() == "node01"  # the first lab is untouched
+
+
 def test_ansible_reaches_twins_with_host_key_checking(lab, tmp_path):
     _, infos = lab
     inventory = _inventory(tmp_path, infos)
