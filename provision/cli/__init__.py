@@ -35,6 +35,11 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("status", "provision.cli.journal_views:status_command"),
     ("history", "provision.cli.journal_views:history_command"),
     ("verify", "provision.cli.verify:verify_command"),
+    ("bmc", "provision.cli.bmc"),
+    ("bios", "provision.cli.bios"),
+    ("firmware", "provision.cli.firmware"),
+    ("power", "provision.cli.power:power_command"),
+    ("sel", "provision.cli.sel:sel_command"),
 ]
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from provision.errors import RedfishError
 from provision.redfish.connector import ROOT, Connector, ConnectorOptions
 from provision.redfish.resources import ComputerSystem, ServiceRoot
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors import VendorPlugin, detect
-from provision.spec.model import BmcEndpoint
+from provision.spec.model import BmcEndpoint, HostEntry
 
 
 def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: RetryPolicy | None = None,
@@ -56,3 +57,13 @@ def connect(opts: ConnectorOptions) -> Iterator[Connector]:
         yield conn
     finally:
         conn.close()
+
+
+@contextmanager
+def open_host(inventory: Path, name: str, insecure: bool = False) -> Iterator[tuple[HostEntry, Node]]:
+    """Load the inventory, log in to `name`'s BMC, and yield its entry and node facts."""
+    from provision.spec import load_fleet
+
+    host = load_fleet(inventory).select([name])[0]
+    with connect(options_for(host.name, host.bmc, insecure=insecure)) as conn:
+        yield host, node_facts(conn)

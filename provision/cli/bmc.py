@@ -1,0 +1,99 @@
+"""`provision bmc inventory NODE`, `provision bmc boot-once NODE TARGET`, `provision bmc media NODE`.
+
+Exit 0: ok (no drift); 1: drift found or the BMC failed; 2: bad input.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.output import console, emit_json
+from provision.errors import CheckFailed
+from provision.redfish.ops import inventory as inv_ops
+from provision.redfish.ops import power as power_ops
+from provision.redfish.ops.session import open_host
+
+app = typer.Typer(help="BMC inventory, drift against the spec, boot override and virtual media.",
+                  no_args_is_help=True)
+NodeArg = Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")]
+
+
+@app.command("inventory")
+def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
+              insecure: InsecureOpt = False) -> None:
+    """Read the node's hardware from its BMC and report drift against its spec."""
+    with open_host(inventory, node, insecure) as (host, facts):
+        inv = inv_ops.observe(facts.conn)
+    report = inv_ops.drift(host.spec, inv)
+    if as_json:
+        emit_json({"node": node, "vendor": inv.vendor, "requests": inv.requests, "inventory": summary(inv),
+                   "drift": report.items, "drifted": len(report.drifted)})
+    else:
+        render(node, inv, report)
+    if report.drifted:
+        raise CheckFailed(f"{node}: {len(report.drifted)} figure(s) differ from the spec: "
+                          + ", ".join(i.key for i in report.drifted))
+
+
+def summary(inv: inv_ops.NodeInventory) -> dict[str, object]:
+    return {
+        "system": {"manufacturer": inv.system.manufacturer, "model": inv.system.model,
+                   "serial": inv.system.serial_number, "bios_version": inv.system.bios_version,
+                   "power_state": inv.system.power_state},
+        "cpus": [{"model": c.model, "cores": c.total_cores, "threads": c.total_threads, "socket": c.socket}
+                 for c in inv.cpus],
+        "gpus": inv.gpus,
+        "memory": [{"slot": m.device_locator or m.id, "mib": m.capacity_mib, "type": m.memory_device_type,
+                    "speed_mhz": m.operating_speed_mhz} for m in inv.memory if m.populated],
+        "drives": [{"id": d.id, "model": d.model, "bytes": d.capacity_bytes, "protocol": d.protocol,
+                    "serial": d.serial_number} for d in inv.drives],
+        "network_adapters": [{"id": a.adapter.id, "model": a.adapter.model, "technology": a.technology,
+                              "speed_gbps": a.speed_gbps, "firmware": a.adapter.firmware_version}
+                             for a in inv.adapters],
+        "power_supplies": [{"name": p.name, "watts": p.power_capacity_watts, "state": p.status.get("State")}
+                           for pw in inv.power for p in pw.power_supplies],
+        "firmware": [{"id": f.id, "name": f.name, "version": f.version} for f in inv.firmware],
+        "missing_uris": len(inv.missing),
+    }
+
+
+def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport) -> None:
+    s = inv.system
+    console.print(f"[bold]{node}[/bold]: {s.manufacturer} {s.model} (serial {s.serial_number}), vendor plugin "
+                  f"{inv.vendor}, power {s.power_state}, {inv.requests} requests")
+    console.print(f"  CPUs {len(inv.cpus)}, GPUs {len(inv.gpus)}, DIMMs {len([m for m in inv.memory if m.populated])}, "
+                  f"drives {len(inv.drives)}, adapters {len(inv.adapters)}, firmware entries {len(inv.firmware)}")
+    table = Table("figure", "spec", "BMC reports", "verdict", title="drift against the spec")
+    colour = {"ok": "green", "drift": "red", "unknown": "yellow"}
+    for i in report.items:
+        table.add_row(i.key, i.expected, i.observed, f"[{colour[i.verdict]}]{i.verdict}[/]")
+    console.print(table)
+
+
+@app.command("boot-once")
+def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd, Hdd, Usb, BiosSetup, ...")],
+              mode: Annotated[str | None, typer.Option("--mode", help="UEFI or Legacy")] = None,
+              inventory: InventoryOpt = DEFAULT_INVENTORY, insecure: InsecureOpt = False) -> None:
+    """Set a one-time boot override."""
+    with open_host(inventory, node, insecure) as (_, facts):
+        power_ops.boot_once(facts, target, mode)
+    console.print(f"{node}: next boot from {target} (once)")
+
+
+@app.command("media")
+def media(node: NodeArg,
+          insert: Annotated[str | None, typer.Option("--insert", help="Image URL to insert")] = None,
+          eject: Annotated[bool, typer.Option("--eject", help="Eject the virtual CD")] = False,
+          inventory: InventoryOpt = DEFAULT_INVENTORY, insecure: InsecureOpt = False) -> None:
+    """Insert or eject virtual media (CD/DVD)."""
+    from provision.errors import InputError
+
+    if bool(insert) == eject:
+        raise InputError("give exactly one of --insert URL or --eject")
+    with open_host(inventory, node, insecure) as (_, facts):
+        uri = power_ops.virtual_media(facts, None if eject else insert)
+    console.print(f"{node}: {'ejected' if eject else 'inserted'} ({uri})")

@@ -1,0 +1,112 @@
+"""`provision firmware status|plan|update NODE`: FirmwareInventory vs the spec's baseline.
+
+`update` sends BMC (and other immediate) images first and waits the BMC reset out, stages the
+host-reset images and the BIOS values, resets the host ONCE, then verifies everything.
+Exit 0: at baseline / done; 1: not at baseline (status) or an update failed; 2: bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.output import console, emit_json
+from provision.errors import CheckFailed
+from provision.redfish.ops import converge
+from provision.redfish.ops import firmware as fw
+from provision.redfish.ops.session import open_host
+from provision.redfish.ops.waiting import Clock
+
+app = typer.Typer(help="Firmware baseline: status, plan and update through the BMC.", no_args_is_help=True)
+NodeArg = Annotated[str, typer.Argument(help="Inventory host name")]
+DowngradeOpt = Annotated[bool, typer.Option("--allow-downgrade", help="Allow installing older versions")]
+BindOpt = Annotated[str, typer.Option("--image-bind", help="Address the SimpleUpdate image server binds to")]
+AdvertiseOpt = Annotated[str | None, typer.Option("--image-advertise",
+                                                  help="Address the BMC should fetch images from")]
+
+
+@app.command("status")
+def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
+           insecure: InsecureOpt = False) -> None:
+    """Running firmware vs the baseline, per component."""
+    with open_host(inventory, node, insecure) as (host, facts):
+        rows = fw.status(host.spec.firmware, fw.observe(facts.conn), facts.vendor)
+    if as_json:
+        emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
+    else:
+        table = Table("component", "baseline", "running", "entries", "verdict", title=f"{node} firmware")
+        for r in rows:
+            running = ", ".join(sorted({e.version or "?" for e in r.entries})) or "-"
+            table.add_row(r.component, r.target, running, str(len(r.entries)), r.verdict)
+        console.print(table)
+    off = [r.component for r in rows if r.verdict != "ok"]
+    if off:
+        raise CheckFailed(f"{node}: firmware not at baseline: {', '.join(off)}")
+
+
+def render(node: str, cplan: converge.ConvergePlan) -> None:
+    table = Table("#", "component", "to", "method", "apply", "host reset", "entries", title=f"{node} update plan")
+    for n, s in enumerate(cplan.firmware.steps, 1):
+        table.add_row(str(n), s.component + (" (downgrade)" if s.downgrade else ""), s.version, s.method,
+                      s.apply_time, "yes" if s.needs_host_reset else "no", ", ".join(s.entries[:3])
+                      + (" ..." if len(s.entries) > 3 else ""))
+    console.print(table if cplan.firmware.steps else f"{node}: firmware at baseline")
+    for line in cplan.firmware.refused:
+        console.print(f"[red]refused:[/red] {line}", highlight=False)
+    if cplan.firmware.absent:
+        console.print(f"[yellow]not in FirmwareInventory:[/yellow] {', '.join(cplan.firmware.absent)}")
+    if cplan.bios and cplan.bios.changes:
+        console.print(f"BIOS: {len(cplan.bios.changes)} attribute(s) staged for the same host reset")
+    console.print(f"host resets: {1 if cplan.host_reset else 0}")
+
+
+def _plan(node: str, inventory: Path, insecure: bool, opts: converge.ConvergeOptions) -> converge.ConvergePlan:
+    with open_host(inventory, node, insecure) as (host, facts):
+        return converge.make_plan(facts, host.spec, inventory.parent, opts)
+
+
+@app.command("plan")
+def plan(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, allow_downgrade: DowngradeOpt = False,
+         no_bios: Annotated[bool, typer.Option("--no-bios", help="Leave BIOS settings out")] = False,
+         as_json: JsonOpt = False, insecure: InsecureOpt = False) -> None:
+    """What `update` would do (changes nothing)."""
+    opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios)
+    cplan = _plan(node, inventory, insecure, opts)
+    if as_json:
+        emit_json({"node": node, "plan": cplan, "host_reset": cplan.host_reset})
+    else:
+        render(node, cplan)
+
+
+@app.command("update")
+def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
+           plan_only: Annotated[bool, typer.Option("--plan", help="Show the plan; change nothing")] = False,
+           allow_downgrade: DowngradeOpt = False,
+           no_bios: Annotated[bool, typer.Option("--no-bios", help="Do not stage BIOS settings")] = False,
+           no_reset: Annotated[bool, typer.Option("--no-reset", help="Stage only; no host reset")] = False,
+           image_bind: BindOpt = "127.0.0.1", image_advertise: AdvertiseOpt = None,
+           as_json: JsonOpt = False, insecure: InsecureOpt = False) -> None:
+    """Bring firmware (and BIOS) to the baseline with one host reset; a converged node plans nothing."""
+    opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios, reset=not no_reset,
+                                    image_bind=image_bind, image_advertise=image_advertise)
+    with open_host(inventory, node, insecure) as (host, facts):
+        cplan = converge.make_plan(facts, host.spec, inventory.parent, opts)
+        if plan_only or (cplan.empty and not cplan.firmware.refused):
+            if as_json:
+                emit_json({"node": node, "plan": cplan, "applied": False})
+            else:
+                render(node, cplan)
+            return
+        if not as_json:
+            render(node, cplan)
+        result = converge.apply(facts, host.spec, cplan, opts, Clock(poll_s=1.0))
+    if as_json:
+        emit_json({"node": node, "plan": cplan, "applied": True, "result": result})
+    else:
+        console.print(f"{node}: sent {', '.join(result.firmware_sent) or 'no firmware'}; BIOS attributes "
+                      f"{len(result.bios_written)}; host resets {result.host_resets}; "
+                      + ("verified" if result.verified else "staged"))
