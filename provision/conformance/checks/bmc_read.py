@@ -9,6 +9,7 @@ from provision.redfish.connector import Connector
 from provision.redfish.ops.inventory import observe
 from provision.redfish.ops.session import connect, node_facts, options_for
 from provision.redfish.resources import AttributeRegistry, Bios, LogEntry
+from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors import VendorPlugin
 from provision.spec.model import HostEntry, NodeSpec
 
@@ -18,7 +19,8 @@ _SEL_IDS = ("SEL", "Sel", "Log1", "EventLog", "IPMI")
 
 def read_bmc(host: HostEntry) -> BmcFacts:
     """One inventory pass plus BIOS and SEL; raises RedfishError when the BMC cannot be read."""
-    with connect(options_for(host.name, host.bmc)) as conn:
+    retry = RetryPolicy(attempts=2, base_delay_s=0.2, timeout_s=15)
+    with connect(options_for(host.name, host.bmc, retry=retry)) as conn:
         node = node_facts(conn)
         inv = observe(conn)
         bios = _bios(conn, node.system.uri, node.vendor, host.spec)

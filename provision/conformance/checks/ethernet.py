@@ -27,7 +27,7 @@ def evaluate(ctx: Context) -> None:
     except Unreadable as why:
         ctx.unreadable("ethernet.ports", AREA, desc, expected, why.reason)
         return
-    nics = [d for d in devs if d.type == netdev.ARPHRD_ETHER and d.physical]
+    nics = [d for d in devs if d.link_type == "ether" and d.physical]
     if nics:
         fast = [d for d in nics if d.speed_mbps == eth.speed_gbps * 1000]
         seen = ", ".join(f"{d.name} {_gbps(d.speed_mbps)}" for d in nics)

@@ -55,7 +55,7 @@ def _ipoib(ctx: Context, ib: InfiniBand) -> None:
     assert ipoib is not None
     desc = "IPoIB interfaces"
     try:
-        devs = [d for d in netdev.netdevs(ctx) if d.type == netdev.ARPHRD_INFINIBAND]
+        devs = [d for d in netdev.netdevs(ctx) if d.link_type == "infiniband"]
     except Unreadable as why:
         ctx.unreadable("infiniband.ipoib", AREA, desc, ib.count, why.reason)
         return

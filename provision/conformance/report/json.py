@@ -22,5 +22,16 @@ def to_json(run: RunReport) -> dict[str, Any]:
     return data
 
 
+def from_json(data: dict[str, Any]) -> RunReport:
+    """The RunReport back from `to_json` data (derived keys dropped)."""
+    plain = {k: v for k, v in data.items() if k not in ("ok", "totals")}
+    plain["nodes"] = [
+        {k: v for k, v in n.items() if k not in ("ok", "totals")}
+        | {"results": [{k: v for k, v in r.items() if k != "outcome"} for r in n["results"]]}
+        for n in data["nodes"]
+    ]
+    return RunReport.model_validate(plain)
+
+
 def write_json(run: RunReport, path: Path) -> None:
     path.write_text(json.dumps(to_json(run), indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,306 @@
+"""CPU, memory, kernel, InfiniBand, Ethernet, md RAID, ZFS, NVMe, packages, services and burn-in checks.
+
+Real captures where one exists (tests/fixtures/, PROVENANCE.md); the project's own formats
+(dpkg-query -f, systemctl show, the sysfs netdev lines) are built from the spec in the test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from provision.conformance.checks.names import pinned_packages, required_units
+from provision.conformance.model import Level
+from tests.unit.conformance.helpers import area, fixture, run, spec
+
+LSCPU_8280 = fixture("lscpu/linuxhw/lscpu.2x-xeon-platinum-8280.cascadelake.txt")
+DMI_QUANTA = fixture("dmidecode/linuxhw/dmidecode.quanta-d54q-2u.2x-xeon-platinum-8470n.ddr5-4800.txt")
+MEMINFO_24G = fixture("meminfo/build-machine/proc-meminfo.txt")
+IB_ACTIVE = fixture("infiniband/gpud/ibstat.47.0.h100.all.active.2.txt")
+IB_SOME_DOWN = fixture("infiniband/gpud/ibstat.47.0.h100.some.down.0.txt")
+MDSTAT = fixture("mdraid/node_exporter/proc-mdstat.txt")
+MDADM_CLEAN = fixture("mdraid/handwritten/mdadm-detail.raid1-clean.txt")
+MDADM_DEGRADED = fixture("mdraid/handwritten/mdadm-detail.raid1-degraded.txt")
+ZPOOL_DEGRADED = fixture("zfs/handwritten/zpool-status.degraded.txt")
+ZFS_GET = fixture("zfs/handwritten/zfs-get-Hp.txt")
+NVME_LIST = fixture("nvme/handwritten/nvme-list.json")
+SMART = fixture("nvme/handwritten/nvme-smart-log.json")
+DCGM_PASS = fixture("dcgm/handwritten/dcgmi-diag-r2.pass.txt")
+DCGM_FAIL = fixture("dcgm/handwritten/dcgmi-diag-r2.fail.txt")
+
+
+def failed(ctx, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [r.id for r in area(ctx, name).values() if not r.passed and not r.skipped]
+
+
+# ---- CPU ------------------------------------------------------------------------------------------
+CPU_8280 = {"cpu.model": "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz", "cpu.cores_per_socket": 28,
+            "cpu.isa_flags": ["avx512f", "avx512bw", "avx512vl", "avx512_vnni"]}
+
+
+def test_cpu_capture_matches_its_spec() -> None:
+    ctx = run(spec(**CPU_8280), {"lscpu": LSCPU_8280})
+    cpu = area(ctx, "cpu")
+    assert len(cpu) == 8 and failed(ctx, "cpu") == []
+    assert cpu["cpu.threads"].found == "112" and cpu["cpu.sockets"].found == "2"
+
+
+def test_cpu_against_ml_prod_v4_reports_each_difference() -> None:
+    ctx = run(spec(), {"lscpu": LSCPU_8280})
+    bad = failed(ctx, "cpu")
+    assert {"cpu.model", "cpu.cores_per_socket", "cpu.threads", "cpu.flag.amx_tile", "cpu.flag.amx_bf16",
+            "cpu.flag.amx_int8", "cpu.flag.avx512_bf16"} == set(bad)
+    assert area(ctx, "cpu")["cpu.flag.avx512f"].passed
+
+
+# ---- memory ---------------------------------------------------------------------------------------
+MEM_QUANTA = {"memory.total_gb": 256, "memory.dimm_count": 16, "memory.dimm_size_gb": 16}
+
+
+def test_memory_dimms_from_dmidecode_capture() -> None:
+    ctx = run(spec(**MEM_QUANTA), {"dmidecode_memory": DMI_QUANTA, "meminfo": MEMINFO_24G})
+    mem = area(ctx, "memory")
+    assert failed(ctx, "memory") == ["memory.visible"]  # the meminfo is of a 24 GiB build machine
+    assert mem["memory.ecc"].found == "Single-bit ECC" and mem["memory.type"].found == "DDR5"
+    assert mem["memory.speed"].found == "4800" and mem["memory.dimm_count"].found == "16"
+
+
+def test_memory_visible_and_ecc_off() -> None:
+    ctx = run(spec(**{"memory.total_gb": 24, "memory.dimm_count": 3, "memory.dimm_size_gb": 8}),
+              {"meminfo": MEMINFO_24G}, Level.QUICK)
+    assert area(ctx, "memory")["memory.visible"].passed
+    no_ecc = DMI_QUANTA.replace("Error Correction Type: Single-bit ECC", "Error Correction Type: None")
+    ctx = run(spec(**MEM_QUANTA), {"dmidecode_memory": no_ecc, "meminfo": MEMINFO_24G})
+    assert "memory.ecc" in failed(ctx, "memory")
+
+
+# ---- kernel ---------------------------------------------------------------------------------------
+def test_kernel_release_and_modules() -> None:
+    s = spec()
+    mods = "\n".join(["nvidia", "nvidia_uvm", "nvidia_modeset", "mlx5_core", "mlx5_ib", "ib_uverbs",
+                      "nvidia_peermem", "ib_ipoib", "zfs", "kernel"])
+    ctx = run(s, {"kernel_release": "6.1.0-28-amd64\n", "kernel_modules": mods})
+    assert failed(ctx, "kernel") == [] and len(area(ctx, "kernel")) == 10
+    ctx = run(s, {"kernel_release": "6.1.0-13-amd64\n", "kernel_modules": mods.replace("zfs\n", "")})
+    assert set(failed(ctx, "kernel")) == {"kernel.release", "kernel.module.zfs"}
+
+
+def test_monolithic_kernel_skips_modules_only_in_the_lab() -> None:
+    listing = "@monolithic\nkernel\nprintk\n"
+    lab = run(spec(), {"kernel_modules": listing, "lab_standins": "nvidia-smi\n@twin\n"})
+    mods = [r for r in area(lab, "kernel").values() if r.id.startswith("kernel.module.")]
+    assert mods and all(r.skipped and not r.passed and "LAB STAND-IN" in r.detail for r in mods)
+    real = run(spec(), {"kernel_modules": listing})
+    assert "kernel.module.nvidia" in failed(real, "kernel")
+
+
+# ---- InfiniBand and Ethernet ----------------------------------------------------------------------
+def netdev_text(devs: list[tuple[str, str, int, str | None, str, str]]) -> str:
+    """`ip -j -d addr` JSON + sysfs lines for (name, link_type, mtu, parentbus, speed, mode)."""
+    links, sysfs = [], []
+    for index, (name, link_type, mtu, bus, speed, mode) in enumerate(devs, start=1):
+        link: dict[str, object] = {"ifindex": index, "ifname": name, "mtu": mtu, "operstate": "UP",
+                                   "link_type": link_type, "addr_info": []}
+        if bus:
+            link["parentbus"], link["parentdev"] = bus, f"0000:{index:02x}:00.0"
+        if link_type != "loopback":
+            link["addr_info"] = [{"family": "inet", "local": f"10.50.{index}.7", "prefixlen": 16}]
+        links.append(link)
+        sysfs.append(f"{name} {index} {speed} {mode}")
+    return json.dumps(links) + "\n@@sysfs\n" + "\n".join(sysfs) + "\n"
+
+
+LO = ("lo", "loopback", 65536, None, "-", "-")
+
+
+def ib_netdevs(n: int, mtu: int = 4092, mode: str = "datagram") -> str:
+    return netdev_text([LO] + [(f"ibp{i}s0", "infiniband", mtu, "pci", "400000", mode) for i in range(n)])
+
+
+def test_ib_capture_all_active_at_400() -> None:
+    s = spec(**{"network.infiniband.count": 8})
+    ctx = run(s, {"ibstat": IB_ACTIVE, "netdevs": ib_netdevs(8)})
+    ib = area(ctx, "infiniband")
+    assert failed(ctx, "infiniband") == []
+    assert ib["infiniband.ports"].found == "8" and ib["infiniband.mlx5_9/1.rate"].found == "400"
+    assert len(ib) == 1 + 8 * 3 + 1 + 8 * 3
+
+
+def test_ib_port_down_and_slow_fail_their_own_checks() -> None:
+    s = spec(**{"network.infiniband.count": 8})
+    blocks = IB_ACTIVE.split("CA '")
+    i = next(n for n, b in enumerate(blocks) if b.startswith("mlx5_4'"))
+    blocks[i] = blocks[i].replace("State: Active", "State: Down").replace("Physical state: LinkUp",
+                                                                          "Physical state: Disabled")
+    j = next(n for n, b in enumerate(blocks) if b.startswith("mlx5_5'"))
+    blocks[j] = blocks[j].replace("Rate: 400", "Rate: 200")
+    ctx = run(s, {"ibstat": "CA '".join(blocks), "netdevs": ib_netdevs(8)})
+    assert set(failed(ctx, "infiniband")) == {"infiniband.mlx5_4/1.state", "infiniband.mlx5_4/1.physical_state",
+                                              "infiniband.mlx5_5/1.rate"}
+
+
+def test_ipoib_mtu_mode_and_address() -> None:
+    s = spec()
+    ib = IB_ACTIVE  # 8 IB ports; ML-PROD-V4 wants 2 -> the port count fails, the netdev checks do not
+    ctx = run(s, {"ibstat": ib, "netdevs": ib_netdevs(2, mtu=2044, mode="connected")})
+    assert set(failed(ctx, "infiniband")) == {"infiniband.ports", "infiniband.ibp0s0.mtu", "infiniband.ibp1s0.mtu",
+                                              "infiniband.ibp0s0.mode", "infiniband.ibp1s0.mode"}
+
+
+def test_ethernet_from_sysfs_and_from_ibstat_fallback() -> None:
+    s = spec()
+    nics = netdev_text([LO, ("eno1", "ether", 1500, "pci", "1000", "-"), ("ens1f0np0", "ether", 9000, "pci", "100000", "-"),
+                        ("ens1f1np1", "ether", 1500, "pci", "100000", "-"), ("eth9", "ether", 9000, None, "100000", "-")])
+    ctx = run(s, {"netdevs": nics})
+    eth = area(ctx, "ethernet")
+    assert eth["ethernet.ports"].passed and set(failed(ctx, "ethernet")) == {"ethernet.ens1f1np1.mtu"}
+    # No physical NIC: the ConnectX Ethernet ports of the some.down capture (one Active at 100, three Down).
+    veth = netdev_text([LO, ("eth0", "ether", 1500, None, "10000", "-")])
+    ctx = run(s, {"netdevs": veth, "ibstat": IB_SOME_DOWN})
+    ports = area(ctx, "ethernet")["ethernet.ports"]
+    assert not ports.passed and ports.found.startswith("1 (") and "mlx5_2/1 Down 40" in ports.found
+
+
+# ---- md RAID ---------------------------------------------------------------------------------------
+def test_raid1_md0_clean_with_root_on_it() -> None:
+    ctx = run(spec(), {"mdstat": MDSTAT, "mdadm_detail": MDADM_CLEAN, "root_source": "/dev/md0\n"})
+    assert failed(ctx, "raid") == [] and len(area(ctx, "raid")) == 5
+
+
+def test_raid1_degraded_array_from_capture() -> None:
+    s = spec(**{"storage.boot.raid.device": "/dev/md6"})
+    ctx = run(s, {"mdstat": MDSTAT, "mdadm_detail": MDADM_DEGRADED, "root_source": "/dev/md6\n"})
+    assert set(failed(ctx, "raid")) == {"raid.sync", "raid.members", "raid.state"}
+
+
+def test_raid_missing_array_and_lab_root() -> None:
+    s = spec(**{"storage.boot.raid.device": "/dev/md42"})
+    ctx = run(s, {"mdstat": MDSTAT})
+    assert [(r.id, r.found) for r in area(ctx, "raid").values()] == [("raid.array", "absent")]
+    lab = run(spec(), {"mdstat": MDSTAT, "mdadm_detail": MDADM_CLEAN, "root_source": "overlay\n",
+                       "lab_standins": "@twin\n"})
+    root = area(lab, "raid")["raid.root"]
+    assert root.skipped and "overlay" in root.detail
+
+
+# ---- ZFS --------------------------------------------------------------------------------------------
+ZFS_RAIDZ2 = {"storage.scratch.zfs.layout": "raidz2", "storage.scratch.zfs.vdevs": 1}
+
+
+def test_zfs_degraded_pool_from_capture() -> None:
+    ctx = run(spec(**ZFS_RAIDZ2), {"zpool_status": ZPOOL_DEGRADED, "zpool_get": "scratch\tashift\t12\tlocal\n",
+                                   "zfs_get": ZFS_GET + "scratch\tmounted\tyes\t-\n"})
+    z = area(ctx, "zfs")
+    assert set(failed(ctx, "zfs")) == {"zfs.pool", "zfs.devices"}
+    assert z["zfs.pool"].found == "DEGRADED" and "UNAVAIL" in z["zfs.devices"].found
+    assert z["zfs.layout"].found == "raidz2" and z["zfs.recordsize"].found == "1048576"
+
+
+def test_zfs_layout_and_properties_differ_from_ml_prod_v4() -> None:
+    ctx = run(spec(), {"zpool_status": ZPOOL_DEGRADED, "zpool_get": "scratch\tashift\t9\tlocal\n",
+                       "zfs_get": ZFS_GET.replace("lz4", "off")})
+    assert {"zfs.vdevs", "zfs.layout", "zfs.ashift", "zfs.compression", "zfs.mounted"} <= set(failed(ctx, "zfs"))
+
+
+def test_zfs_no_pool() -> None:
+    ctx = run(spec(), {"zpool_status": (1, "", "cannot open 'scratch': no such pool\n")})
+    pool = area(ctx, "zfs")["zfs.pool"]
+    assert not pool.passed and "no such pool" in pool.found
+
+
+# ---- NVMe -------------------------------------------------------------------------------------------
+def test_nvme_count_and_smart() -> None:
+    s = spec(**{"storage.boot.count": 2, "storage.scratch.count": 8})
+    worn = json.loads(SMART) | {"percent_used": 95, "media_errors": 3}
+    sections = {"nvme_list": NVME_LIST, "nvme_smart:/dev/nvme0n1": SMART,
+                "nvme_smart:/dev/nvme1n1": json.dumps(worn)}
+    ctx = run(s, sections)
+    nv = area(ctx, "nvme")
+    assert set(failed(ctx, "nvme")) == {"nvme.count", "nvme.nvme1n1.wear", "nvme.nvme1n1.media_errors"}
+    assert nv["nvme.count"].found == "2" and nv["nvme.nvme0n1.wear"].found == "3%"
+
+
+# ---- packages and services ---------------------------------------------------------------------------
+def dpkg_lines(overrides: dict[str, str] | None = None, drop: str | None = None) -> str:
+    rows = []
+    for pin in pinned_packages(spec()):
+        if pin.package == drop:
+            continue
+        line = f"{pin.package}\t{pin.apt_version}\thold ok installed"
+        rows.append((overrides or {}).get(pin.package, line))
+    return "\n".join(rows) + "\n"
+
+
+def test_pinned_packages_installed_and_held() -> None:
+    ctx = run(spec(), {"dpkg_query": dpkg_lines()})
+    assert failed(ctx, "packages") == [] and len(area(ctx, "packages")) == 2 * len(pinned_packages(spec()))
+
+
+@pytest.mark.parametrize(
+    ("line", "drop", "expect"),
+    [
+        ("nvidia-driver\t550.90.07-1\thold ok installed", None, {"packages.nvidia-driver.version"}),
+        ("nvidia-driver\t550.127.08-1\tinstall ok installed", None, {"packages.nvidia-driver.held"}),
+        (None, "nvidia-driver", {"packages.nvidia-driver.version", "packages.nvidia-driver.held"}),
+    ],
+)
+def test_package_wrong_version_unheld_or_missing(line: str | None, drop: str | None, expect: set[str]) -> None:
+    text = dpkg_lines({"nvidia-driver": line} if line else None, drop)
+    ctx = run(spec(), {"dpkg_query": (1 if drop else 0, text, "")})
+    assert set(failed(ctx, "packages")) == expect
+
+
+def test_services_one_systemctl_show() -> None:
+    units = required_units(spec())
+    blocks = [f"Id={u.unit}\nLoadState=loaded\nActiveState=active\nSubState=running" for u in units]
+    ctx = run(spec(), {"systemctl_show": "\n\n".join(blocks) + "\n"})
+    assert failed(ctx, "services") == [] and len(area(ctx, "services")) == len(units)
+    blocks[0] = f"Id={units[0].unit}\nLoadState=not-found\nActiveState=inactive\nSubState=dead"
+    ctx = run(spec(), {"systemctl_show": "\n\n".join(blocks) + "\n"})
+    only = area(ctx, "services")[f"services.{units[0].unit.removesuffix('.service')}"]
+    assert failed(ctx, "services") == [only.id] and only.found == "not-found"
+
+
+# ---- burn-in ---------------------------------------------------------------------------------------------
+def test_burnin_only_at_burnin_level_and_thresholds() -> None:
+    s = spec()
+    nccl = "#  Out of bounds values : 0 OK\n# Avg bus bandwidth    : 371.52 \n"
+    sections = {"dcgmi_diag": DCGM_PASS, "nccl_all_reduce": nccl, "fio_seq": (127, "", "sh: fio: not found\n"),
+                "fio_rand": (127, "", "sh: fio: not found\n"), "ib_write_bw": (127, "", "not found")}
+    assert area(run(s, sections, Level.FULL), "burnin") == {}
+    b = area(run(s, sections, Level.BURNIN), "burnin")
+    assert b["burnin.dcgm_diag"].passed and b["burnin.nccl_busbw"].passed
+    assert all(b[i].skipped and not b[i].passed for i in ("burnin.fio_seq_read", "burnin.fio_rand_read",
+                                                          "burnin.ib_write_bw"))
+    slow = run(s, sections | {"dcgmi_diag": DCGM_FAIL, "nccl_all_reduce": nccl.replace("371.52", "180.3")},
+               Level.BURNIN)
+    bad = area(slow, "burnin")
+    assert not bad["burnin.dcgm_diag"].passed and "PCIe: Fail - GPU: 7" in bad["burnin.dcgm_diag"].found
+    assert not bad["burnin.nccl_busbw"].passed
+
+
+def test_fio_json_is_read() -> None:
+    job = {"jobs": [{"read": {"bw": 30_000_000, "iops": 2_000_000}}, {"read": {"bw": 25_000_000, "iops": 1_600_000}}]}
+    sections = {"fio_seq": "note: both iodepth\n" + json.dumps(job), "fio_rand": json.dumps(job)}
+    b = area(run(spec(), sections, Level.BURNIN), "burnin")
+    assert b["burnin.fio_seq_read"].passed and b["burnin.fio_seq_read"].found == "56.32"
+    assert b["burnin.fio_rand_read"].passed and b["burnin.fio_rand_read"].found == "3.6e+06"
+
+
+# ---- nothing passes silently -------------------------------------------------------------------------------
+@pytest.mark.parametrize("level", list(Level))
+def test_no_facts_at_all_never_passes(level: Level) -> None:
+    ctx = run(spec(), {}, level)
+    assert ctx.results and not any(r.passed for r in ctx.results)
+    assert len({r.id for r in ctx.results}) == len(ctx.results)
+
+
+def test_sysfs_of_another_namespace_is_not_trusted() -> None:
+    from provision.conformance.checks.netdev import parse_netdevs
+
+    # A container whose /sys shows the host: eth0 there has ifindex 4, the node's own eth0 is ifindex 57 (veth).
+    text = json.dumps([{"ifindex": 57, "ifname": "eth0", "mtu": 1500, "link_type": "ether",
+                        "linkinfo": {"info_kind": "veth"}, "addr_info": []}]) + "\n@@sysfs\neth0 4 100000 -\n"
+    (dev,) = parse_netdevs(text)
+    assert dev.speed_mbps is None and not dev.physical and dev.kind == "veth"

@@ -1,0 +1,122 @@
+"""Reports: JUnit XML, JSON, terminal table and the self-contained HTML page (opened in headless Chromium)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from provision.conformance.model import Level, NodeReport, Outcome, RunReport
+from provision.conformance.report import from_json, render_html, render_junit, render_terminal, to_json
+from tests.unit.conformance.helpers import fixture, run, spec
+from tests.unit.parsers._fixtures import H100_590, section
+
+
+def sample_run() -> RunReport:
+    """Two nodes with real verdicts from captures, plus one unreachable node."""
+    s = spec(**{"gpu.count": 1, "software.nvidia_driver.branch": "590", "software.nvidia_driver.version": "590.48.01",
+                "software.fabric_manager.version": "590.48.01"})
+    good = run(s, {"nvidia_smi_q": section(H100_590, "nvidia-smi -q", exact=True),
+                   "nvidia_smi_nvlink": section(H100_590, "nvidia-smi nvlink -s", phase="capabilities")},
+               Level.QUICK)
+    bad = run(spec(), {"lscpu": fixture("lscpu/linuxhw/lscpu.2x-xeon-platinum-8280.cascadelake.txt"),
+                       "kernel_modules": "@monolithic\nkernel\n", "lab_standins": "@twin\n"}, Level.QUICK)
+    bad.skip("kernel.module.x", "kernel", "module <x> & \"quotes\"", "loaded", "LAB STAND-IN: no modules")
+    return RunReport(level=Level.QUICK, seconds=1.25, nodes=(
+        NodeReport(node="good01", profile="ml_prod_v4", gather_seconds=0.2,
+                   results=tuple(r for r in good.results if r.area == "gpu")),
+        NodeReport(node="bad02", profile="ml_prod_v4", lab=True, standins=("nvidia-smi",),
+                   results=tuple(bad.results)),
+        NodeReport(node="gone03", profile="ml_prod_v4", error="ssh root@10.203.3.2:22 failed: Connection refused"),
+    ))
+
+
+def test_run_verdicts() -> None:
+    r = sample_run()
+    assert not r.ok and r.nodes[0].ok and not r.nodes[1].ok and not r.nodes[2].ok
+    counts = r.counts()
+    assert counts[Outcome.FAIL] > 0 and counts[Outcome.SKIP] == 1 and counts[Outcome.PASS] > 0
+
+
+def test_junit_xml_counts_and_messages() -> None:
+    r = sample_run()
+    root = ET.fromstring(render_junit(r))
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert set(suites) == {"good01", "bad02", "gone03"}
+    assert suites["good01"].get("failures") == "0"
+    bad = suites["bad02"]
+    assert int(bad.get("failures") or 0) == len(r.nodes[1].failed) > 0 and bad.get("skipped") == "1"
+    failures = [c for c in bad.iter("testcase") if c.find("failure") is not None]
+    assert {c.get("name") for c in failures} == {x.id for x in r.nodes[1].failed}
+    model = next(c for c in failures if c.get("name") == "cpu.model").find("failure")
+    assert model is not None and "expected Intel(R) Xeon(R) Platinum 8592+" in (model.get("message") or "")
+    assert suites["gone03"].find("testcase/error") is not None
+    assert root.get("failures") == str(sum(len(n.failed) for n in r.nodes))
+
+
+def test_json_round_trip() -> None:
+    r = sample_run()
+    data = json.loads(json.dumps(to_json(r)))
+    assert data["ok"] is False and data["level"] == "quick"
+    assert [n["node"] for n in data["nodes"]] == ["good01", "bad02", "gone03"]
+    assert data["nodes"][0]["ok"] is True and data["nodes"][2]["error"].startswith("ssh")
+    row = data["nodes"][1]["results"][0]
+    assert {"id", "area", "expected", "found", "passed", "outcome"} <= set(row)
+    assert from_json(data) == r
+
+
+def test_terminal_lists_failed_and_not_run() -> None:
+    console = Console(record=True, width=200)
+    render_terminal(sample_run(), console)
+    out = console.export_text()
+    assert "good01" in out and "UNREACHABLE" in out and "cpu.model" in out and "kernel.module.x" in out
+    assert "LAB STAND-IN" in out
+
+
+def test_html_is_self_contained_and_escaped() -> None:
+    page = render_html(sample_run())
+    assert page.startswith("<!DOCTYPE html>") and "Fleet overview" in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+    assert "module &lt;x&gt; &amp; &quot;quotes&quot;" in page
+    assert page.count("<h2 id='node-") == 3 and "Facts could not be gathered" in page
+
+
+def _png_pixels(path: Path) -> tuple[int, int, bytes]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    page = tmp_path / "report.html"
+    page.write_text(render_html(sample_run()), encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+         "--window-size=1280,1600", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True, timeout=120, check=False,
+    )
+    assert shot.exists(), "chromium wrote no screenshot"
+    width, height, raw = _png_pixels(shot)
+    assert (width, height) == (1280, 1600)
+    assert len(set(raw)) > 16, "the screenshot is blank"
