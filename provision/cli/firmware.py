@@ -57,6 +57,8 @@ def render(node: str, cplan: converge.ConvergePlan) -> None:
     console.print(table if cplan.firmware.steps else f"{node}: firmware at baseline")
     for line in cplan.firmware.refused:
         console.print(f"[red]refused:[/red] {line}", highlight=False)
+    for line in cplan.firmware.skipped:
+        console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
     if cplan.firmware.absent:
         console.print(f"[yellow]not in FirmwareInventory:[/yellow] {', '.join(cplan.firmware.absent)}")
     if cplan.bios and cplan.bios.changes:

@@ -87,6 +87,8 @@ class FirmwarePlan(BaseModel):
     steps: list[FirmwareStep] = Field(default_factory=list)
     refused: list[str] = Field(default_factory=list)
     absent: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    """Components the BMC lists but marks Updateable=false (to be updated in-band)."""
 
     @property
     def host_reset(self) -> bool:
@@ -124,7 +126,7 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
     ordered = sorted(baseline, key=lambda c: (c.order, RANK.get(c.component, 9), c.component))
     statuses = {s.component: s for s in status(baseline, state, vendor)}
     entries = {e.uri: e for e in state.entries}
-    steps, refused, absent = [], [], []
+    steps, refused, absent, skipped = [], [], [], []
     for comp in ordered:
         st = statuses[comp.component]
         verdict = st.verdict
@@ -138,9 +140,13 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
                            "(downgrade refused; --allow-downgrade to force)")
             continue
         matched = [entries[e.uri] for e in st.entries if e.verdict != "ok"]
+        if all(e.updateable is False for e in matched):
+            skipped.append(f"{comp.component}: the BMC marks {', '.join(e.id for e in matched)} not updateable")
+            continue
+        matched = [e for e in matched if e.updateable is not False]
         steps.append(_step(by_name[comp.component], matched, state.service, vendor, inventory_dir,
                            downgrade=verdict == "newer"))
-    return FirmwarePlan(steps=steps, refused=refused, absent=absent)
+    return FirmwarePlan(steps=steps, refused=refused, absent=absent, skipped=skipped)
 
 
 def _versions(st: ComponentStatus) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
-from provision.redfish.resources import SoftwareInventory, UpdateService
+from provision.redfish.resources import PCIeDevice, SoftwareInventory, UpdateService
 from provision.redfish.vendors.base import VendorPlugin
 
 _HEX = r"_[0-9A-F]{4}$"
@@ -42,8 +43,12 @@ class SupermicroPlugin(VendorPlugin):
         "bios": r"^BIOS$",
         "gpu": r"^HGX_FW_GPU_SXM_\d+$",
         "nvswitch": r"^HGX_FW_NVSwitch_\d+$",
-        "ib_nic": r"^NIC\d+$",
+        "ib_nic": r"^NIC\d+ .*\bMCX7",  # ConnectX-7 HCAs, by the model in the entry's Name
     }
+
+    def is_gpu_device(self, dev: PCIeDevice) -> bool:
+        """GPU1..GPU8 under Chassis/1/PCIeDevices (the HGX baseboard's GPUs as the X13 BMC lists them)."""
+        return dev.present and re.match(r"^GPU\d+$", dev.id) is not None
 
     def after_push(
         self, service: UpdateService, component: str, entries: list[SoftwareInventory], system_uri: str,
