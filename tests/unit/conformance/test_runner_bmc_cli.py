@@ -1,0 +1,159 @@
+"""The runner (fake SSH runner fed with framed captures), the BMC checks as tables, and CLI input errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen, evaluate_bmc, skip_all
+from provision.conformance.facts import GatherError
+from provision.conformance.model import Level
+from provision.conformance.runner import verify
+from provision.redfish.resources import LogEntry, Power, Thermal
+from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
+from tests.unit.conformance.helpers import ROOT, area, framed, run, spec
+from tests.unit.parsers._fixtures import H100_590, section
+
+
+def host(name: str, **spec_changes: object) -> HostEntry:
+    return HostEntry(name=name, profile="ml_prod_v4", groups=("ml_prod_v4",), spec=spec(**spec_changes),
+                     bmc=BmcEndpoint(address="https://127.0.0.1:1", username="u", password="p"),
+                     ssh=SshEndpoint(host="127.0.0.1"))
+
+
+GPU_590 = {"gpu.count": 1, "software.nvidia_driver.branch": "590", "software.nvidia_driver.version": "590.48.01",
+           "software.fabric_manager.version": "590.48.01"}
+
+
+def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
+    sections = {"nvidia_smi_q": (0, section(H100_590, "nvidia-smi -q", exact=True), ""),
+                "lab_standins": (0, "nvidia-smi\n@twin\n", "")}
+    seen_scripts: list[str] = []
+
+    def runner_for(h: HostEntry):  # type: ignore[no-untyped-def]
+        def runner(node: str, script: str) -> bytes:
+            seen_scripts.append(script)
+            if node == "down02":
+                raise GatherError(f"{node}: ssh root@127.0.0.1:22 failed: Connection refused")
+            return framed(sections)
+        return runner
+
+    report = verify([host("up01", **GPU_590), host("down02")], Level.QUICK, runner_for=runner_for)
+    up, down = report.nodes
+    assert [n.node for n in report.nodes] == ["up01", "down02"]
+    assert up.lab and up.standins == ("nvidia-smi",) and up.error is None
+    ids = {r.id: r for r in up.results}
+    assert ids["gpu.count"].passed and ids["gpu.0.model"].passed
+    assert not ids["cpu.model"].passed and ids["cpu.model"].found.startswith("unreadable")
+    assert down.error and "Connection refused" in down.error and down.results == ()
+    assert not report.ok and len(seen_scripts) == 2 and "nvidia-smi -q" in seen_scripts[0]
+
+
+def test_bmc_hook_runs_after_node_checks_but_not_at_quick() -> None:
+    calls: list[str] = []
+
+    def hook(ctx, h):  # type: ignore[no-untyped-def]
+        calls.append(h.name)
+        skip_all(ctx, "no BMC in this test")
+
+    runner_for = lambda h: (lambda node, script: framed({}))  # noqa: E731
+    full = verify([host("n1")], Level.FULL, runner_for=runner_for, bmc=hook)
+    verify([host("n1")], Level.QUICK, runner_for=runner_for, bmc=hook)
+    assert calls == ["n1"]
+    bmc = [r for r in full.nodes[0].results if r.area == "bmc"]
+    assert bmc and all(r.skipped and not r.passed for r in bmc)
+
+
+# ---- BMC checks as tables ------------------------------------------------------------------------------
+def bmc_facts(**over: object) -> BmcFacts:
+    s = spec()
+    bios = tuple(BiosSetting(key=k, attribute=f"Attr_{k}", wanted=str(v).title(), current=str(v).title())
+                 for k, v in s.bios.settings.items())
+    firmware = tuple(FirmwareSeen(component=f.component, versions=(f.version,)) for f in s.firmware)
+    power = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}}] * 2,
+                          "Redundancy": [{"Mode": "N+m", "Status": {"Health": "OK"}}]}),)
+    thermal = (Thermal.parse({
+        "Fans": [{"Name": f"FAN{i}", "Status": {"State": "Enabled", "Health": "OK"}} for i in range(8)],
+        "Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 24, "PhysicalContext": "Intake"},
+                         {"Name": "GPU1 Temp", "ReadingCelsius": 61, "UpperThresholdCritical": 87}]}),)
+    base = {"vendor": "supermicro", "bios": bios, "firmware": firmware, "power": power, "thermal": thermal,
+            "sel": (LogEntry.parse({"Severity": "OK", "Message": "boot", "Created": "2026-11-30T10:00:00Z"}),)}
+    return BmcFacts.model_validate(base | over)
+
+
+def bmc_run(facts: BmcFacts, since=None):  # type: ignore[no-untyped-def]
+    ctx = run(spec(), {}, Level.QUICK)
+    ctx.results.clear()
+    evaluate_bmc(ctx, facts, since)
+    return area(ctx, "bmc")
+
+
+def test_bmc_all_good() -> None:
+    checks = bmc_run(bmc_facts())
+    assert [r.id for r in checks.values() if not r.passed] == []
+    assert len(checks) == len(spec().bios.settings) + len(spec().firmware) + 5
+
+
+def test_bmc_faults_fail_their_checks() -> None:
+    f = bmc_facts()
+    bios = list(f.bios)
+    bios[0] = bios[0].model_copy(update={"current": "Disabled"})
+    fw = tuple(x if x.component != "bios" else FirmwareSeen(component="bios", versions=("1.4",)) for x in f.firmware)
+    one_psu = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}},
+                                              {"Status": {"State": "Enabled", "Health": "Critical"}}],
+                            "Redundancy": [{"Mode": "N+m", "Status": {"Health": "Critical"}}]}),)
+    hot = (Thermal.parse({"Fans": [{"Status": {"Health": "OK"}}] * 5,
+                          "Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 41, "PhysicalContext": "Intake"}]}),)
+    sel = (LogEntry.parse({"Severity": "Critical", "Message": "PSU2 AC lost", "Created": "2026-11-30T12:00:00Z"}),)
+    checks = bmc_run(f.model_copy(update={"bios": tuple(bios), "firmware": fw, "power": one_psu, "thermal": hot,
+                                          "sel": sel}))
+    failed = {r.id for r in checks.values() if not r.passed}
+    assert failed == {f"bmc.bios.{bios[0].key}", "bmc.firmware.bios", "bmc.psu", "bmc.psu_redundancy", "bmc.fans",
+                      "bmc.temperatures", "bmc.sel"}
+    assert checks["bmc.firmware.bios"].found == "1.4" and "Inlet Temp 41 C" in checks["bmc.temperatures"].found
+
+
+def test_sel_since_last_bringup_and_no_sel_service() -> None:
+    from datetime import UTC, datetime
+
+    old = (LogEntry.parse({"Severity": "Critical", "Message": "old", "Created": "2026-01-01T00:00:00Z"}),)
+    assert bmc_run(bmc_facts(sel=old), since=datetime(2026, 6, 1, tzinfo=UTC))["bmc.sel"].passed
+    assert not bmc_run(bmc_facts(sel=old))["bmc.sel"].passed
+    none = bmc_run(bmc_facts(sel=(), sel_read=False))["bmc.sel"]
+    assert none.skipped and not none.passed
+
+
+def test_unreachable_bmc_is_not_run_never_passed() -> None:
+    from provision.conformance.checks.bmc import run_bmc_checks
+
+    ctx = run(spec(), {}, Level.QUICK)
+    ctx.results.clear()
+    run_bmc_checks(ctx, host("n1").model_copy(update={"bmc": BmcEndpoint(address="http://127.0.0.1:9",
+                                                                           username="u", password="s3cret-h7-pw")}))
+    assert ctx.results and all(r.skipped and not r.passed for r in ctx.results)
+    assert "BMC not reachable" in ctx.results[0].detail
+    assert not any("s3cret-h7-pw" in r.model_dump_json() for r in ctx.results)
+
+
+# ---- CLI: bad input is one line and exit 2 -----------------------------------------------------------------
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from provision.cli import run; run()", "verify", *args],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["node01", "-i", "/nonexistent/hosts.yml"], "/nonexistent"),
+        (["nosuchnode", "-i", "inventory/hosts.yml"], "nosuchnode"),
+        (["node01", "-i", "inventory/hosts.yml", "--html", "/nonexistent-dir/r.html"], "--html"),
+        (["node01", "-i", "inventory/hosts.yml", "--level", "extreme"], "extreme"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(args: list[str], needle: str, tmp_path: Path) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
