@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from provision.conformance import parsers as p
 from provision.errors import ParseError
-from tests.unit.parsers._fixtures import H100_590, H100_MIG_590, section, text
+
+from ._fixtures import H100_590, H100_MIG_590, section, text
 
 Parser = Callable[[str], Any]
 

@@ -6,7 +6,8 @@ import pytest
 
 from provision.conformance.parsers import parse_cpuinfo, parse_dmidecode, parse_lscpu, parse_meminfo
 from provision.errors import ParseError
-from tests.unit.parsers._fixtures import text
+
+from ._fixtures import text
 
 QUANTA = "dmidecode/linuxhw/dmidecode.quanta-d54q-2u.2x-xeon-platinum-8470n.ddr5-4800.txt"
 

@@ -6,7 +6,8 @@ import pytest
 
 from provision.conformance.parsers import parse_ibstat, parse_ibstatus, parse_ibv_devinfo
 from provision.errors import ParseError
-from tests.unit.parsers._fixtures import text
+
+from ._fixtures import text
 
 IB = "infiniband/gpud/"
 

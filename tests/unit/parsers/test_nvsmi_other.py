@@ -12,7 +12,8 @@ from provision.conformance.parsers import (
     parse_topo_matrix,
 )
 from provision.errors import ParseError
-from tests.unit.parsers._fixtures import H100_590, H100_MIG_590, H200_590, section, text
+
+from ._fixtures import H100_590, H100_MIG_590, H200_590, section, text
 
 
 def test_query_gpu_csv_590_all_fields() -> None:

@@ -6,7 +6,8 @@ import pytest
 
 from provision.conformance.parsers import parse_nvidia_smi_query, parse_nvidia_smi_xml
 from provision.errors import ParseError
-from tests.unit.parsers._fixtures import H100_590, H100_MIG_590, H200_590, section, text
+
+from ._fixtures import H100_590, H100_MIG_590, H200_590, section, text
 
 H100_535 = "nvidia-smi/gpud/nvidia-smi-q.535.161.08.h100x8.txt"
 

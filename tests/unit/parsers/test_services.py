@@ -8,7 +8,8 @@ import pytest
 
 from provision.conformance.parsers import parse_dcgmi_diag, parse_fabricmanager_log, parse_systemctl_show
 from provision.errors import ParseError
-from tests.unit.parsers._fixtures import text
+
+from ._fixtures import text
 
 
 def test_dcgmi_diag_all_pass() -> None:

@@ -18,7 +18,8 @@ from provision.conformance.parsers import (
     parse_zpool_status,
 )
 from provision.errors import ParseError
-from tests.unit.parsers._fixtures import text
+
+from ._fixtures import text
 
 
 def test_zpool_list_capture() -> None:
