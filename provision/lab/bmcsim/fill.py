@@ -95,10 +95,18 @@ def _link_lists(res: dict[str, Json]) -> list[tuple[str, str, list[Any]]]:
     return out
 
 
+# collections whose members are not interchangeable parts: never cloned from a sibling
+NOT_CLONED = ("#MessageRegistryFileCollection.", "#TaskCollection.", "#SessionCollection.",
+              "#JsonSchemaFileCollection.", "#EventDestinationCollection.", "#ManagerAccountCollection.",
+              "#RoleCollection.", "#CertificateCollection.")
+
+
 def fill_listed(res: dict[str, Json]) -> list[str]:
     """Members a collection lists but the capture lacks: clone a present sibling into each."""
     added: list[str] = []
-    for _owner, _key, links in _link_lists(res):
+    for owner, _key, links in _link_lists(res):
+        if str(res[owner].get("@odata.type", "")).startswith(NOT_CLONED):
+            continue
         uris = [str(x.get("@odata.id", "")).rstrip("/") for x in links]
         present = [u for u in uris if u in res]
         for uri in uris:

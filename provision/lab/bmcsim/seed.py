@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision.lab.bmcsim import fill, synth
+from provision.lab.bmcsim import fill, links, synth
 from provision.lab.bmcsim.bios import BiosLayout, layout
 from provision.lab.bmcsim.config import Parts
 from provision.lab.bmcsim.tree import ROOT, SeedTree, load_dir
@@ -39,6 +39,8 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
     if not as_captured:
         invented += fill.complete(res, parts)
         invented += synth.add_virtual_media(res)
+        invented += links.bios_registry(res)
+        invented += links.fill_dangling(res)
     before = set(res)
     sel = synth.sel_service(res)
     invented += sorted(set(res) - before)
