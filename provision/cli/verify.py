@@ -24,9 +24,10 @@ LevelOpt = Annotated[
 
 def _bmc_hook(since: datetime | None) -> Callable[[Context, HostEntry], None]:
     from provision.conformance.checks.bmc import run_bmc_checks
+    from provision.conformance.since import last_bringup
 
     def hook(ctx: Context, host: HostEntry) -> None:
-        run_bmc_checks(ctx, host, since)
+        run_bmc_checks(ctx, host, since or last_bringup(host.name))
 
     return hook
 
@@ -48,7 +49,8 @@ def verify_command(
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
     no_bmc: Annotated[bool, typer.Option("--no-bmc", help="Skip the BMC-side checks (reported as not run)")] = False,
     sel_since: Annotated[
-        datetime | None, typer.Option("--sel-since", help="Only SEL entries from this time on (the last bring-up)")
+        datetime | None,
+        typer.Option("--sel-since", help="Count SEL entries from then on (default: last bring-up in the journal)"),
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="List every check, not only failed ones")] = False,
 ) -> None:

@@ -1,71 +1,61 @@
-"""Read what the BMC checks need through provision.redfish (connector, inventory, vendor plugin)."""
+"""Read what the BMC checks need through the Redfish layer's public operations (read-only).
+
+BIOS: provision.redfish.ops.bios.observe (current values + registry) and the vendor plugin's
+neutral-key mapping; firmware: ops.firmware.observe/status; power and thermal: ops.inventory;
+SEL: ops.sel.read.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen
-from provision.redfish.connector import Connector
+from provision.errors import RedfishError
+from provision.redfish.ops import bios as bios_ops
+from provision.redfish.ops import firmware as firmware_ops
+from provision.redfish.ops import sel as sel_ops
 from provision.redfish.ops.inventory import observe
-from provision.redfish.ops.session import connect, node_facts, options_for
-from provision.redfish.resources import AttributeRegistry, Bios, LogEntry
+from provision.redfish.ops.session import Node, connect, node_facts, options_for
+from provision.redfish.resources import LogEntry
 from provision.redfish.retry import RetryPolicy
-from provision.redfish.vendors import VendorPlugin
 from provision.spec.model import HostEntry, NodeSpec
-
-# Log services that hold the system event log, by Id (DMTF mockups, Supermicro, Dell, AMI).
-_SEL_IDS = ("SEL", "Sel", "Log1", "EventLog", "IPMI")
 
 
 def read_bmc(host: HostEntry) -> BmcFacts:
-    """One inventory pass plus BIOS and SEL; raises RedfishError when the BMC cannot be read."""
+    """One read-only pass over the BMC; raises RedfishError (a ProvisionError) when it cannot be read."""
     retry = RetryPolicy(attempts=2, base_delay_s=0.2, timeout_s=15)
     with connect(options_for(host.name, host.bmc, retry=retry)) as conn:
         node = node_facts(conn)
         inv = observe(conn)
-        bios = _bios(conn, node.system.uri, node.vendor, host.spec)
-        entries, sel_read = _sel(conn, node.system.uri, node.manager_uri)
+        bios = _bios(node, host.spec)
+        fw_state = firmware_ops.observe(conn)
+        entries, sel_read = _sel(node)
+    statuses = firmware_ops.status(host.spec.firmware, fw_state, node.vendor)
     firmware = tuple(
-        FirmwareSeen(
-            component=fw.component,
-            versions=tuple(
-                v for e in node.vendor.match_firmware(fw.component, inv.firmware, fw.match)
-                if (v := node.vendor.parse_version(e.version))
-            ),
-        )
-        for fw in host.spec.firmware
+        FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version))
+        for s in statuses
     )
     return BmcFacts(vendor=node.vendor.name, bios=bios, firmware=firmware, power=tuple(inv.power),
                     thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read)
 
 
-def _bios(conn: Connector, system_uri: str, vendor: VendorPlugin, spec: NodeSpec) -> tuple[BiosSetting, ...]:
-    raw = conn.get_optional(f"{system_uri}/Bios") or {}
-    bios = Bios.parse(raw)
-    registry = AttributeRegistry.infer(bios.attributes)
+def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:
+    state = bios_ops.observe(node)
+    current = state.current.attributes
     out = []
     for key, value in spec.bios.settings.items():
-        target = vendor.resolve_bios(key, value, bios.attributes, registry)
+        target = node.vendor.resolve_bios(key, value, current, state.registry)
         out.append(BiosSetting(
             key=key,
             attribute=target.attribute if target else None,
             wanted=target.value if target else None,
-            current=bios.attributes.get(target.attribute) if target else None,
+            current=current.get(target.attribute) if target else None,
         ))
     return tuple(out)
 
 
-def _sel(conn: Connector, system_uri: str, manager_uri: str | None) -> tuple[tuple[LogEntry, ...], bool]:
-    services: list[dict[str, Any]] = []
-    for base in (system_uri, manager_uri):
-        if base:
-            services += conn.members(f"{base}/LogServices")
-    sel = [s for s in services if str(s.get("Id", "")) in _SEL_IDS]
-    if not sel:
-        return (), False
-    entries: list[LogEntry] = []
-    for service in sel:
-        ref = service.get("Entries")
-        if isinstance(ref, dict) and ref.get("@odata.id"):
-            entries += [LogEntry.parse(e) for e in conn.members(str(ref["@odata.id"]))]
-    return tuple(entries), True
+def _sel(node: Node) -> tuple[tuple[LogEntry, ...], bool]:
+    try:
+        return tuple(sel_ops.read(node)), True
+    except RedfishError as exc:
+        if "no SEL log service" in str(exc):
+            return (), False
+        raise

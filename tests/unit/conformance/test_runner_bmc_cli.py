@@ -157,3 +157,23 @@ def test_cli_bad_input_exits_2_with_one_line(args: list[str], needle: str, tmp_p
     proc = cli(*args)
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_last_bringup_from_the_journal(tmp_path: Path) -> None:
+    from provision.conformance.since import last_bringup
+    from provision.journal.store import Journal
+
+    path = tmp_path / "j.db"
+    assert last_bringup("node01", path) is None and not path.exists()  # read-only: no journal created
+    with Journal(path) as j:
+        old = j.start_run("bringup", "node01", {})
+        j.stage_started(old, "node01", "firmware")
+        j.start_run("campaign", "x", {})
+        new = j.start_run("bringup", "node01,node02", {})
+        first = j.stage_started(new, "node01", "firmware")
+        j.stage_started(new, "node01", "bios")
+        started = j.stages("node01")[-2].started_at
+        assert j.stages("node01")[-2].id == first
+    got = last_bringup("node01", path)
+    assert got is not None and abs(got.timestamp() - started) < 1e-3
+    assert last_bringup("node09", path) is None
