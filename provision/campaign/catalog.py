@@ -38,12 +38,17 @@ class _Frozen(BaseModel):
 
 
 class Match(_Frozen):
-    """How a component is found among a BMC's FirmwareInventory members: regexes over Id and/or Name."""
+    """How a component is found among a BMC's FirmwareInventory members (regexes, re.search).
+
+    Every pattern given must match: `id` over the member Id, `name` over its Name, `either` over
+    Id or Name. A bare string is shorthand for `either`.
+    """
 
     id: str | None = None
     name: str | None = None
+    either: str | None = None
 
-    @field_validator("id", "name")
+    @field_validator("id", "name", "either")
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
         if value is not None:
@@ -56,20 +61,23 @@ class Match(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
-        if isinstance(value, str):  # a bare regex matches Id or Name
-            return {"id": value, "name": value}
-        return value
+        return {"either": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _something(self) -> Match:
-        if self.id is None and self.name is None:
-            raise ValueError("give an id and/or a name pattern")
+        if self.id is None and self.name is None and self.either is None:
+            raise ValueError("give an id, name or either pattern")
         return self
 
+    def id_may_match(self, member_id: str) -> bool:
+        """Can a member with this Id match at all (decides whether it must be fetched)?"""
+        return self.id is None or bool(re.search(self.id, member_id))
+
     def matches(self, member_id: str, member_name: str) -> bool:
-        return bool(
-            (self.id is not None and re.search(self.id, member_id))
-            or (self.name is not None and re.search(self.name, member_name))
+        return (
+            self.id_may_match(member_id)
+            and (self.name is None or bool(re.search(self.name, member_name)))
+            and (self.either is None or bool(re.search(self.either, member_id) or re.search(self.either, member_name)))
         )
 
 

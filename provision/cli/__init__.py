@@ -27,6 +27,7 @@ app = typer.Typer(
 # registered under `name`, or a plain function registered as the top-level command `name`.
 # Groups register here so that the root stays the only place that knows them all.
 SUBCOMMANDS: list[tuple[str, str]] = [
+    ("campaign", "provision.cli.campaign"),
     ("spec", "provision.cli.spec"),
     ("inventory", "provision.cli.inventory"),
     ("lab", "provision.cli.lab"),

@@ -46,9 +46,20 @@ def test_after_overrides_order() -> None:
     assert [c.component for c in cat.ordered()] == ["c", "b", "a"]
 
 
-def test_match_shorthand_and_default() -> None:
-    rule = Match.model_validate("^BMC$")
-    assert rule.matches("BMC", "x") and rule.matches("x", "BMC") and not rule.matches("BMC_1", "x")
+@pytest.mark.parametrize(
+    ("rule", "member", "expected"),
+    [
+        ("^BMC$", ("BMC", "x"), True),
+        ("^BMC$", ("x", "BMC"), True),
+        ("^BMC$", ("BMC_1", "x"), False),
+        ({"id": "^NIC[0-9]+$", "name": "MCX75310"}, ("NIC1", "NIC1 System Slot1 MCX75310AAS-NEAT"), True),
+        ({"id": "^NIC[0-9]+$", "name": "MCX75310"}, ("NIC9", "NIC9 System Slot10 AOC-STGS-i2T"), False),
+        ({"id": "^NIC[0-9]+$", "name": "MCX75310"}, ("GPU1", "MCX75310"), False),
+        ({"name": "MCX75310"}, ("X", "MCX75310AAS"), True),
+    ],
+)
+def test_match_rules(rule: object, member: tuple[str, str], expected: bool) -> None:
+    assert Match.model_validate(rule).matches(*member) is expected
 
 
 def _edit(path: Path, change) -> Path:
@@ -72,7 +83,7 @@ BAD = [
      r"cycle"),
     (lambda d: d["components"].append(dict(_comp(d, "bmc"))), r"listed twice: \['bmc'\]"),
     (lambda d: _comp(d, "gpu")["match"].update(supermicro={"id": "(["}), r"components\.gpu\.match\.supermicro"),
-    (lambda d: _comp(d, "gpu")["match"].update(supermicro={}), r"give an id and/or a name"),
+    (lambda d: _comp(d, "gpu")["match"].update(supermicro={}), r"give an id, name or either pattern"),
     (lambda d: d.update(name="bad name!"), r"name: String should match"),
     (lambda d: d.pop("components"), r"components: Field required"),
     (lambda d: d.update(components=[]), r"components: .*at least 1"),

@@ -1,0 +1,85 @@
+"""`campaign plan`: observe every target (read-only), then decide per node and wave (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.campaign.catalog import Catalog
+from provision.campaign.node import pending
+from provision.campaign.updater import FirmwareState, NodeUpdater, Target
+from provision.campaign.waves import plan_waves
+from provision.errors import ProvisionError
+
+
+class Update(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    component: str
+    current: str | None
+    target: str
+    staged: bool = False
+
+
+class NodePlan(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node: str
+    error: str = ""
+    updates: list[Update] = []
+    host_reset: bool = False
+
+    @property
+    def needs_work(self) -> bool:
+        return bool(self.updates or self.error)
+
+
+class CampaignPlan(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    campaign: str
+    nodes: list[NodePlan]
+    waves: list[list[str]]
+    at_baseline: list[str]
+
+
+def observe_all(
+    targets: Sequence[Target], catalog: Catalog, updater: NodeUpdater, workers: int = 32
+) -> dict[str, FirmwareState | str]:
+    """Every target's firmware, or the one-line reason it could not be read."""
+    components = catalog.ordered()
+
+    def one(target: Target) -> FirmwareState | str:
+        try:
+            return updater.observe(target, components)
+        except ProvisionError as exc:
+            return str(exc)
+
+    if not targets:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(workers, len(targets)), thread_name_prefix="observe") as pool:
+        return dict(zip([t.name for t in targets], pool.map(one, targets), strict=True))
+
+
+def build_plan(catalog: Catalog, observed: dict[str, FirmwareState | str]) -> CampaignPlan:
+    """Per node the pending updates; waves over the nodes with work (unreadable ones included)."""
+    plans = [_node_plan(catalog, name, state) for name, state in observed.items()]
+    busy = [p.node for p in plans if p.needs_work]
+    return CampaignPlan(
+        campaign=catalog.name, nodes=plans, waves=plan_waves(busy, catalog.policy.waves),
+        at_baseline=[p.node for p in plans if not p.needs_work],
+    )
+
+
+def _node_plan(catalog: Catalog, name: str, state: FirmwareState | str) -> NodePlan:
+    if isinstance(state, str):
+        return NodePlan(node=name, error=state)
+    todo = pending(catalog.ordered(), state)
+    updates = [
+        Update(component=c.component, current=state.versions.get(c.component), target=c.version,
+               staged=state.staged.get(c.component) == c.version)
+        for c in todo
+    ]
+    return NodePlan(node=name, updates=updates, host_reset=any(c.needs_host_reset for c in todo))

@@ -1,0 +1,182 @@
+"""The campaign's NodeUpdater and HealthGate over the project's Redfish layer.
+
+observe(): the FirmwareInventory members matched by the catalog's per-vendor rules (only members
+whose Id can match are fetched; the vendor plugin's patterns when the catalog has no rule), plus
+the TaskService: a running task means "busy", a finished OnReset update awaiting activation means
+"staged" (a resumed campaign then resets instead of flashing again). update(): one step per
+component through provision.redfish.ops.firmware (push or SimpleUpdate, Task monitored, BMC
+reset waited out), then the one host reset (provision.redfish.ops.power).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from provision.campaign.catalog import Component, Match, image_path
+from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
+from provision.errors import ProvisionError
+from provision.redfish.connector import ROOT, Connector
+from provision.redfish.image_server import ImageServer
+from provision.redfish.ops import firmware as fw
+from provision.redfish.ops.power import host_reset
+from provision.redfish.ops.session import Node, connect, node_facts, options_for
+from provision.redfish.ops.waiting import Clock
+from provision.redfish.resources import SoftwareInventory, Task, UpdateService
+from provision.redfish.vendors.versions import compare
+
+TASKS = f"{ROOT}/TaskService/Tasks"
+TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
+ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
+
+
+class RedfishUpdater:
+    """Thread-safe: one short-lived connection per call."""
+
+    def __init__(self, campaign_file: Path, *, insecure: bool = False, images: ImageServer | None = None,
+                 poll_s: float = 1.0, reset_timeout_s: float = 1800.0) -> None:
+        self.campaign_file = campaign_file
+        self.insecure = insecure
+        self.images = images
+        self.clock = Clock(poll_s=poll_s)
+        self.reset_timeout_s = reset_timeout_s
+
+    @contextmanager
+    def node(self, target: Target) -> Iterator[Node]:
+        if target.bmc is None:
+            raise UpdateFailed(f"{target.name}: no BMC endpoint in the inventory")
+        with connect(options_for(target.name, target.bmc, insecure=self.insecure)) as conn:
+            yield node_facts(conn)
+
+    def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
+        with self.node(target) as node:
+            found = matched_entries(node, components)
+            versions = {c.component: _version(node, found[c.component], c) for c in components}
+            busy, staged = _task_state(node.conn, components, versions)
+            busy = busy or node.system.power_state in TRANSITIONS  # a host reset under way
+        return FirmwareState(versions=versions, busy=busy, staged=staged)
+
+    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+        try:
+            with self.node(target) as node:
+                service = UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
+                found = matched_entries(node, flash)
+                state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
+                for comp in flash:
+                    self._flash(node, state, self._step(node, service, comp, found[comp.component]))
+                if reset:
+                    host_reset(node, self.clock, self.reset_timeout_s)
+        except UpdateFailed:
+            raise
+        except ProvisionError as exc:
+            raise UpdateFailed(str(exc)) from None
+
+    def _step(self, node: Node, service: UpdateService, comp: Component,
+              entries: list[SoftwareInventory]) -> fw.FirmwareStep:
+        if not entries:
+            raise UpdateFailed(f"{node.conn.opts.name}: {comp.component}: no FirmwareInventory entry matches")
+        push = node.vendor.multipart_uri(service)
+        simple = service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
+        return fw.FirmwareStep(
+            component=comp.component, version=comp.version, image=image_path(self.campaign_file, comp).resolve(),
+            sha256=comp.sha256, method="multipart" if push else "simple", uri=push or simple,
+            targets=node.vendor.update_targets(comp.component, entries), apply_time=comp.apply_time,
+            needs_host_reset=comp.needs_host_reset,
+            timeout_s=fw.TASK_TIMEOUT_S.get(comp.component, fw.DEFAULT_TASK_TIMEOUT_S),
+            entries=[e.id for e in entries],
+        )
+
+    def _flash(self, node: Node, state: fw.FirmwareState, step: fw.FirmwareStep) -> None:
+        resp = fw.send(node, step, state, self.images)
+        uri = fw.task_uri(resp)
+        if uri:
+            fw.monitor(node, uri, step.timeout_s, self.clock)
+        fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock)  # a BMC image restarts the BMC
+
+
+class RedfishHealth:
+    """Redfish-side health (System, first Chassis, Manager Status) and the BMC-side conformance
+    subset (host power On, no update task running, every catalog component at its version)."""
+
+    def __init__(self, updater: RedfishUpdater) -> None:
+        self.updater = updater
+
+    def check(self, target: Target, components: Sequence[Component], *, redfish_health: bool,
+              conformance: bool) -> GateResult:
+        problems: list[str] = []
+        with self.updater.node(target) as node:
+            if redfish_health:
+                problems += _health_problems(node)
+            if conformance:
+                power = node.conn.get(node.system.uri).get("PowerState")
+                if power != "On":
+                    problems.append(f"host power is {power}, expected On")
+        if conformance:
+            state = self.updater.observe(target, components)
+            if state.busy:
+                problems.append("an update task is still running")
+            problems += [f"{c.component} is {state.versions.get(c.component)}, expected {c.version}"
+                         for c in components if state.versions.get(c.component) != c.version]
+        return GateResult(ok=not problems, problems=tuple(problems))
+
+
+def _health_problems(node: Node) -> list[str]:
+    uris = [node.system.uri] + ([node.manager_uri] if node.manager_uri else [])
+    chassis = node.conn.get_optional(f"{ROOT}/Chassis") or {}
+    uris += [str(m.get("@odata.id")) for m in (chassis.get("Members") or [])[:1] if isinstance(m, dict)]
+    problems = []
+    for uri in uris:
+        status = node.conn.get(uri).get("Status") or {}
+        health = status.get("HealthRollup") or status.get("Health")
+        if health not in (None, "OK"):
+            problems.append(f"{uri} Status.Health is {health}")
+    return problems
+
+
+def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:
+    """FirmwareInventory entries per component; fetches only the members whose Id can match a rule."""
+    link = (node.conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
+    coll = node.conn.get(f"{str(link).rstrip('/')}/FirmwareInventory")
+    uris = [str(m.get("@odata.id")).rstrip("/") for m in coll.get("Members", []) if isinstance(m, dict)]
+    rules: dict[str, Match | None] = {c.component: c.matcher(node.vendor.name) for c in components}
+    wanted = [u for u in uris if any(r is None or r.id_may_match(u.rsplit("/", 1)[-1]) for r in rules.values())]
+    entries = [SoftwareInventory.parse(body) for body in node.conn.get_many(wanted).values() if body]
+    out: dict[str, list[SoftwareInventory]] = {}
+    for comp in components:
+        rule = rules[comp.component]
+        if rule is None:
+            out[comp.component] = node.vendor.match_firmware(comp.component, entries)
+        else:
+            out[comp.component] = [e for e in entries if rule.matches(e.id, e.name or "")]
+    return out
+
+
+def _version(node: Node, entries: list[SoftwareInventory], comp: Component) -> str | None:
+    """The catalog version when every entry runs it (vendor formats compared), else the first that differs."""
+    if not entries:
+        return None
+    for entry in entries:
+        parsed = node.vendor.parse_version(entry.version)
+        if parsed is None or compare(parsed, comp.version) != 0:
+            return parsed or entry.version or "unknown"
+    return comp.version
+
+
+def _task_state(conn: Connector, components: Sequence[Component],
+                versions: dict[str, str | None]) -> tuple[bool, dict[str, str]]:
+    """(an update task is running, component -> version flashed OnReset and awaiting activation)."""
+    tasks = [Task.parse(t) for t in conn.members(TASKS)]
+    busy = any(t.task_state in ACTIVE_TASK_STATES for t in tasks)
+    staged: dict[str, str] = {}
+    for task in tasks:
+        if not task.ok:
+            continue
+        for msg in task.messages:
+            if str(msg.get("MessageId", "")).rsplit(".", 1)[-1] != "AwaitToActivate":
+                continue
+            args = [str(a).lower() for a in msg.get("MessageArgs") or []]
+            for comp in components:
+                if comp.version.lower() in args and versions.get(comp.component) != comp.version:
+                    staged[comp.component] = comp.version
+    return busy, staged

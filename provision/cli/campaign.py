@@ -1,0 +1,214 @@
+"""`provision campaign plan|start|status|pause|resume|abort|report CAMPAIGN`.
+
+CAMPAIGN is a campaign file (e.g. campaigns/ml_prod_v4_2026q4.yml) or the name of a campaign
+already in the journal. Exit 0: done (or paused/nothing to do); 1: halted or a node failed; 2: bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from provision.campaign import control
+from provision.campaign.engine import Engine, Outcome
+from provision.campaign.gates import GateRunner
+from provision.campaign.plan import CampaignPlan, build_plan, observe_all
+from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
+from provision.campaign.report import build_report, render_html
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.output import console, emit_json, err_console
+from provision.errors import CheckFailed, InputError
+from provision.journal import Journal
+from provision.journal.campaigns import CampaignState, CampaignStore, Request
+from provision.spec import load_fleet
+
+app = typer.Typer(help="Firmware rollout campaigns: waves, canaries, health gates, halt and resume.",
+                  no_args_is_help=True)
+
+CampaignArg = Annotated[str, typer.Argument(help="Campaign file, or the name of a campaign in the journal")]
+JournalOpt = Annotated[
+    Path | None, typer.Option("--journal", help="Journal database (default $PROVISION_STATE_DIR/provision.db)")
+]
+LimitOpt = Annotated[str | None, typer.Option("--limit", "-l", help="Only these hosts or groups (comma-separated)")]
+InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates.")]
+
+
+def _updater(source: Path, insecure: bool) -> RedfishUpdater:
+    return RedfishUpdater(source, insecure=insecure)
+
+
+@app.command("plan")
+def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, limit: LimitOpt = None,
+         journal: JournalOpt = None, insecure: InsecureOpt = False, as_json: JsonOpt = False) -> None:
+    """Read every target's firmware and show pending updates and the waves (changes nothing)."""
+    with Journal(journal) as jr:
+        resolved = control.resolve(CampaignStore(jr), campaign)
+    catalog = resolved.catalog
+    targets = control.targets(load_fleet(inventory), catalog, limit)
+    result = build_plan(catalog, observe_all(list(targets.values()), catalog, _updater(resolved.source, insecure)))
+    if as_json:
+        emit_json(result)
+        return
+    _print_plan(result)
+
+
+@app.command("start")
+def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, limit: LimitOpt = None,
+          journal: JournalOpt = None, insecure: InsecureOpt = False, as_json: JsonOpt = False) -> None:
+    """Plan, record the waves in the journal, and run the campaign in the foreground."""
+    with Journal(journal) as jr:
+        store = CampaignStore(jr)
+        resolved = control.resolve(store, campaign)
+        if resolved.record is not None:
+            raise InputError(f"campaign {resolved.catalog.name} already exists in {jr.path}; use resume")
+        catalog = resolved.catalog
+        targets = control.targets(load_fleet(inventory), catalog, limit)
+        updater = _updater(resolved.source, insecure)
+        planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
+        if not planned.waves:
+            console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do")
+            return
+        engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)))
+        _finish(engine.start(resolved.source, planned.waves), as_json)
+
+
+@app.command("resume")
+def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, journal: JournalOpt = None,
+           retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Try failed nodes again")] = False,
+           insecure: InsecureOpt = False, as_json: JsonOpt = False) -> None:
+    """Continue a paused, halted or interrupted campaign; every node is observed again first."""
+    with Journal(journal) as jr:
+        store = CampaignStore(jr)
+        resolved = control.resolve(store, campaign)
+        record = resolved.record
+        if record is None:
+            raise InputError(f"campaign {resolved.catalog.name} has not been started; use start")
+        control.check_unchanged(resolved)
+        if control.controller_alive(record):
+            raise InputError(f"campaign {record.name} is running in process {record.pid}")
+        targets = control.planned_targets(load_fleet(inventory), store, record.name)
+        updater = _updater(resolved.source, insecure)
+        engine = Engine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)))
+        _finish(engine.resume(retry_failed=retry_failed), as_json)
+
+
+@app.command("pause")
+def pause(campaign: CampaignArg, journal: JournalOpt = None) -> None:
+    """Stop taking nodes: in-flight nodes finish, the rest stay pending until resume."""
+    _request(campaign, journal, Request.PAUSE)
+
+
+@app.command("abort")
+def abort(campaign: CampaignArg, journal: JournalOpt = None) -> None:
+    """Stop for good: in-flight nodes finish, no further node is taken, resume is refused."""
+    _request(campaign, journal, Request.ABORT)
+
+
+@app.command("status")
+def status(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False) -> None:
+    """Where the campaign stands: state, waves, node counts (from the journal)."""
+    with Journal(journal) as jr:
+        store = CampaignStore(jr)
+        name = _name(store, campaign)
+        report = build_report(store, name)
+        alive = control.controller_alive(store.get(name))
+    if as_json:
+        emit_json({"campaign": name, "state": report.state, "reason": report.reason, "controller_running": alive,
+                   "summary": report.summary, "waves": report.waves})
+        return
+    s = report.summary
+    console.print(f"campaign {name}: [bold]{report.state.value}[/bold]"
+                  + (f" ({report.reason})" if report.reason else "")
+                  + (" - controller running" if alive else ""))
+    console.print(f"nodes {s.nodes}: done {s.done} (updated {s.updated}), failed {s.failed}, pending {s.pending}")
+    table = Table("wave", "nodes", "state", "seconds", "gate")
+    for w in report.waves:
+        table.add_row(str(w.wave), str(w.nodes), w.state.value, _num(w.duration_s), w.gate)
+    console.print(table)
+
+
+@app.command("report")
+def report(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False,
+           html: Annotated[Path | None, typer.Option("--html", help="Write an HTML report to this file")] = None
+           ) -> None:
+    """Per node versions before and after, durations, outcome; a fleet summary (JSON, HTML or a table)."""
+    with Journal(journal) as jr:
+        store = CampaignStore(jr)
+        result = build_report(store, _name(store, campaign))
+    if html is not None:
+        try:
+            html.write_text(render_html(result), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{html}: cannot write the report: {exc.strerror}") from None
+        err_console.print(f"wrote {html}")
+    if as_json:
+        emit_json(result)
+        return
+    if html is None:
+        table = Table("node", "wave", "outcome", "before -> after", "s", "error", title=f"campaign {result.campaign}")
+        for n in result.nodes:
+            changes = ", ".join(f"{c} {n.before.get(c)} -> {n.after.get(c)}" for c in n.flashed) or "unchanged"
+            table.add_row(n.node, str(n.wave), n.outcome.value, changes, _num(n.duration_s), n.error)
+        console.print(table)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _name(store: CampaignStore, campaign: str) -> str:
+    path = Path(campaign)
+    if path.suffix in (".yml", ".yaml") or path.exists():
+        return control.resolve(store, campaign).catalog.name
+    return store.get(campaign).name
+
+
+def _request(campaign: str, journal: Path | None, request: Request) -> None:
+    with Journal(journal) as jr:
+        store = CampaignStore(jr)
+        record = store.get(_name(store, campaign))
+        if record.state in (CampaignState.DONE, CampaignState.ABORTED):
+            raise InputError(f"campaign {record.name} is already {record.state.value}")
+        if control.controller_alive(record):
+            store.request(record.name, request)
+            console.print(f"campaign {record.name}: {request.value} requested of process {record.pid}; "
+                          "nodes in flight finish first")
+            return
+        state = CampaignState.ABORTED if request is Request.ABORT else CampaignState.PAUSED
+        store.set_state(record.name, state, f"{state.value} by request")
+        console.print(f"campaign {record.name}: {state.value}")
+
+
+def _finish(outcome: Outcome, as_json: bool) -> None:
+    if as_json:
+        emit_json(outcome)
+    else:
+        colour = "green" if outcome.ok else ("yellow" if outcome.state is CampaignState.PAUSED else "red")
+        console.print(f"campaign {outcome.campaign}: [{colour}]{outcome.state.value}[/{colour}]"
+                      + (f" ({outcome.reason})" if outcome.reason else "")
+                      + f" - done {outcome.done}, failed {outcome.failed}, pending {outcome.pending}")
+    if outcome.state is CampaignState.PAUSED and not outcome.failed:
+        return
+    if not outcome.ok:
+        raise CheckFailed(f"campaign {outcome.campaign} {outcome.state.value}: {outcome.reason or 'node(s) failed'}")
+
+
+def _print_plan(result: CampaignPlan) -> None:
+    table = Table("node", "wave", "pending updates", "host reset", title=f"campaign {result.campaign}: plan")
+    wave_of = {n: i for i, w in enumerate(result.waves) for n in w}
+    for p in result.nodes:
+        if not p.needs_work:
+            continue
+        if p.error:
+            what = f"[red]cannot read: {p.error}[/red]"
+        else:
+            what = ", ".join(f"{u.component} {u.current or '?'} -> {u.target}" + (" (staged)" if u.staged else "")
+                             for u in p.updates)
+        table.add_row(p.node, str(wave_of.get(p.node, "-")), what, "yes" if p.host_reset else "no")
+    console.print(table)
+    sizes = " + ".join(str(len(w)) for w in result.waves) or "none"
+    console.print(f"waves: {sizes}; already at baseline: {len(result.at_baseline)}")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
