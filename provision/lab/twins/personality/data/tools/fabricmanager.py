@@ -34,7 +34,7 @@ def log(message: str) -> None:
 def problem() -> str | None:
     own = labstate.installed_version("nvidia-fabricmanager-550")
     driver = labstate.driver_version()
-    if labstate.fault("fabric_manager_failed"):
+    if labstate.fault("fabric_manager_failed") is not None:
         return "LAB FAULT fabric_manager_failed: NVSwitch training failed, aborting fabric manager"
     if driver is None:
         return "fabric manager failed to open NVIDIA driver: no NVIDIA driver is loaded"

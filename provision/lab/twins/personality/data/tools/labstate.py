@@ -109,7 +109,7 @@ def cuda_version(driver: str) -> str:
 
 def fabric_manager_ok(driver: str) -> bool:
     """Fabric registration completes only with the fabric manager active at the driver's version."""
-    if fault("fabric_manager_failed"):
+    if fault("fabric_manager_failed") is not None:
         return False
     fm = next((v for v in (installed_version(p) for p in ("nvidia-fabricmanager-550",
                                                           f"nvidia-fabricmanager-{driver.split('.')[0]}")) if v),

@@ -139,6 +139,8 @@ def cmd_nvlink_status(ctx: Ctx) -> str:
     out = []
     for i, g in enumerate(ctx.gpus):
         out.append(f"GPU {i}: {g['name']} (UUID: {g['uuid']})")
+        if not g["nvlinks"]:  # a PCIe card without NVLink bridges, as the real tool words it
+            out.append("\t NVML: Unable to retrieve NVLink information as all links are inActive")
         for link in range(int(g["nvlinks"])):
             speed = "<inactive>" if labstate.link_inactive(g, link) else f"{g['nvlink_gbs']:g} GB/s"
             out.append(f"\t Link {link}: {speed}")

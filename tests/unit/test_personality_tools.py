@@ -1,0 +1,211 @@
+"""The twins' simulated tools, run as subprocesses against a temp lab state: state follows the twin."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_personality_helpers import CONVERGED, DRIVER_PACKAGES, PIN, Twin
+
+from provision.conformance.parsers.infiniband import parse_ibstat
+from provision.conformance.parsers.nvsmi_csv import parse_query_gpu_csv
+from provision.conformance.parsers.nvsmi_list import parse_nvidia_smi_list, parse_nvlink_status
+from provision.conformance.parsers.nvsmi_query import parse_nvidia_smi_query
+from provision.conformance.parsers.zpool_status import parse_zpool_status
+
+
+@pytest.fixture
+def twin(tmp_path: Path) -> Twin:
+    return Twin(tmp_path)
+
+
+def test_no_driver_package_means_nvidia_smi_fails_like_the_real_one(twin: Twin) -> None:
+    done = twin.run("nvidia_smi", "-L", check=False)
+    assert done.returncode == 9
+    assert "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" in done.stdout
+
+
+def test_driver_version_follows_the_installed_stand_in(twin: Twin) -> None:
+    twin.set_packages(DRIVER_PACKAGES)
+    assert parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).driver_version == "550.127.08"
+    twin.set_packages({"nvidia-driver": "560.35.03-1", "nvidia-kernel-open-dkms": "560.35.03-1"})
+    report = parse_nvidia_smi_query(twin.out("nvidia_smi", "-q"))
+    assert (report.driver_version, report.cuda_version) == ("560.35.03", "12.6")
+
+
+def test_eight_h100_listed_with_spec_figures(twin: Twin) -> None:
+    twin.set_packages(DRIVER_PACKAGES)
+    gpus = parse_nvidia_smi_list(twin.out("nvidia_smi", "-L"))
+    assert [g.name for g in gpus] == ["NVIDIA H100 80GB HBM3"] * 8
+    report = parse_nvidia_smi_query(twin.out("nvidia_smi", "-q"))
+    assert {g.power_limit_w for g in report.gpus} == {700.0}
+    assert {(g.pcie.gen_current, g.pcie.width_current) for g in report.gpus} == {(5, 16)}
+    assert len({g.uuid for g in report.gpus}) == 8
+
+
+def test_fabric_completes_only_with_matching_fabric_manager_running(twin: Twin) -> None:
+    twin.set_packages(DRIVER_PACKAGES)
+    fabric = {g.fabric.state for g in parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus if g.fabric}
+    assert fabric == {"In Progress"}
+    twin.converge()
+    gpus = parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
+    assert all(g.fabric and g.fabric.completed for g in gpus)
+    twin.set_packages({**CONVERGED, "nvidia-fabricmanager-550": "550.90.07-1"})  # version != driver
+    gpus = parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
+    assert not any(g.fabric and g.fabric.completed for g in gpus)
+    twin.converge()
+    twin.set_units("nvidia-dcgm.service")  # fabric manager stopped
+    gpus = parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
+    assert not any(g.fabric and g.fabric.completed for g in gpus)
+
+
+def test_persistence_mode_from_daemon_or_pm(twin: Twin) -> None:
+    twin.set_packages(DRIVER_PACKAGES)
+    assert not any(g.persistence_mode for g in parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus)
+    assert twin.out("nvidia_smi", "-pm", "1").endswith("All done.\n")
+    assert all(g.persistence_mode for g in parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus)
+
+
+def test_query_gpu_csv_options(twin: Twin) -> None:
+    twin.set_packages(DRIVER_PACKAGES)
+    text = twin.out("nvidia_smi", "--query-gpu=index,name,memory.total,power.limit", "--format=csv")
+    assert text.splitlines()[0] == "index, name, memory.total [MiB], power.limit [W]"
+    table = parse_query_gpu_csv(text)
+    assert len(table.rows) == 8
+    bare = twin.out("nvidia_smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits")
+    assert bare.splitlines() == ["81559"] * 8
+    bad = twin.run("nvidia_smi", "--query-gpu=bogus.field", "--format=csv", check=False)
+    assert bad.returncode == 2 and 'Field "bogus.field" is not a valid field to query.' in bad.stderr
+
+
+def test_pcie_profile_has_no_nvlink_and_no_fabric(tmp_path: Path) -> None:
+    twin = Twin(tmp_path, profile="ml_cost_v3")
+    twin.set_packages(DRIVER_PACKAGES)
+    report = parse_nvidia_smi_query(twin.out("nvidia_smi", "-q"))
+    assert [g.product_name for g in report.gpus] == ["NVIDIA A100 80GB PCIe"] * 4
+    assert {g.fabric.state if g.fabric else None for g in report.gpus} == {None}
+    assert all(not g.links for g in parse_nvlink_status(twin.out("nvidia_smi", "nvlink", "-s")))
+
+
+def test_zpool_create_makes_the_pool_status_then_shows(twin: Twin) -> None:
+    assert twin.out("zpool", "status").strip() == "no pools available"
+    devs = [f"/dev/disk/by-id/{d['by_id']}" for d in twin.drives("scratch")]
+    twin.out("zpool", "create", "-o", "ashift=12", "-O", "compression=lz4", "-O", "recordsize=1M",
+             "-m", "/scratch", "scratch", *devs)  # fmt: skip
+    (pool,) = parse_zpool_status(twin.out("zpool", "status"))
+    assert (pool.name, pool.state) == ("scratch", "ONLINE")
+    assert len(pool.root.leaves()) == 8
+    again = twin.run("zpool", "create", "scratch", *devs, check=False)
+    assert again.returncode == 1 and "pool already exists" in again.stderr
+    assert twin.out("zfs", "get", "-Hp", "-o", "value", "recordsize", "scratch").strip() == "1048576"
+    twin.out("zfs", "set", "atime=off", "scratch")
+    assert twin.out("zfs", "get", "-H", "-o", "value,source", "atime", "scratch").strip() == "off\tlocal"
+    assert (twin.base / "root" / "scratch").is_dir()
+    twin.out("zpool", "destroy", "scratch")
+    assert twin.out("zpool", "list").strip() == "no pools available"
+
+
+def test_zpool_refuses_boot_drives_and_unknown_devices(twin: Twin) -> None:
+    boot = twin.drives("boot")[0]
+    done = twin.run("zpool", "create", "scratch", f"/dev/{boot['name']}", check=False)
+    assert done.returncode == 1 and "md RAID" in done.stderr
+    done = twin.run("zpool", "create", "scratch", "/dev/sdz", check=False)
+    assert done.returncode == 1 and "no such device" in done.stderr
+
+
+def test_raidz_pool_degrades_when_a_drive_goes_missing(twin: Twin) -> None:
+    from provision.lab.twins.personality import apply_fault
+
+    devs = [f"/dev/{d['name']}" for d in twin.drives("scratch")]
+    twin.out("zpool", "create", "tank", "raidz2", *devs)
+    apply_fault(twin.state, "scratch_drive_missing", clear=False)
+    (pool,) = parse_zpool_status(twin.out("zpool", "status", "tank"))
+    assert pool.state == "DEGRADED"
+    apply_fault(twin.state, "scratch_drive_missing", clear=True)
+    (pool,) = parse_zpool_status(twin.out("zpool", "status", "tank"))
+    assert pool.state == "ONLINE"
+
+
+def test_zpool_export_import_round_trip(twin: Twin) -> None:
+    devs = [f"/dev/{d['name']}" for d in twin.drives("scratch")]
+    twin.out("zpool", "create", "scratch", *devs)
+    twin.out("zpool", "export", "scratch")
+    assert twin.out("zpool", "list").strip() == "no pools available"
+    assert "pool: scratch" in twin.out("zpool", "import")
+    twin.out("zpool", "import", "scratch")
+    assert twin.out("zpool", "list", "-H", "-o", "name,health").strip() == "scratch\tONLINE"
+
+
+def test_ib_ports_follow_spec(twin: Twin) -> None:
+    report = parse_ibstat(twin.out("ibstat"))
+    ib = [ca for ca in report.cas if all(p.link_layer == "InfiniBand" for p in ca.ports)]
+    assert len(ib) == 2
+    assert {(p.state, p.rate_gbps) for ca in ib for p in ca.ports} == {("Active", 400)}
+
+
+def test_dcgmi_needs_host_engine_and_reports_faults(twin: Twin) -> None:
+    from provision.lab.twins.personality import apply_fault
+
+    twin.set_packages(CONVERGED)
+    done = twin.run("dcgmi", "diag", "-r", "2", check=False)
+    assert done.returncode == 255 and "Unable to connect to host engine" in done.stdout
+    twin.converge()
+    assert "Fail" not in twin.out("dcgmi", "diag", "-r", "3")
+    apply_fault(twin.state, "nvlink_down", clear=False)
+    done = twin.run("dcgmi", "diag", "-r", "2", check=False)
+    assert done.returncode != 0 and "NvLink link 5 is currently down" in done.stdout
+
+
+def test_fabric_manager_daemon_refuses_a_mismatched_driver(twin: Twin) -> None:
+    twin.set_packages({**DRIVER_PACKAGES, "nvidia-fabricmanager-550": "550.144.03-1"})
+    done = twin.run("fabricmanager", check=False)
+    assert done.returncode == 1 and "incompatible" in done.stdout
+
+
+def test_lab_devices_link_drives_into_dev(twin: Twin) -> None:
+    from provision.lab.twins.personality import apply_fault
+
+    twin.out("lab_devices")
+    dev = twin.base / "dev"
+    by_id = sorted(p.name for p in (dev / "disk/by-id").iterdir())
+    assert len(by_id) == 10 and all(n.startswith("nvme-SAMSUNG_") for n in by_id)
+    assert (dev / "nvme9n1").resolve() == (twin.state / "disks/nvme9n1").resolve()
+    assert (dev / "nvme9n1").stat().st_size == 64 * 1024 * 1024
+    apply_fault(twin.state, "scratch_drive_missing", clear=False)
+    twin.out("lab_devices")
+    assert not (dev / "nvme9n1").exists() and len(list((dev / "disk/by-id").iterdir())) == 9
+    apply_fault(twin.state, "scratch_drive_missing", clear=True)
+    twin.out("lab_devices")
+    assert (dev / "nvme9n1").exists()
+
+
+def test_nvme_and_smartctl_agree(twin: Twin) -> None:
+    listing = json.loads(twin.out("nvme", "list", "-o", "json"))["Devices"]
+    assert len(listing) == 10
+    smart = json.loads(twin.out("smartctl", "-a", "-j", "/dev/nvme3"))
+    assert smart["serial_number"] == listing[3]["SerialNumber"].strip()
+    log = json.loads(twin.out("nvme", "smart-log", "/dev/nvme3n1", "-o", "json"))
+    assert log["percent_used"] == smart["nvme_smart_health_information_log"]["percentage_used"]
+
+
+def test_unknown_state_dir_is_one_clear_line(tmp_path: Path) -> None:
+    twin = Twin(tmp_path)
+    (twin.state / "hardware.json").unlink()
+    done = twin.run("lscpu", check=False)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "hardware.json" in done.stderr
+
+
+def test_every_tool_carries_the_stand_in_header() -> None:
+    from test_personality_helpers import TOOLS
+
+    for script in TOOLS.glob("*.py"):
+        assert "LAB STAND-IN: simulated hardware, not the real tool" in script.read_text().splitlines()[1] + \
+            script.read_text().splitlines()[0], script.name
+
+
+@pytest.mark.parametrize("pin", [PIN])
+def test_pin_is_a_catalog_version(pin: str) -> None:
+    from provision.lab.twins.personality.packages import DRIVER_VERSIONS
+
+    assert pin in DRIVER_VERSIONS
