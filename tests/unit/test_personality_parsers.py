@@ -74,7 +74,9 @@ CASES: list[tuple[str, tuple[str, ...], Callable[[str], Any], Callable[[], str],
     ("ibv_devinfo", ("ibv_devinfo",), ibverbs.parse_ibv_devinfo,
      lambda: capture("infiniband/handwritten/ibv_devinfo.2hca.txt"), {}),
     ("mdadm --detail", ("mdadm", "--detail", "/dev/md0"), mdadm.parse_mdadm_detail,
-     lambda: capture("mdraid/handwritten/mdadm-detail.raid1-clean.txt"), {}),
+     lambda: capture("mdraid/qemu-vm/mdadm-detail.clean.txt"),
+     {"bitmap": "a 1.9 TB mirror gets an internal bitmap; the 512 MiB VM capture has none",
+      "consistency_policy": "same reason (bitmap vs resync)"}),
     ("dmidecode", ("dmidecode",), dmidecode.parse_dmidecode,
      lambda: capture("dmidecode/linuxhw/dmidecode.quanta-d54q-2u.2x-xeon-platinum-8470n.ddr5-4800.txt"),
      {"baseboard.serial_number": "hw-probe masks serials as '--'", "system.serial_number": "masked",
@@ -117,6 +119,20 @@ def test_degraded_pool_status_parses_like_the_capture(tmp_path: Path) -> None:
     real = zpool_status.parse_zpool_status(capture("zfs/handwritten/zpool-status.degraded.txt"))[0]
     assert (mine.state, real.state) == ("DEGRADED", "DEGRADED")
     assert shape_diff(mine, real) == ["scan: twin None / capture str"]  # a fresh pool was never scrubbed
+
+
+def test_degraded_mirror_parses_like_the_real_failed_one(tmp_path: Path) -> None:
+    from provision.lab.twins.personality import apply_fault
+
+    twin = Twin(tmp_path)
+    apply_fault(twin.state, "boot_mirror_degraded", clear=False)
+    mine = mdadm.parse_mdadm_detail(twin.out("mdadm", "--detail", "/dev/md0"))
+    real = mdadm.parse_mdadm_detail(capture("mdraid/qemu-vm/mdadm-detail.failed.txt"))
+    assert (mine.state, mine.active_devices, mine.failed_devices) == (real.state, real.active_devices,
+                                                                     real.failed_devices)
+    md_mine = mdstat.parse_mdstat((twin.state / "proc/mdstat").read_text()).arrays[0]
+    md_real = mdstat.parse_mdstat(capture("mdraid/qemu-vm/proc-mdstat.failed.txt")).arrays[0]
+    assert shape_diff(md_mine, md_real) == ["bitmap: twin str / capture None"]
 
 
 def test_query_gpu_csv_fields_parse_like_the_capture(twin: Twin) -> None:
