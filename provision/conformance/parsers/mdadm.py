@@ -1,8 +1,8 @@
 """`mdadm --detail /dev/mdX`: array attributes and the member table.
 
-Written from mdadm's documented output (Detail.c: `Key : Value` lines, then the
-`Number Major Minor RaidDevice State` table); no real capture was available. The table is
-checked against `Raid Devices` and `Total Devices`, which catches truncated output.
+`Key : Value` lines, then the `Number Major Minor RaidDevice State` table (tested on real
+mdadm 4.2 captures taken in a qemu VM, see tests/fixtures/mdraid/qemu-vm/capture.sh). The
+table is checked against `Raid Devices` and `Total Devices`, which catches truncated output.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class MdDetail(Model):
     failed_devices: int | None
     spare_devices: int | None
     rebuild_status: str | None
+    resync_status: str | None
     name: str | None
     uuid: str | None
     events: str | None
@@ -124,6 +125,7 @@ def parse_mdadm_detail(text: str) -> MdDetail:
         failed_devices=_count(fields, "Failed Devices"),
         spare_devices=_count(fields, "Spare Devices"),
         rebuild_status=present(fields.get("Rebuild Status")),
+        resync_status=present(fields.get("Resync Status")),
         name=present(fields.get("Name")),
         uuid=present(fields.get("UUID")),
         events=present(fields.get("Events")),

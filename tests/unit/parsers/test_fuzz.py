@@ -40,7 +40,7 @@ SAMPLES: dict[str, tuple[Parser, str]] = {
     "zfs-list": (p.parse_zfs_list, "tank\t10\t990\t10\t/tank\ntank/a\t5\t990\t5\t/tank/a\n"),
     "zfs-get": (p.parse_zfs_get, text("zfs/handwritten/zfs-get-Hp.txt")),
     "mdstat": (p.parse_mdstat, text("mdraid/node_exporter/proc-mdstat.txt")),
-    "mdadm": (p.parse_mdadm_detail, text("mdraid/handwritten/mdadm-detail.raid1-degraded.txt")),
+    "mdadm": (p.parse_mdadm_detail, text("mdraid/qemu-vm/mdadm-detail.recovery.txt")),
     "nvme-list": (p.parse_nvme_list, text("nvme/handwritten/nvme-list.json")),
     "nvme-smart": (p.parse_nvme_smart_log, text("nvme/handwritten/nvme-smart-log.json")),
     "nvme-id": (p.parse_nvme_id_ctrl, text("nvme/ironlib/nvme-id-ctrl.json")),

@@ -17,9 +17,12 @@ from provision.conformance.parsers import (
     parse_zpool_list,
     parse_zpool_status,
 )
+from provision.conformance.parsers.mdstat import MdArray
 from provision.errors import ParseError
 
 from ._fixtures import text
+
+VM = "mdraid/qemu-vm/"
 
 
 def test_zpool_list_capture() -> None:
@@ -108,23 +111,48 @@ def test_mdstat_truncated() -> None:
         parse_mdstat(capture[: capture.index("md10 :")])
 
 
-def test_mdadm_detail_handwritten() -> None:
-    degraded = parse_mdadm_detail(text("mdraid/handwritten/mdadm-detail.raid1-degraded.txt"))
-    assert (degraded.device, degraded.raid_level, degraded.raid_devices) == ("/dev/md0", "raid1", 2)
-    assert degraded.state == ("clean", "degraded") and degraded.degraded
-    assert (degraded.active_devices, degraded.failed_devices, degraded.array_size_kib) == (1, 1, 1046528)
-    assert [(m.raid_device, m.state, m.device) for m in degraded.members] == [
-        (0, ("active", "sync"), "/dev/nvme0n1p2"),
-        (1, ("removed",), None),
-        (None, ("faulty",), "/dev/nvme1n1p2"),
+def test_mdadm_detail_real_raid1_lifecycle() -> None:
+    clean = parse_mdadm_detail(text(VM + "mdadm-detail.clean.txt"))
+    assert (clean.device, clean.version, clean.raid_level, clean.raid_devices) == ("/dev/md0", "1.2", "raid1", 2)
+    assert (clean.state, clean.degraded, clean.array_size_kib) == (("clean",), False, 523264)
+    assert (clean.name, clean.uuid) == ("node1:0", "36a4fb33:54e65566:de4168b7:77154463")
+    assert [(m.number, m.major, m.minor, m.raid_device, m.device) for m in clean.members] == [
+        (0, 254, 0, 0, "/dev/vda"),
+        (1, 254, 16, 1, "/dev/vdb"),
     ]
-    clean = parse_mdadm_detail(text("mdraid/handwritten/mdadm-detail.raid1-clean.txt"))
-    assert not clean.degraded and clean.uuid == "3b1f0b2c:8a1e4f6d:9c2b7a10:5e4d3c21"
+    failed = parse_mdadm_detail(text(VM + "mdadm-detail.failed.txt"))
+    assert failed.state == ("clean", "degraded") and failed.degraded
+    assert (failed.active_devices, failed.working_devices, failed.failed_devices) == (1, 1, 1)
+    assert [(m.raid_device, m.state, m.device) for m in failed.members] == [
+        (0, ("active", "sync"), "/dev/vda"),
+        (1, ("removed",), None),
+        (None, ("faulty",), "/dev/vdb"),
+    ]
+    removed = parse_mdadm_detail(text(VM + "mdadm-detail.removed.txt"))
+    assert (removed.total_devices, len(removed.members)) == (1, 2)
+    recovery = parse_mdadm_detail(text(VM + "mdadm-detail.recovery.txt"))
+    assert recovery.state == ("clean", "degraded", "recovering")
+    assert (recovery.rebuild_status, recovery.spare_devices) == ("2% complete", 1)
+    assert recovery.members[1].state == ("spare", "rebuilding")
+    resync = parse_mdadm_detail(text(VM + "mdadm-detail.resync.txt"))
+    assert (resync.state, resync.resync_status, resync.degraded) == (("clean", "resyncing"), "2% complete", False)
+
+
+def test_mdstat_real_raid1_lifecycle() -> None:
+    def md0(phase: str) -> MdArray:
+        (array,) = parse_mdstat(text(VM + f"proc-mdstat.{phase}.txt")).arrays
+        return array
+
+    assert (md0("clean").status, md0("clean").degraded, md0("clean").blocks) == ("UU", False, 523264)
+    assert (md0("resync").sync_action, md0("resync").sync_percent, md0("resync").degraded) == ("resync", 2.1, False)
+    assert (md0("failed").status, md0("failed").failed_members) == ("U_", ("vdb",))
+    assert [m.device for m in md0("removed").members] == ["vda"] and md0("removed").degraded
+    assert (md0("recovery").sync_action, md0("recovery").sync_percent) == ("recovery", 2.0)
 
 
 def test_mdadm_detail_missing_rows() -> None:
-    capture = text("mdraid/handwritten/mdadm-detail.raid1-clean.txt")
-    cut = capture[: capture.rindex("       1     259")]
+    capture = text(VM + "mdadm-detail.clean.txt")
+    cut = capture[: capture.rindex("       1     254")]
     with pytest.raises(ParseError, match="Raid Devices : 2' but 1"):
         parse_mdadm_detail(cut)
 
