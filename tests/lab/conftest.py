@@ -1,0 +1,106 @@
+"""Shared lab fixtures: a BMC-only lab (the simulator), a loopback image server, lab handles.
+
+Every fixture that starts something stops it in a `finally`, even when the test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redfish
+import yaml
+
+from provision.lab import manager
+
+LAB_SPEED = 60.0  # a 60 s simulated flash takes ~1 s
+
+
+@dataclass
+class LabHandle:
+    """A running lab: its state and how to reach each node's BMC."""
+
+    state: manager.LabState
+
+    def host_vars(self, node: str) -> dict[str, Any]:
+        path = self.state.lab_dir / "inventory" / "host_vars" / f"{node}.yml"
+        return dict(yaml.safe_load(path.read_text()))
+
+    @property
+    def ca(self) -> Path:
+        return self.state.lab_dir / "ca.pem"
+
+    def client(self, node: str, http: bool = False) -> Any:
+        """A logged-in (session) DMTF `redfish` client, TLS verified against the lab CA."""
+        hv = self.host_vars(node)
+        url = hv["provision_lab_bmc_http_address"] if http else hv["provision_bmc_address"]
+        client = redfish.redfish_client(base_url=url, username=hv["provision_bmc_username"],
+                                        password=hv["provision_bmc_password"], cafile=str(self.ca), timeout=10)
+        client.login(auth="session")
+        return client
+
+
+@contextlib.contextmanager
+def running_lab(lab_dir: Path, **opts: Any) -> Iterator[LabHandle]:
+    """`provision lab up --bmc-only` with `opts`; always `lab down` afterwards."""
+    opts.setdefault("speed", LAB_SPEED)
+    state = manager.up(manager.UpOptions(lab_dir=lab_dir, bmc_only=True, **opts))
+    try:
+        yield LabHandle(state)
+    finally:
+        manager.down(lab_dir)
+
+
+@pytest.fixture(scope="session")
+def bmc_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
+    """Two simulated BMCs (default Supermicro HGX H100 tree, complete ML-PROD-V4 server)."""
+    with running_lab(tmp_path_factory.mktemp("bmclab"), nodes=2) as lab:
+        yield lab
+
+
+@dataclass
+class ImageServer:
+    url: str
+    directory: Path
+
+
+@pytest.fixture(scope="session")
+def image_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ImageServer]:
+    """A plain HTTP server on loopback serving a temp dir (where tests put firmware images)."""
+    directory = tmp_path_factory.mktemp("images")
+    handler = partial(_QuietHandler, directory=str(directory))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield ImageServer(f"http://127.0.0.1:{httpd.server_address[1]}", directory)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def lab_factory() -> Any:
+    """`running_lab` itself, for tests that start labs of their own."""
+    return running_lab
+
+
+@pytest.fixture(scope="session")
+def lab_handle() -> Any:
+    """Build a LabHandle from a lab directory's lab.json (for labs started through the CLI)."""
+    def make(lab_dir: Path) -> LabHandle:
+        return LabHandle(manager.LabState.model_validate_json((lab_dir / "lab.json").read_text()))
+    return make
