@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from provision.lab import twins
-from provision.lab.twins import cgroup
+from provision.lab.twins import cgroup, hooks
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.lab.twins.ssh import client_argv
 from provision.spec import NodeSpec, load_fleet
@@ -124,6 +124,7 @@ def test_reboot_inside_keeps_state(lab):
     ssh(info, "systemctl reboot", check=False)
     wait_for_new_boot(info, before)
     assert ssh(info, "cat /root/reboot-marker").strip() == "kept"
+    assert ssh(info, "systemctl is-active provision-lab-proc-binds.service").strip() == "active"
     assert [i.running for i in twins.status(lab[0])] == [True, True]
 
 
@@ -173,6 +174,42 @@ def test_ansible_reboot_module_works(lab, tmp_path):
     assert boot_id(info) != before
 
 
+needs_personality = pytest.mark.skipif(hooks.personality() is None, reason="no twin personality installed")
+
+
+@needs_personality
+def test_twins_present_the_spec_server(lab, tmp_path):
+    _, infos = lab
+    spec = _spec_for("ml_prod_v4")
+    out = _ansible(tmp_path, _inventory(tmp_path, infos), "command", "nvidia-smi -L")
+    blocks = _per_host(out)
+    assert sorted(blocks) == sorted(infos), out
+    for block in blocks.values():
+        gpus = [line for line in block.splitlines() if line.startswith("GPU ")]
+        assert len(gpus) == spec.gpu.count == 8, block
+        assert all(f": {spec.gpu.model} (UUID: GPU-" in g for g in gpus), block
+    for info in infos.values():
+        total_gib = int(ssh(info, "free -g").splitlines()[1].split()[1])
+        assert abs(total_gib - spec.memory.total_gb) / spec.memory.total_gb < 0.05, total_gib
+        threads = int(ssh(info, "grep -c ^processor /proc/cpuinfo"))
+        assert threads == spec.cpu.total_threads
+        assert spec.cpu.model in ssh(info, "grep -m1 '^model name' /proc/cpuinfo")
+
+
+@needs_personality
+def test_faults_reach_the_twin_and_clear(lab):
+    lab_dir, infos = lab
+    info = infos["node01"]
+    assert ssh(info, "nvidia-smi -L").count("GPU ") == 8
+    twins.fault(lab_dir, "node01", "gpu_missing", clear=False)
+    try:
+        assert ssh(info, "nvidia-smi -L").count("GPU ") == 7
+        assert ssh(infos["node02"], "nvidia-smi -L").count("GPU ") == 8
+    finally:
+        twins.fault(lab_dir, "node01", "gpu_missing", clear=True)
+    assert ssh(info, "nvidia-smi -L").count("GPU ") == 8
+
+
 def test_down_leaves_nothing_behind(lab):
     lab_dir, _ = lab
     state = json.loads((lab_dir / "twins" / "state.json").read_text())
@@ -194,6 +231,12 @@ def test_down_leaves_nothing_behind(lab):
         assert not Path(f"/run/systemd/nspawn/propagate/pl-node{slot:02d}").exists()
     assert not (lab_dir / "twins").exists() and not (lab_dir / "known_hosts").exists()
     assert twins.status(lab_dir) == []
+
+
+def _per_host(out: str) -> dict[str, str]:
+    """Split `ansible -m command` output into each host's stdout."""
+    parts = re.split(r"^(\S+) \| CHANGED \| rc=0 >>$", out, flags=re.M)
+    return {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
 
 
 def _inventory(tmp_path: Path, infos: dict[str, TwinInfo]) -> Path:

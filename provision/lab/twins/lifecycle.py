@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from provision.errors import InputError, LabError
-from provision.lab.twins import hooks, mounts, netns, nspawn, repo, rootfs, ssh, state, twinroot
+from provision.lab.twins import hooks, layers, mounts, netns, nspawn, repo, rootfs, ssh, state, twinroot
 from provision.lab.twins.models import TwinInfo, TwinRecord, TwinRequest, TwinsState
 from provision.spec import NodeSpec
 
@@ -51,7 +51,7 @@ def _create(lab_dir: Path, base: Path, nodes: list[TwinRequest], spec_for: Calla
     specs = {n.profile: spec_for(n.profile) for n in nodes}
     current = TwinsState(rootfs=base)
     key = ssh.lab_key(lab_dir)
-    _build_repo(lab_dir / "repo")
+    repo.build(lab_dir / "repo", rootfs.cache_dir())
     with netns.allocation_lock():
         slots = netns.choose_slots([n.index for n in nodes], netns.used_slots())
         for node, slot in zip(nodes, slots, strict=True):
@@ -61,7 +61,8 @@ def _create(lab_dir: Path, base: Path, nodes: list[TwinRequest], spec_for: Calla
             state.save(lab_dir, current)
             netns.create(slot)
     _raise_inotify(len(netns.used_slots()))
-    host_keys = {t.address: _prepare(t, base, key, specs[t.profile]) for t in current.twins}
+    lower = layers.tools_layer(state.twins_dir(lab_dir), base)
+    host_keys = {t.address: _prepare(t, lower, key, specs[t.profile]) for t in current.twins}
     ssh.write_known_hosts(ssh.known_hosts_path(lab_dir), host_keys)
     current.repo = repo.start(lab_dir / "repo", [t.host_address for t in current.twins], state.twins_dir(lab_dir))
     state.save(lab_dir, current)
@@ -73,22 +74,15 @@ def _create(lab_dir: Path, base: Path, nodes: list[TwinRequest], spec_for: Calla
     return current
 
 
-def _build_repo(repo_dir: Path) -> None:
-    repo_dir.mkdir(parents=True, exist_ok=True)
-    hooks.build_repo(repo_dir)
-    repo.ensure_index(repo_dir)
-
-
-def _prepare(twin: TwinRecord, base: Path, key: Path, spec: NodeSpec) -> str:
+def _prepare(twin: TwinRecord, lower: list[Path], key: Path, spec: NodeSpec) -> str:
     """Mount the twin's persistent overlay and fill its own layer; return its host key line."""
     root, state_dir = nspawn.root_dir(twin), nspawn.state_dir(twin)
     state_dir.mkdir(parents=True, exist_ok=True)
-    mounts.mount_overlay(base, twin.twin_dir / "upper", twin.twin_dir / "work", root)
+    mounts.mount_overlay(lower, twin.twin_dir / "upper", twin.twin_dir / "work", root)
     twinroot.write_identity(root, twin.name)
     host_key = ssh.prepare_root(root, twin.name, key.with_suffix(".pub").read_text())
     hooks.prepare_node(state_dir, spec, twin.index)
     twinroot.write_proc_binds(root, state_dir, hooks.proc_binds(state_dir))
-    hooks.install_tools(root)
     return host_key
 
 

@@ -42,11 +42,11 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path)
 
 
-def mount_overlay(lower: Path, upper: Path, work: Path, target: Path) -> None:
-    """Mount a persistent overlay of `lower` (read-only rootfs) with `upper` (the twin's changes)."""
+def mount_overlay(lower: list[Path], upper: Path, work: Path, target: Path) -> None:
+    """Mount a persistent overlay of the read-only `lower` layers (topmost first) with `upper` on top."""
     for d in (upper, work, target):
         d.mkdir(parents=True, exist_ok=True)
     if mounts_under(target) and target in mounts_under(target):
         return
-    opts = f"lowerdir={lower},upperdir={upper},workdir={work}"
+    opts = f"lowerdir={':'.join(str(p) for p in lower)},upperdir={upper},workdir={work}"
     run(["mount", "-t", "overlay", "overlay", "-o", opts, str(target)])

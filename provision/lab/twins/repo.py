@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from provision.errors import LabError
-from provision.lab.twins import procs
+from provision.lab.twins import hooks, procs
 from provision.lab.twins.models import RepoServerRecord
 
 SCRIPT = Path(__file__).with_name("repo_server.py")
+
+
+def build(repo_dir: Path, cache: Path) -> None:
+    """Fill <lab>/repo: the personality builds into <cache>/repo (reused while unchanged), linked here."""
+    cache.mkdir(parents=True, exist_ok=True)
+    shared = cache / "repo"
+    with open(cache / ".repo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = hooks.build_repo(shared)
+        if built:
+            shutil.rmtree(repo_dir, ignore_errors=True)
+            shutil.copytree(shared, repo_dir, copy_function=_link_or_copy)
+    ensure_index(repo_dir)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def ensure_index(repo_dir: Path) -> None:

@@ -17,6 +17,8 @@ set -eu
 while read -r src dst; do
     [ -n "$src" ] || continue
     [ -e "$src" ] || { echo "provision-lab: missing $src" >&2; continue; }
+    # procfs cannot gain files: a /proc entry this kernel lacks (e.g. mdstat without md) stays absent
+    [ -e "$dst" ] || { echo "provision-lab: $dst does not exist on this kernel; not presented" >&2; continue; }
     mountpoint -q "$dst" 2>/dev/null && umount "$dst" || true
     mount --bind -o ro "$src" "$dst"
 done < /BINDS_FILE
