@@ -166,7 +166,7 @@ def test_install_tools_into_a_bare_tree(tmp_path: Path) -> None:
     installed = {p.name for p in (tmp_path / "usr/lib/provision-lab/tools").glob("*.py")}
     assert installed == {p.name for p in TOOLS.glob("*.py")}
     assert (tmp_path / "usr/lib/provision-lab/tools/templates/nvidia-smi-q.gpu.txt").is_file()
-    wants = tmp_path / "etc/systemd/system/sysinit.target.wants/provision-lab-devices.service"
+    wants = tmp_path / "etc/systemd/system/multi-user.target.wants/provision-lab-devices.service"
     assert os.readlink(wants) == "/etc/systemd/system/provision-lab-devices.service"
     assert not (tmp_path / "usr/bin/nvidia-smi").exists()  # no dpkg database: no factory packages
 
