@@ -38,10 +38,11 @@ parse_systemctl_show           systemctl show UNIT -p ActiveState,SubState,...  
 parse_fabricmanager_log        cat /var/log/fabricmanager.log       -> FmLog
 
 Formats written from documentation because no real capture was available: ibv_devinfo,
-dcgmi diag, zpool status, zfs get, nvme list, nvme smart-log, topo -m with
+dcgmi diag, zpool status, zfs get, topo -m with
 NICs and 8 GPUs (the captures hold a single GPU). Everything else is tested on real captures
 (tests/fixtures/, see PROVENANCE.md there); mdadm --detail and /proc/mdstat also on captures of
-a real md RAID1 taken in a qemu VM (tests/fixtures/mdraid/qemu-vm/capture.sh).
+a real md RAID1 taken in a qemu VM (tests/fixtures/mdraid/qemu-vm/capture.sh), and nvme-cli,
+smartctl and lsblk on qemu-emulated NVMe controllers (tests/fixtures/nvme/qemu-vm/capture.sh).
 """
 
 from provision.conformance.parsers.cpu import CpuInfo, CpuInfoEntry, LscpuInfo, parse_cpuinfo, parse_lscpu

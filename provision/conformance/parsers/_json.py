@@ -32,6 +32,26 @@ def opt_int(tool: str, obj: JsonObject, key: str, what: str) -> int | None:
     return value
 
 
+def opt_count(tool: str, obj: JsonObject, key: str, what: str) -> int | None:
+    """A counter that may be an integer or a decimal string (nvme-cli 2.x prints 128-bit
+    SMART counters such as media_errors and power_on_hours as strings)."""
+    value = obj.get(key)
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.isdigit():
+            fail(tool, f"{what}: '{key}' should be a count, got {value!r:.60}")
+        return int(text)
+    return opt_int(tool, obj, key, what)
+
+
+def req_count(tool: str, obj: JsonObject, key: str, what: str) -> int:
+    """A counter (integer or decimal string) that must be there."""
+    value = opt_count(tool, obj, key, what)
+    if value is None:
+        fail(tool, f"{what}: missing '{key}'")
+    return value
+
+
 def req_int(tool: str, obj: JsonObject, key: str, what: str) -> int:
     """An integer member that must be there."""
     value = opt_int(tool, obj, key, what)

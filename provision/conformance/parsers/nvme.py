@@ -1,7 +1,8 @@
 """nvme-cli JSON: `nvme list -o json`, `nvme smart-log -o json`, `nvme id-ctrl -o json`.
 
-`list` and `smart-log` are written from nvme-cli's documented JSON keys (no capture was
-available); `id-ctrl` is tested on a real capture.
+Tested on real nvme-cli 2.3 output against qemu-emulated controllers and on an id-ctrl
+capture from a Samsung 980 PRO. nvme-cli 2.x prints the 128-bit SMART counters (media_errors,
+power_on_hours, ...) as decimal strings; 1.x printed integers: both are accepted.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from provision.conformance.parsers._base import Model, fail, tool_parser
 from provision.conformance.parsers._json import (
     JsonObject,
     load_object,
+    opt_count,
     opt_int,
     opt_str,
+    req_count,
     req_int,
     req_list,
     req_str,
@@ -122,11 +125,11 @@ def parse_nvme_smart_log(text: str) -> NvmeSmartLog:
         available_spare_pct=req_int(TOOL_SMART, log, "avail_spare", what),
         available_spare_threshold_pct=opt_int(TOOL_SMART, log, "spare_thresh", what),
         percentage_used=used,
-        media_errors=req_int(TOOL_SMART, log, "media_errors", what),
-        num_err_log_entries=opt_int(TOOL_SMART, log, "num_err_log_entries", what),
-        power_on_hours=opt_int(TOOL_SMART, log, "power_on_hours", what),
-        unsafe_shutdowns=opt_int(TOOL_SMART, log, "unsafe_shutdowns", what),
-        power_cycles=opt_int(TOOL_SMART, log, "power_cycles", what),
+        media_errors=req_count(TOOL_SMART, log, "media_errors", what),
+        num_err_log_entries=opt_count(TOOL_SMART, log, "num_err_log_entries", what),
+        power_on_hours=opt_count(TOOL_SMART, log, "power_on_hours", what),
+        unsafe_shutdowns=opt_count(TOOL_SMART, log, "unsafe_shutdowns", what),
+        power_cycles=opt_count(TOOL_SMART, log, "power_cycles", what),
     )
 
 
@@ -150,7 +153,7 @@ def parse_nvme_id_ctrl(text: str) -> NvmeIdCtrl:
         model=req_str(TOOL_ID_CTRL, ctrl, "mn", what),
         serial=req_str(TOOL_ID_CTRL, ctrl, "sn", what),
         firmware=req_str(TOOL_ID_CTRL, ctrl, "fr", what),
-        total_capacity_bytes=opt_int(TOOL_ID_CTRL, ctrl, "tnvmcap", what),
+        total_capacity_bytes=opt_count(TOOL_ID_CTRL, ctrl, "tnvmcap", what),
         pci_vendor_id=req_int(TOOL_ID_CTRL, ctrl, "vid", what),
         namespaces=opt_int(TOOL_ID_CTRL, ctrl, "nn", what),
     )

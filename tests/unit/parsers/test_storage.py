@@ -23,6 +23,7 @@ from provision.errors import ParseError
 from ._fixtures import text
 
 VM = "mdraid/qemu-vm/"
+QEMU_NVME = "nvme/qemu-vm/"
 
 
 def test_zpool_list_capture() -> None:
@@ -176,22 +177,48 @@ def test_smartctl_nvme_capture() -> None:
     assert (smart.available_spare_pct, smart.power_on_hours, smart.unsafe_shutdowns) == (100, 301, 33)
 
 
-def test_nvme_list_and_smart_log_handwritten() -> None:
-    namespaces = parse_nvme_list(text("nvme/handwritten/nvme-list.json"))
-    assert [n.device_path for n in namespaces] == ["/dev/nvme0n1", "/dev/nvme1n1"]
-    assert namespaces[0].model == "SAMSUNG MZQL27T6HBLA-00A07"  # padding stripped
-    assert (namespaces[0].serial, namespaces[0].physical_size) == ("S6CKNG0W100001", 7681501126656)
+def test_nvme_cli_23_real_qemu_controllers() -> None:
+    flat = parse_nvme_list(text(QEMU_NVME + "nvme-list.json"))
+    assert [(n.device_path, n.serial) for n in flat] == [
+        ("/dev/nvme1n1", "SCRATCH0000002"),
+        ("/dev/nvme0n1", "SCRATCH0000001"),
+    ]
+    assert {(n.model, n.firmware, n.physical_size, n.sector_size) for n in flat} == {
+        ("QEMU NVMe Ctrl", "7.2.22", 268435456, 512)
+    }
+    assert parse_nvme_list(text(QEMU_NVME + "nvme-list-v.json")) == flat  # the -v layout, same facts
+    log = parse_nvme_smart_log(text(QEMU_NVME + "nvme-smart-log.nvme0.json"))
+    assert (log.temperature_c, log.critical_warning, log.percentage_used) == (50, 0, 0)  # 323 K
+    assert (log.media_errors, log.power_on_hours) == (0, 0)  # printed as "0" strings by nvme-cli 2.x
+    ctrl = parse_nvme_id_ctrl(text(QEMU_NVME + "nvme-id-ctrl.nvme0.json"))
+    assert (ctrl.model, ctrl.serial, ctrl.firmware, ctrl.namespaces) == (
+        "QEMU NVMe Ctrl",
+        "SCRATCH0000001",
+        "7.2.22",
+        256,
+    )
+    assert ctrl.total_capacity_bytes == 0  # "tnvmcap":"0" (string) on the emulated controller
+    smart = parse_smartctl_nvme(text(QEMU_NVME + "smartctl-a-j.nvme0.json"))
+    assert (smart.serial_number, smart.temperature_c, smart.smart_passed) == ("SCRATCH0000001", 50, True)
+    assert smart.total_capacity_bytes is None
+
+
+def test_nvme_smart_log_integer_layout_handwritten() -> None:
     log = parse_nvme_smart_log(text("nvme/handwritten/nvme-smart-log.json"))
     assert (log.temperature_c, log.percentage_used, log.media_errors, log.critical_warning) == (37, 3, 0, 0)
     assert (log.available_spare_pct, log.power_on_hours) == (100, 8123)
 
 
 def test_nvme_truncated_json() -> None:
-    capture = text("nvme/handwritten/nvme-list.json")
+    capture = text(QEMU_NVME + "nvme-list.json")
     with pytest.raises(ParseError, match="invalid JSON"):
         parse_nvme_list(capture[: len(capture) // 2])
     with pytest.raises(ParseError, match="missing 'media_errors'"):
         parse_nvme_smart_log('{"critical_warning":0,"temperature":300,"avail_spare":100,"percent_used":1}')
+    with pytest.raises(ParseError, match="should be a count"):
+        parse_nvme_smart_log(
+            '{"critical_warning":0,"temperature":300,"avail_spare":100,"percent_used":1,"media_errors":"x"}'
+        )
 
 
 def test_lsblk_captures() -> None:
@@ -203,6 +230,16 @@ def test_lsblk_captures() -> None:
     mine = parse_lsblk(text("lsblk/build-machine/lsblk-Jb.json"))
     assert [(d.name, d.type, d.size) for d in mine] == [("zram0", "disk", 0), ("vda", "disk", 274877906944)]
     assert mine[1].mountpoints == ("/run/netns", "/")
+
+
+def test_lsblk_md_over_nvme_real() -> None:
+    devices = parse_lsblk(text(QEMU_NVME + "lsblk-Jb.md-over-nvme.json"))
+    assert [(d.name, d.type, d.tran, d.serial) for d in devices] == [
+        ("nvme1n1", "disk", "nvme", "SCRATCH0000002"),
+        ("nvme0n1", "disk", "nvme", "SCRATCH0000001"),
+    ]
+    assert all(d.model == "QEMU NVMe Ctrl" and d.mountpoints == () for d in devices)
+    assert [(c.name, c.type, c.size) for d in devices for c in d.children] == [("md0", "raid1", 267386880)] * 2
 
 
 def test_lsblk_children() -> None:
