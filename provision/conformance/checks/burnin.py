@@ -2,7 +2,7 @@
 
 Thresholds come from spec.acceptance. A tool that is not installed makes its check NOT RUN
 (skipped), never passed. In the lab the tools are the twins' stand-ins and the result says so.
-The output readers here are local and minimal (no shared parser exists for these tools yet).
+DCGM uses the shared parser; the NCCL, fio and ib_write_bw readers here are local and minimal.
 """
 
 from __future__ import annotations
@@ -15,31 +15,14 @@ from collections.abc import Callable
 from provision.conformance.checks._base import Context, Unreadable, section_problem
 from provision.conformance.facts import Probe
 from provision.conformance.model import Level
-from provision.conformance.parsers._base import Model, fail, tool_parser
+from provision.conformance.parsers._base import fail, tool_parser
+from provision.conformance.parsers.dcgm import DcgmTest, parse_dcgmi_diag
 from provision.spec.model import NodeSpec
 
 AREA = "burnin"
 DCGM, NCCL, FIO_SEQ, FIO_RAND, IB_BW = "dcgmi_diag", "nccl_all_reduce", "fio_seq", "fio_rand", "ib_write_bw"
-_ROW = re.compile(r"^\|\s*(?P<test>[^|]*?)\s*\|\s*(?P<result>(Pass|Fail|Skip|Warn)[^|]*?)\s*\|$")
 _BUSBW = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(?P<bw>[0-9.]+)")
 _IBBW = re.compile(r"^\s*\d+\s+\d+\s+[0-9.]+\s+(?P<avg>[0-9.]+)\s+[0-9.]+\s*$")
-
-
-class DiagRow(Model):
-    test: str
-    result: str
-
-
-@tool_parser("dcgmi diag")
-def parse_dcgmi_diag(text: str) -> tuple[DiagRow, ...]:
-    rows: list[DiagRow] = []
-    for line in text.splitlines():
-        if (m := _ROW.match(line.strip())) is not None:
-            test = m["test"].strip() or (rows[-1].test if rows else "?")  # continuation row of the same test
-            rows.append(DiagRow(test=test, result=m["result"]))
-    if not rows:
-        fail("dcgmi diag", "no result rows")
-    return tuple(rows)
 
 
 @tool_parser("all_reduce_perf")
@@ -122,13 +105,18 @@ def _dcgm(ctx: Context, note: str) -> None:
         ctx.skip("burnin.dcgm_diag", AREA, desc, "all Pass", missing)
         return
     try:
-        rows = ctx.parsed(DCGM, parse_dcgmi_diag, allow_rc=(0, 1, 226))
+        diag = ctx.parsed(DCGM, parse_dcgmi_diag, allow_rc=(0, 1, 226))
     except Unreadable as why:
         ctx.unreadable("burnin.dcgm_diag", AREA, desc, "all Pass", why.reason)
         return
-    failed = [f"{r.test}: {r.result}" for r in rows if r.result.startswith("Fail")]
-    ctx.record("burnin.dcgm_diag", AREA, desc, "all Pass", "; ".join(failed) or f"{len(rows)} rows, no Fail",
-               not failed, note)
+    failed = [f"{t.name}: Fail" + (f" (GPUs {_gpus(t)})" if _gpus(t) else "") for t in diag.tests
+              if t.outcome == "Fail"]
+    ctx.record("burnin.dcgm_diag", AREA, desc, "no Fail", "; ".join(failed) or f"{len(diag.tests)} tests, no Fail",
+               diag.passed, note)
+
+
+def _gpus(test: DcgmTest) -> str:
+    return ", ".join(str(g) for r in test.results if r.result == "Fail" for g in (r.gpus or ()))
 
 
 def _measure(

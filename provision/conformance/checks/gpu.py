@@ -73,12 +73,12 @@ def _nvlinks(ctx: Context, report: GpuQueryReport) -> None:
         return
     expected = f"{nvlink.links_per_gpu} active at {nvlink.link_speed_gbs} GB/s"
     try:
-        per_gpu = {g.index: g for g in ctx.parsed(NVLINK, parse_nvlink_status)}
+        per_gpu = {g.uuid: g for g in ctx.parsed(NVLINK, parse_nvlink_status)}
     except Unreadable as why:
         ctx.unreadable("gpu.nvlink", AREA, "NVLinks of every GPU", expected, why.reason)
         return
     for index, info in enumerate(report.gpus):
-        _nvlink(ctx, index, info.bus_id, per_gpu.get(index), expected)
+        _nvlink(ctx, index, info.bus_id, per_gpu.get(info.uuid), expected)
 
 
 def _nvlink(ctx: Context, index: int, bus_id: str, links: NvlinkGpu | None, expected: str) -> None:

@@ -46,8 +46,11 @@ def _port(ctx: Context, ib: InfiniBand, label: str, port: IbPort) -> None:
     pid = f"infiniband.{label}"
     ctx.equal(f"{pid}.state", AREA, f"{label} state", "Active", port.state)
     ctx.equal(f"{pid}.physical_state", AREA, f"{label} physical state", "LinkUp", port.physical_state)
-    ctx.record(f"{pid}.rate", AREA, f"{label} rate (Gb/s, {ib.generation})", ib.rate_gbps,
-               f"{port.rate_gbps:g}", port.rate_gbps == ib.rate_gbps)
+    desc = f"{label} rate (Gb/s, {ib.generation})"
+    if port.state != "Active":
+        ctx.skip(f"{pid}.rate", AREA, desc, ib.rate_gbps, f"port {port.state}: no negotiated rate to judge")
+        return
+    ctx.record(f"{pid}.rate", AREA, desc, ib.rate_gbps, f"{port.rate_gbps:g}", port.rate_gbps == ib.rate_gbps)
 
 
 def _ipoib(ctx: Context, ib: InfiniBand) -> None:

@@ -20,12 +20,13 @@ MEMINFO_24G = fixture("meminfo/build-machine/proc-meminfo.txt")
 IB_ACTIVE = fixture("infiniband/gpud/ibstat.47.0.h100.all.active.2.txt")
 IB_SOME_DOWN = fixture("infiniband/gpud/ibstat.47.0.h100.some.down.0.txt")
 MDSTAT = fixture("mdraid/node_exporter/proc-mdstat.txt")
-MDADM_CLEAN = fixture("mdraid/handwritten/mdadm-detail.raid1-clean.txt")
-MDADM_DEGRADED = fixture("mdraid/handwritten/mdadm-detail.raid1-degraded.txt")
+MDADM_CLEAN = fixture("mdraid/qemu-vm/mdadm-detail.clean.txt")
+MDADM_DEGRADED = fixture("mdraid/qemu-vm/mdadm-detail.failed.txt")
+MDSTAT_FAILED = fixture("mdraid/qemu-vm/proc-mdstat.failed.txt")
 ZPOOL_DEGRADED = fixture("zfs/handwritten/zpool-status.degraded.txt")
 ZFS_GET = fixture("zfs/handwritten/zfs-get-Hp.txt")
-NVME_LIST = fixture("nvme/handwritten/nvme-list.json")
-SMART = fixture("nvme/handwritten/nvme-smart-log.json")
+NVME_LIST = fixture("nvme/qemu-vm/nvme-list.json")
+SMART = fixture("nvme/qemu-vm/nvme-smart-log.nvme0.json")
 DCGM_PASS = fixture("dcgm/handwritten/dcgmi-diag-r2.pass.txt")
 DCGM_FAIL = fixture("dcgm/handwritten/dcgmi-diag-r2.fail.txt")
 
@@ -138,6 +139,7 @@ def test_ib_port_down_and_slow_fail_their_own_checks() -> None:
     ctx = run(s, {"ibstat": "CA '".join(blocks), "netdevs": ib_netdevs(8)})
     assert set(failed(ctx, "infiniband")) == {"infiniband.mlx5_4/1.state", "infiniband.mlx5_4/1.physical_state",
                                               "infiniband.mlx5_5/1.rate"}
+    assert area(ctx, "infiniband")["infiniband.mlx5_4/1.rate"].skipped  # a Down port has no negotiated rate
 
 
 def test_ipoib_mtu_mode_and_address() -> None:
@@ -169,9 +171,13 @@ def test_raid1_md0_clean_with_root_on_it() -> None:
 
 
 def test_raid1_degraded_array_from_capture() -> None:
-    s = spec(**{"storage.boot.raid.device": "/dev/md6"})
-    ctx = run(s, {"mdstat": MDSTAT, "mdadm_detail": MDADM_DEGRADED, "root_source": "/dev/md6\n"})
+    ctx = run(spec(), {"mdstat": MDSTAT_FAILED, "mdadm_detail": MDADM_DEGRADED, "root_source": "/dev/md0\n"})
     assert set(failed(ctx, "raid")) == {"raid.sync", "raid.members", "raid.state"}
+    raid = area(ctx, "raid")
+    assert raid["raid.sync"].found == "U_" and "failed: vdb" in raid["raid.members"].found
+    # node_exporter's md6 is degraded too ([U_], a member missing, none flagged failed)
+    ctx = run(spec(**{"storage.boot.raid.device": "/dev/md6"}), {"mdstat": MDSTAT}, Level.QUICK)
+    assert set(failed(ctx, "raid")) == {"raid.sync", "raid.members"}
 
 
 def test_raid_missing_array_and_lab_root() -> None:
@@ -218,7 +224,7 @@ def test_nvme_count_and_smart() -> None:
     ctx = run(s, sections)
     nv = area(ctx, "nvme")
     assert set(failed(ctx, "nvme")) == {"nvme.count", "nvme.nvme1n1.wear", "nvme.nvme1n1.media_errors"}
-    assert nv["nvme.count"].found == "2" and nv["nvme.nvme0n1.wear"].found == "3%"
+    assert nv["nvme.count"].found == "2" and nv["nvme.nvme0n1.wear"].found == "0%"
 
 
 # ---- packages and services ---------------------------------------------------------------------------
@@ -276,7 +282,7 @@ def test_burnin_only_at_burnin_level_and_thresholds() -> None:
     slow = run(s, sections | {"dcgmi_diag": DCGM_FAIL, "nccl_all_reduce": nccl.replace("371.52", "180.3")},
                Level.BURNIN)
     bad = area(slow, "burnin")
-    assert not bad["burnin.dcgm_diag"].passed and "PCIe: Fail - GPU: 7" in bad["burnin.dcgm_diag"].found
+    assert not bad["burnin.dcgm_diag"].passed and "PCIe: Fail (GPUs 7)" in bad["burnin.dcgm_diag"].found
     assert not bad["burnin.nccl_busbw"].passed
 
 
@@ -304,3 +310,11 @@ def test_sysfs_of_another_namespace_is_not_trusted() -> None:
                         "linkinfo": {"info_kind": "veth"}, "addr_info": []}]) + "\n@@sysfs\neth0 4 100000 -\n"
     (dev,) = parse_netdevs(text)
     assert dev.speed_mbps is None and not dev.physical and dev.kind == "veth"
+
+
+def test_kernel_release_in_the_lab_is_not_run_when_it_is_the_hosts() -> None:
+    lab = run(spec(), {"kernel_release": "6.18.44-fc-v657\n", "lab_standins": "@twin\n"}, Level.QUICK)
+    rel = area(lab, "kernel")["kernel.release"]
+    assert rel.skipped and not rel.passed and "6.18.44-fc-v657" in rel.detail
+    real = run(spec(), {"kernel_release": "6.18.44-fc-v657\n"}, Level.QUICK)
+    assert failed(real, "kernel") == ["kernel.release"]
