@@ -229,7 +229,8 @@ def test_down_leaves_nothing_behind(lab):
         assert not re.search(rf"^\d+: plv{slot}[@:]", links, re.M)
         assert cgroup.groups_for(f"pl-node{slot:02d}") == []
         assert not Path(f"/run/systemd/nspawn/propagate/pl-node{slot:02d}").exists()
-    assert not (lab_dir / "twins").exists() and not (lab_dir / "known_hosts").exists()
+    for made in ("twins", "known_hosts", "repo", "ssh"):
+        assert not (lab_dir / made).exists(), made
     assert twins.status(lab_dir) == []
 
 

@@ -168,7 +168,9 @@ def test_duplicate_requests_are_input_errors():
 
 
 def test_state_round_trip_and_unknown_node(tmp_path):
-    with state.locked(tmp_path):
+    with pytest.raises(LabError, match="no twins are up"), state.locked(tmp_path):
+        pass
+    with state.locked(tmp_path, create=True):
         current = TwinsState(rootfs=tmp_path / "rootfs", twins=[_record(tmp_path)])
         state.save(tmp_path, current)
     loaded = state.load(tmp_path)
@@ -195,3 +197,6 @@ def test_unknown_fault_kind_is_input_error(tmp_path, monkeypatch):
 def test_status_of_an_empty_lab_is_empty(tmp_path):
     assert lifecycle.status(tmp_path) == []
     lifecycle.down(tmp_path)  # nothing to do, no error
+    with pytest.raises(LabError, match="no twins are up"):
+        lifecycle.power(tmp_path, "node01", on=True)
+    assert not (tmp_path / "twins").exists()  # a late power call does not recreate the lab

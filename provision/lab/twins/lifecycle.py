@@ -20,7 +20,7 @@ def up(lab_dir: Path, nodes: list[TwinRequest], spec_for: Callable[[str], NodeSp
     """Start one twin per request; on any failure remove everything started so far and re-raise."""
     lab_dir = lab_dir.resolve()
     _check_request(nodes)
-    with state.locked(lab_dir):
+    with state.locked(lab_dir, create=True):
         old = state.load(lab_dir)
         if old and any(nspawn.running(t) for t in old.twins):
             raise LabError(f"{lab_dir}: twins are already up; run `provision lab down` first")
@@ -112,10 +112,10 @@ def _teardown(lab_dir: Path, current: TwinsState | None) -> None:
             except LabError as exc:
                 errors.append(str(exc))
     repo.stop(current.repo if current else None)
-    for leftover in (state.twins_dir(lab_dir), lab_dir / "repo"):
-        for child in leftover.iterdir() if leftover.is_dir() else []:
-            if child.name != ".lock":
-                mounts.remove_tree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    for child in state.twins_dir(lab_dir).iterdir() if state.twins_dir(lab_dir).is_dir() else []:
+        if child.name != ".lock":  # held by this call; the directory goes in down()
+            mounts.remove_tree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    mounts.remove_tree(lab_dir / "repo")
     ssh.known_hosts_path(lab_dir).unlink(missing_ok=True)
     mounts.remove_tree(lab_dir / "ssh")
     if errors:

@@ -23,9 +23,12 @@ def _file(lab_dir: Path) -> Path:
 
 
 @contextmanager
-def locked(lab_dir: Path) -> Iterator[None]:
+def locked(lab_dir: Path, create: bool = False) -> Iterator[None]:
     """Serialise changes to one lab's twins (up, down, power may come from different processes)."""
-    twins_dir(lab_dir).mkdir(parents=True, exist_ok=True)
+    if create:
+        twins_dir(lab_dir).mkdir(parents=True, exist_ok=True)
+    elif not twins_dir(lab_dir).is_dir():
+        raise LabError(f"{lab_dir}: no twins are up")
     with open(twins_dir(lab_dir) / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
