@@ -275,7 +275,10 @@ def _twins_up(lab: Path, opts: UpOptions) -> dict[str, dict[str, Any]]:
     twins = _twins_module()
     models = importlib.import_module("provision.lab.twins.models")
     reqs = [models.TwinRequest(name=f"node{i:02d}", index=i, profile=opts.profile) for i in range(1, opts.nodes + 1)]
-    infos = twins.up(lab, reqs)
+    from provision.spec import load_fleet  # twins need each profile's NodeSpec (spec_for)
+
+    profiles = load_fleet(_source_inventory(opts.source_inventory)).profiles
+    infos = twins.up(lab, reqs, profiles.__getitem__)
     return {info.name: info.model_dump(mode="json") for info in infos}
 
 
