@@ -67,7 +67,7 @@ def installed_version(package: str) -> str | None:
     except FileNotFoundError:
         return None
     status, _, version = done.stdout.partition("|")
-    if done.returncode != 0 or not status.startswith("ii"):
+    if done.returncode != 0 or status[1:2] != "i":  # "ii" installed, "hi" installed and held
         return None
     return version.strip() or None
 
