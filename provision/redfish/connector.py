@@ -232,9 +232,10 @@ class Connector:
         timeout: float | None = None,
         allow_status: Iterable[int] = (),
         auth: bool = True,
+        attempts: int | None = None,
     ) -> Response:
         """One request with retries, one re-login on 401, and typed errors for failures."""
-        policy = self.opts.retry
+        policy = self.opts.retry if attempts is None else self.opts.retry.model_copy(update={"attempts": attempts})
         relogged = not auth
         attempt = 0
         while True:

@@ -28,6 +28,7 @@ class ConvergeOptions(BaseModel):
     image_bind: str = "127.0.0.1"
     image_advertise: str | None = None
     bmc_reset_timeout_s: float = 900
+    bmc_down_window_s: float = 10
     host_reset_timeout_s: float = 900
     verify_timeout_s: float = 300
 
@@ -113,18 +114,19 @@ def _baseline_of(node: Node, step: fw.FirmwareStep) -> tuple[FirmwareComponent, 
 
 
 def _wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:
-    """A BMC image reboots the BMC: wait to see it go away (briefly), then come back."""
+    """A BMC image reboots the BMC: wait briefly to see it go away (it may already have been and come
+    back while the task was polled), then for it to answer; verify() then polls for the new version."""
     conn = node.conn
 
     def down() -> bool | None:
         try:
-            conn.request("GET", "/redfish/v1/", auth=False)
+            conn.request("GET", "/redfish/v1/", auth=False, attempts=1, timeout=5)
             return None
         except RedfishError:
             return True
 
     with contextlib.suppress(RedfishTimeout):
-        wait_for(down, 60, "BMC going down", clock)
+        wait_for(down, opts.bmc_down_window_s, "BMC going down", clock)
     fw.wait_bmc(conn, opts.bmc_reset_timeout_s, clock)
 
 

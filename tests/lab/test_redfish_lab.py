@@ -1,0 +1,273 @@
+"""The Redfish layer against the lab BMC simulator, on every captured tree, with no vendor branch here.
+
+One lab per tree (3 BMC-only nodes): node01 converges firmware + BIOS from a wrong state in one host
+reset, node02 does BIOS alone, node03 takes the faults (Supermicro tree only; faults are tree-independent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from provision.cli import main as cli_main
+from provision.lab import manager
+from provision.lab.bmcsim.images import build_image
+from provision.redfish.errors import RedfishOperationFailed, RedfishTimeout, RedfishUnavailable
+from provision.redfish.ops import bios as bios_ops
+from provision.redfish.ops import converge
+from provision.redfish.ops import firmware as fw
+from provision.redfish.ops import inventory as inv_ops
+from provision.redfish.ops import sel as sel_ops
+from provision.redfish.ops.session import Node, connect, node_facts, options_for
+from provision.redfish.ops.waiting import Clock
+from provision.redfish.retry import RetryPolicy
+from provision.spec import load_fleet
+from provision.spec.model import HostEntry, NodeSpec
+
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(900)]
+TREES = ["supermicro", "dell", "public-rackmount1"]
+FAST = Clock(poll_s=0.2)
+OPTS = converge.ConvergeOptions(bmc_reset_timeout_s=120, host_reset_timeout_s=120, verify_timeout_s=60)
+
+
+@dataclass
+class Lab:
+    tree: str
+    dir: Path
+    inventory: Path
+
+    def host(self, name: str) -> HostEntry:
+        return load_fleet(self.inventory).hosts[name]
+
+    def fault(self, node: str, kind: str, value: float | None = None, clear: bool = False) -> None:
+        manager.fault(self.dir, node, kind, clear, value)
+
+
+def _lab_images(lab_dir: Path, inventory: Path) -> None:
+    """Images in the simulator's format for the baseline, and the baseline pointed at them."""
+    profile = inventory.parent / "group_vars" / "all" / "profile_ml_prod_v4.yml"
+    data = yaml.safe_load(profile.read_text())
+    spec = data["provision_profile_ml_prod_v4"]
+    (lab_dir / "firmware").mkdir(exist_ok=True)
+    for comp in spec["firmware"]:
+        blob = build_image(comp["component"].upper(), comp["version"])
+        path = lab_dir / "firmware" / f"{comp['component']}_{comp['version']}.bin"
+        path.write_bytes(blob)
+        comp["image"], comp["sha256"] = str(path), hashlib.sha256(blob).hexdigest()
+    profile.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+@pytest.fixture(scope="module", params=TREES)
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    tree = request.param
+    lab_dir = tmp_path_factory.mktemp(f"rflab-{tree}")
+    root = Path(__file__).resolve().parents[2]
+    try:
+        state = manager.up(manager.UpOptions(lab_dir=lab_dir, nodes=3, bmc_tree=Path(tree), bmc_only=True,
+                                             speed=20.0, source_inventory=root / "inventory" / "hosts.yml"))
+        _lab_images(lab_dir, state.inventory)
+        yield Lab(tree=tree, dir=lab_dir, inventory=state.inventory)
+    finally:
+        manager.down(lab_dir)
+
+
+def _node(lab: Lab, name: str, retry: RetryPolicy | None = None) -> tuple[NodeSpec, Node]:
+    host = lab.host(name)
+    conn = connect(options_for(name, host.bmc, retry=retry or RetryPolicy(attempts=4, base_delay_s=0.2)))
+    return host.spec, node_facts(conn.__enter__())
+
+
+def _flipped(spec: NodeSpec, node: Node) -> NodeSpec:
+    """The spec with every enabled/disabled BIOS value inverted where this BIOS's registry allows it:
+    a wrong state to start from (the Dell registry, for one, makes ProcTurboMode read-only)."""
+    flip = {"enabled": "disabled", "disabled": "enabled"}
+    settings = {k: flip.get(str(v), v) for k, v in spec.bios.settings.items()}
+    wrong = spec.model_copy(update={"bios": spec.bios.model_copy(update={"settings": settings})})
+    refused = {line.split(" ", 1)[0] for line in bios_ops.plan(wrong.bios, bios_ops.observe(node), node.vendor).invalid}
+    settings = {k: (spec.bios.settings[k] if k in refused else v) for k, v in settings.items()}
+    return spec.model_copy(update={"bios": spec.bios.model_copy(update={"settings": settings})})
+
+
+def _resets(node: Node) -> int:
+    return sum(1 for e in sel_ops.read(node) if "Host reset requested" in (e.message or ""))
+
+
+# ---- inventory ---------------------------------------------------------------------------------
+def test_inventory_cli_json(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli_main(["bmc", "inventory", "node01", "-i", str(lab.inventory), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)  # 1 = drift found; the report is there either way
+    assert out["drift"] and len(out["inventory"]["gpus"]) == 8
+    assert len(out["inventory"]["cpus"]) >= 1 and out["inventory"]["firmware"]
+    if lab.tree == "supermicro":
+        assert {g["model"] for g in out["inventory"]["gpus"]} == {"H100 80GB HBM3"}
+        assert len(out["inventory"]["cpus"]) == 2 and len(out["inventory"]["memory"]) == 32
+        assert len(out["inventory"]["drives"]) == 10
+        verdicts = {d["key"]: d["verdict"] for d in out["drift"]}
+        assert verdicts["gpu.count"] == verdicts["cpu.model"] == verdicts["memory.total_gb"] == "ok"
+
+
+# ---- BIOS --------------------------------------------------------------------------------------
+def test_bios_converges_in_one_reset_and_replans_nothing(lab: Lab) -> None:
+    spec, node = _node(lab, "node02")
+    wrong = _flipped(spec, node)
+    opts = OPTS.model_copy(update={"firmware": False})
+    converge.apply(node, wrong, converge.make_plan(node, wrong, lab.inventory.parent, opts), opts, FAST)
+    before = _resets(node)
+    cplan = converge.make_plan(node, spec, lab.inventory.parent, opts)
+    assert cplan.bios is not None and cplan.bios.changes and not cplan.bios.invalid
+    result = converge.apply(node, spec, cplan, opts, FAST)
+    assert result.host_resets == 1 and result.bios_written
+    assert _resets(node) == before + 1
+    again = converge.make_plan(node, spec, lab.inventory.parent, opts)
+    assert again.bios is not None and again.bios.changes == []
+
+
+# ---- firmware + BIOS together ------------------------------------------------------------------
+def test_firmware_and_bios_converge_with_one_host_reset(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, node = _node(lab, "node01")
+    wrong = _flipped(spec, node)
+    opts_bios = OPTS.model_copy(update={"firmware": False})
+    converge.apply(node, wrong, converge.make_plan(node, wrong, lab.inventory.parent, opts_bios), opts_bios, FAST)
+    cplan = converge.make_plan(node, spec, lab.inventory.parent, OPTS)
+    assert cplan.firmware.steps and cplan.firmware.steps[0].component == "bmc"
+    before = _resets(node)
+    result = converge.apply(node, spec, cplan, OPTS, FAST)
+    assert result.host_resets == 1 and result.verified
+    _, node = _node(lab, "node01")  # a fresh session: the BMC rebooted on its new image
+    assert _resets(node) == before + 1
+    again = converge.make_plan(node, spec, lab.inventory.parent, OPTS)
+    assert again.empty, again
+    code = cli_main(["firmware", "update", "node01", "-i", str(lab.inventory), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["applied"] is False and out["plan"]["firmware"]["steps"] == []
+
+
+def test_downgrade_refused_unless_allowed(lab: Lab) -> None:
+    spec, node = _node(lab, "node01")
+    old = tuple(c.model_copy(update={"version": "1.0"}) if c.component == "bios" else c for c in spec.firmware)
+    fplan = fw.plan(old, fw.observe(node.conn), node.vendor, lab.inventory.parent)
+    assert any(r.startswith("bios:") for r in fplan.refused) and not any(s.component == "bios" for s in fplan.steps)
+    allowed = fw.plan(old, fw.observe(node.conn), node.vendor, lab.inventory.parent, allow_downgrade=True)
+    assert any(s.component == "bios" and s.downgrade for s in allowed.steps)
+
+
+# ---- faults (one tree suffices: faults live in the simulator core) -------------------------------
+def _faults_only_on_supermicro(lab: Lab) -> None:
+    if lab.tree != "supermicro":
+        pytest.skip("faults are exercised on the Supermicro tree")
+
+
+@pytest.mark.parametrize(("kind", "value"), [("latency", 200.0), ("unavailable", 1.0), ("session-expiry", None)])
+def test_inventory_survives_fault(lab: Lab, kind: str, value: float | None) -> None:
+    _faults_only_on_supermicro(lab)
+    _, node = _node(lab, "node03")
+    lab.fault("node03", kind, value)
+    try:
+        if kind == "unavailable":  # clear it from the side while the client backs off and retries
+            import threading
+
+            threading.Timer(1.5, lambda: lab.fault("node03", kind, clear=True)).start()
+        inv = inv_ops.observe(node.conn)
+    finally:
+        if kind != "session-expiry":
+            lab.fault("node03", kind, clear=True)
+    assert len(inv.gpus) == 8 and len(inv.cpus) == 2
+
+
+def test_inventory_against_dropping_bmc_is_clear_error(lab: Lab) -> None:
+    _faults_only_on_supermicro(lab)
+    _, node = _node(lab, "node03", retry=RetryPolicy(attempts=2, base_delay_s=0.1, timeout_s=3))
+    lab.fault("node03", "drop")
+    try:
+        with pytest.raises(RedfishUnavailable, match="node03 BMC"):
+            inv_ops.observe(node.conn)
+    finally:
+        lab.fault("node03", "drop", clear=True)
+
+
+def test_bios_stuck_pending_is_error_naming_attributes(lab: Lab) -> None:
+    _faults_only_on_supermicro(lab)
+    spec, node = _node(lab, "node03")
+    wrong = _flipped(spec, node)
+    opts = OPTS.model_copy(update={"firmware": False, "verify_timeout_s": 2})
+    lab.fault("node03", "bios-stuck-pending")
+    try:
+        cplan = converge.make_plan(node, wrong, lab.inventory.parent, opts)
+        with pytest.raises(RedfishOperationFailed, match="still pending after the host reset") as err:
+            converge.apply(node, wrong, cplan, opts, FAST)
+        assert cplan.bios is not None and all(c.attribute in str(err.value) for c in cplan.bios.changes)
+    finally:
+        lab.fault("node03", "bios-stuck-pending", clear=True)
+    # known state: the values are still pending; the next reset applies them and the plan empties
+    result = converge.apply(node, wrong, converge.make_plan(node, wrong, lab.inventory.parent, opts), opts, FAST)
+    assert result.bios_written == [] and result.host_resets == 1
+    assert converge.make_plan(node, wrong, lab.inventory.parent, opts).bios.changes == []  # type: ignore[union-attr]
+
+
+def _bios_step(lab: Lab, node: Node, spec: NodeSpec, version: str) -> tuple[tuple, fw.FirmwarePlan]:  # type: ignore[type-arg]
+    base = tuple(c.model_copy(update={"version": version, "apply_time": "Immediate", "needs_host_reset": False})
+                 for c in spec.firmware if c.component == "bios")
+    img = lab.dir / "firmware" / f"bios_{version}.bin"
+    blob = build_image("BIOS", version)
+    img.write_bytes(blob)
+    base = (base[0].model_copy(update={"image": str(img), "sha256": hashlib.sha256(blob).hexdigest()}),)
+    return base, fw.plan(base, fw.observe(node.conn), node.vendor, lab.inventory.parent, allow_downgrade=True)
+
+
+@pytest.mark.parametrize("kind", ["task-fail", "update-noop", "bmc-reset-mid-update", "task-stall"])
+def test_firmware_fault_is_clear_error_then_retry_succeeds(lab: Lab, kind: str) -> None:
+    _faults_only_on_supermicro(lab)
+    spec, node = _node(lab, "node03")
+    version = {"task-fail": "3.1", "update-noop": "3.2", "bmc-reset-mid-update": "3.3", "task-stall": "3.4"}[kind]
+    base, fplan = _bios_step(lab, node, spec, version)
+    assert [s.component for s in fplan.steps] == ["bios"]
+    step = fplan.steps[0].model_copy(update={"timeout_s": 8.0})
+    opts = OPTS.model_copy(update={"verify_timeout_s": 3})
+    lab.fault("node03", kind)
+    try:
+        with pytest.raises((RedfishOperationFailed, RedfishTimeout)) as err:
+            cplan = converge.ConvergePlan(firmware=fw.FirmwarePlan(steps=[step]))
+            converge.apply(node, spec.model_copy(update={"firmware": base}), cplan, opts, FAST)
+        assert "node03" in str(err.value)
+    finally:
+        lab.fault("node03", kind, clear=True)
+    _, node = _node(lab, "node03")
+    rows = fw.status(base, fw.observe(node.conn), node.vendor)
+    assert rows[0].verdict in ("older", "newer")  # known state: the old version still runs
+    if kind == "task-stall":
+        return  # the stalled task may still finish later; the next run re-plans from what runs
+    cplan = converge.ConvergePlan(firmware=fw.FirmwarePlan(steps=[step]))
+    converge.apply(node, spec.model_copy(update={"firmware": base}), cplan, opts, FAST)
+    assert fw.status(base, fw.observe(node.conn), node.vendor)[0].verdict == "ok"
+
+
+def test_session_expiry_mid_update_relogs_and_succeeds(lab: Lab) -> None:
+    _faults_only_on_supermicro(lab)
+    spec, node = _node(lab, "node03")
+    base, fplan = _bios_step(lab, node, spec, "3.9")
+    lab.fault("node03", "session-expiry")
+    converge.apply(node, spec.model_copy(update={"firmware": base}), converge.ConvergePlan(firmware=fplan), OPTS, FAST)
+    assert node.conn.stats.relogins >= 1
+    assert fw.status(base, fw.observe(node.conn), node.vendor)[0].verdict == "ok"
+
+
+def test_errors_are_one_line_without_secrets(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    _faults_only_on_supermicro(lab)
+    code = cli_main(["bios", "diff", "nodeXX", "-i", str(lab.inventory)])
+    err = capsys.readouterr().err
+    assert code == 2 and "nodeXX" in err and "Traceback" not in err
+    password = lab.host("node01").bmc.password.get_secret_value()
+    lab.fault("node01", "drop")
+    try:
+        code = cli_main(["sel", "node01", "-i", str(lab.inventory)])
+    finally:
+        lab.fault("node01", "drop", clear=True)
+    captured = capsys.readouterr()
+    assert code == 1 and "node01" in captured.err and password not in captured.err + captured.out
