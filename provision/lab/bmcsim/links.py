@@ -107,8 +107,10 @@ def _action_parameters(owner: Json, info_uri: str) -> list[Json]:
     acts = owner.get("Actions") or {}
     for action in [*acts.values(), *(acts.get("Oem") or {}).values()]:
         if isinstance(action, dict) and action.get("@Redfish.ActionInfo") == info_uri:
-            return [{"Name": key.split("@")[0], "Required": True, "DataType": "String", "AllowableValues": vals}
-                    for key, vals in action.items() if key.endswith("@Redfish.AllowableValues")]
+            params = [{"Name": key.split("@")[0], "Required": True, "DataType": "String", "AllowableValues": vals}
+                      for key, vals in action.items() if key.endswith("@Redfish.AllowableValues")]
+            if params:
+                return params
     if info_uri.endswith("ResetActionInfo"):
         from provision.lab.bmcsim.power import RESET_TYPES
 
