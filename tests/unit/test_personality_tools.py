@@ -184,7 +184,7 @@ def test_nvme_and_smartctl_agree(twin: Twin) -> None:
     listing = json.loads(twin.out("nvme", "list", "-o", "json"))["Devices"]
     assert len(listing) == 10
     smart = json.loads(twin.out("smartctl", "-a", "-j", "/dev/nvme3"))
-    assert smart["serial_number"] == listing[3]["SerialNumber"].strip()
+    assert smart["serial_number"] == listing[3]["SerialNumber"]
     log = json.loads(twin.out("nvme", "smart-log", "/dev/nvme3n1", "-o", "json"))
     assert log["percent_used"] == smart["nvme_smart_health_information_log"]["percentage_used"]
 
@@ -209,3 +209,27 @@ def test_pin_is_a_catalog_version(pin: str) -> None:
     from provision.lab.twins.personality.packages import DRIVER_VERSIONS
 
     assert pin in DRIVER_VERSIONS
+
+
+def test_nvidia_smi_id_selects_gpus_and_keeps_their_index(twin: Twin) -> None:
+    twin.set_packages(DRIVER_PACKAGES)
+    listed = twin.out("nvidia_smi", "-i", "1,3", "-L").splitlines()
+    assert [line.split(":")[0] for line in listed] == ["GPU 1", "GPU 3"]
+    rows = twin.out("nvidia_smi", "--id=3", "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
+    assert rows == "3, 00000000:5D:00.0\n"
+    missing = twin.run("nvidia_smi", "-i", "8", "-L", check=False)
+    assert missing.returncode == 6 and "No devices were found" in missing.stderr
+
+
+def test_nvidia_smi_power_limit_is_checked_against_the_card(twin: Twin) -> None:
+    twin.set_packages(DRIVER_PACKAGES)
+    assert twin.out("nvidia_smi", "-i", "0", "-pl", "650").startswith(
+        "Power limit for GPU 00000000:19:00.0 was set to 650.00 W from 700.00 W.")
+    assert twin.run("nvidia_smi", "-pl", "900", check=False).returncode == 2
+
+
+def test_zpool_status_full_paths_show_the_data_partition(twin: Twin) -> None:
+    devs = [f"/dev/disk/by-id/{d['by_id']}" for d in twin.drives("scratch")]
+    twin.out("zpool", "create", "scratch", *devs)
+    (pool,) = parse_zpool_status(twin.out("zpool", "status", "-P", "scratch"))
+    assert sorted(leaf.name for leaf in pool.root.leaves()) == sorted(d + "-part1" for d in devs)

@@ -42,11 +42,16 @@ class Ctx:
         self.driver: str = driver
         self.cuda = labstate.cuda_version(driver)
         self.gpus = labstate.visible_gpus(self.hw)
+        self.all_gpus = list(self.gpus)
         self.fabric = bool(self.hw.get("gpu_fabric"))
         self.fabric_ok = self.fabric and labstate.fabric_manager_ok(driver)
         self.persistence = labstate.service_active("nvidia-persistenced.service") or os.path.exists(
             os.path.join(RUN_DIR, "persistence")
         )
+
+    def index(self, g: dict[str, Any]) -> int:
+        """The GPU's index among the GPUs the driver enumerates (not changed by -i)."""
+        return self.all_gpus.index(g)
 
     def fabric_state(self) -> tuple[str, str]:
         if not self.fabric:
@@ -76,7 +81,7 @@ def _template(name: str) -> str:
 
 
 def cmd_list(ctx: Ctx) -> str:
-    return "".join(f"GPU {i}: {g['name']} (UUID: {g['uuid']})\n" for i, g in enumerate(ctx.gpus))
+    return "".join(f"GPU {i}: {g['name']} (UUID: {g['uuid']})\n" for g in ctx.gpus for i in (ctx.index(g),))
 
 
 def cmd_query(ctx: Ctx) -> str:
@@ -86,7 +91,7 @@ def cmd_query(ctx: Ctx) -> str:
         f"{'CUDA Version':<42}: {ctx.cuda}\n\n{'Attached GPUs':<42}: {len(ctx.gpus)}\n"
     )
     tpl = _template("nvidia-smi-q.gpu.txt")
-    return head + "\n".join(tpl.format(**ctx.values(i, g)) for i, g in enumerate(ctx.gpus))
+    return head + "\n".join(tpl.format(**ctx.values(i, g)) for g in ctx.gpus for i in (ctx.index(g),))
 
 
 def cmd_query_xml(ctx: Ctx) -> str:
@@ -97,7 +102,8 @@ def cmd_query_xml(ctx: Ctx) -> str:
         f"    <cuda_version>{ctx.cuda}</cuda_version>\n    <attached_gpus>{len(ctx.gpus)}</attached_gpus>\n"
     )
     tpl = _template("nvidia-smi-q.gpu.xml")
-    return head + "".join(tpl.format(**ctx.values(i, g)) for i, g in enumerate(ctx.gpus)) + "</nvidia_smi_log>\n"
+    body = "".join(tpl.format(**ctx.values(ctx.index(g), g)) for g in ctx.gpus)
+    return head + body + "</nvidia_smi_log>\n"
 
 
 def cmd_table(ctx: Ctx) -> str:
@@ -111,7 +117,8 @@ def cmd_table(ctx: Ctx) -> str:
         "|                                         |                        |               MIG M. |",
         "|=========================================+========================+======================|",
     ]
-    for i, g in enumerate(ctx.gpus):
+    for g in ctx.gpus:
+        i = ctx.index(g)
         v = ctx.values(i, g)
         pers = "On" if ctx.persistence else "Off"
         usage = f"{round(float(v['power_draw']))}W"
@@ -137,7 +144,8 @@ def cmd_table(ctx: Ctx) -> str:
 
 def cmd_nvlink_status(ctx: Ctx) -> str:
     out = []
-    for i, g in enumerate(ctx.gpus):
+    for g in ctx.gpus:
+        i = ctx.index(g)
         out.append(f"GPU {i}: {g['name']} (UUID: {g['uuid']})")
         if not g["nvlinks"]:  # a PCIe card without NVLink bridges, as the real tool words it
             out.append("\t NVML: Unable to retrieve NVLink information as all links are inActive")
@@ -248,7 +256,7 @@ def cmd_query_gpu(ctx: Ctx, spec: str, fmt: str) -> str:
     opts = {o.strip() for o in fmt.split(",")}
     if "csv" not in opts:
         labstate.die('"--format" must include csv', 2)
-    table = [_fields(ctx, i, g) for i, g in enumerate(ctx.gpus)]
+    table = [_fields(ctx, i, g) for g in ctx.gpus for i in (ctx.index(g),)]
     probe = table[0] if table else _fields(ctx, 0, ctx.hw["gpus"][0])
     for n in names:
         if n not in probe:
@@ -265,6 +273,33 @@ def cmd_query_gpu(ctx: Ctx, spec: str, fmt: str) -> str:
             cells.append(value)
         lines.append(", ".join(cells))
     return "".join(line + "\n" for line in lines)
+
+
+def select(ctx: Ctx, wanted: str) -> None:
+    """`-i/--id`: GPUs by index, PCI bus id or UUID (comma separated), as nvidia-smi accepts."""
+    chosen = []
+    for w in wanted.split(","):
+        w = w.strip()
+        hit = [g for i, g in enumerate(ctx.all_gpus) if w in (str(i), g["uuid"], g["bus_id"], g["bus_id"][4:])]
+        if not hit:
+            labstate.die("No devices were found", 6)
+        chosen += hit
+    ctx.gpus = chosen
+
+
+def cmd_power_limit(ctx: Ctx, watts: str) -> str:
+    try:
+        value = float(watts)
+    except ValueError:
+        labstate.die(f'Invalid power limit "{watts}".', 2)
+    out = []
+    for g in ctx.gpus:
+        limit = float(g["power_limit_w"])
+        if not 200.0 <= value <= limit:
+            labstate.die(f"Provided power limit {value:.2f} W is not a valid power limit which should be between "
+                         f"200.00 W and {limit:.2f} W for GPU {g['bus_id']}", 2)
+        out.append(f"Power limit for GPU {g['bus_id']} was set to {value:.2f} W from {limit:.2f} W.")
+    return "\n".join(out) + "\nAll done.\n"
 
 
 def cmd_persistence(ctx: Ctx, on: bool) -> str:
@@ -292,6 +327,10 @@ def main(args: list[str]) -> int:
         sys.stdout.write("NVIDIA System Management Interface -- LAB STAND-IN (simulated)\n")
         return 0
     ctx = Ctx()
+    wanted = _opt(args, "-i") or _opt(args, "--id")
+    if wanted is not None:
+        select(ctx, wanted)
+    args = [a for a in args if a not in ("-i", "--id", wanted) and not a.startswith("--id=")]
     if args[:1] == ["--version"]:
         out = (f"NVIDIA-SMI version  : {ctx.driver}\nNVML version        : {ctx.driver.rsplit('.', 1)[0]}\n"
                f"DRIVER version      : {ctx.driver}\nCUDA Version        : {ctx.cuda}\n")
@@ -308,6 +347,8 @@ def main(args: list[str]) -> int:
     elif _opt(args, "-pm") is not None or _opt(args, "--persistence-mode") is not None:
         value = _opt(args, "-pm") or _opt(args, "--persistence-mode") or "0"
         out = cmd_persistence(ctx, value in ("1", "ENABLED", "Enabled"))
+    elif _opt(args, "-pl") is not None or _opt(args, "--power-limit") is not None:
+        out = cmd_power_limit(ctx, _opt(args, "-pl") or _opt(args, "--power-limit") or "")
     elif not args:
         out = cmd_table(ctx)
     else:

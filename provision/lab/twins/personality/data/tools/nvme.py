@@ -38,6 +38,17 @@ def health(drive: dict[str, Any]) -> dict[str, int]:
     }
 
 
+def dumps(data: dict[str, Any]) -> str:
+    """nvme-cli's JSON style: two-space indent, no space after the colon."""
+    return json.dumps(data, indent=2, separators=(",", ":")) + "\n"
+
+
+# nvme-cli 2.x prints the 128-bit SMART counters as strings
+_WIDE = ("data_units_read", "data_units_written", "host_read_commands", "host_write_commands",
+         "controller_busy_time", "power_cycles", "power_on_hours", "unsafe_shutdowns", "media_errors",
+         "num_err_log_entries")
+
+
 def _drive_or_die(hw: dict[str, Any], dev: str) -> dict[str, Any]:
     drive = labstate.find_drive(hw, dev)
     if drive is None or drive not in labstate.present_drives(hw):
@@ -54,15 +65,13 @@ def _units(n: int) -> str:
 
 def cmd_list(hw: dict[str, Any], as_json: bool) -> str:
     drives = labstate.present_drives(hw)
-    if as_json:
+    if as_json:  # nvme-cli 2.3 layout (Debian 12), as the qemu-vm capture: no generic path, trimmed strings
         devices = [{
-            "NameSpace": 1, "DevicePath": f"/dev/{d['name']}", "GenericPath": f"/dev/ng{d['name'][4:]}",
-            "Firmware": d["firmware"].ljust(8), "ModelNumber": d["model"].ljust(40),
-            "SerialNumber": d["serial"].ljust(20),
-            "UsedBytes": d["size_bytes"], "MaximumLBA": d["size_bytes"] // 512, "PhysicalSize": d["size_bytes"],
-            "SectorSize": 512,
+            "NameSpace": 1, "DevicePath": f"/dev/{d['name']}", "Firmware": d["firmware"],
+            "ModelNumber": d["model"], "SerialNumber": d["serial"], "UsedBytes": d["size_bytes"],
+            "MaximumLBA": d["size_bytes"] // 512, "PhysicalSize": d["size_bytes"], "SectorSize": 512,
         } for d in drives]
-        return json.dumps({"Devices": devices}, indent=2) + "\n"
+        return dumps({"Devices": devices})
     head = (f"{'Node':<21} {'Generic':<21} {'SN':<20} {'Model':<40} {'Namespace':<9} {'Usage':<26} "
             f"{'Format':<16} {'FW Rev':<8}\n"
             f"{'-' * 21} {'-' * 21} {'-' * 20} {'-' * 40} {'-' * 9} {'-' * 26} {'-' * 16} {'-' * 8}\n")
@@ -88,7 +97,7 @@ def cmd_smart_log(drive: dict[str, Any], as_json: bool) -> str:
         "thm_temp2_total_time": 0,
     }
     if as_json:
-        return json.dumps(data, indent=2) + "\n"
+        return dumps({k: str(v) if k in _WIDE else v for k, v in data.items()})
     lines = [f"Smart Log for NVME device:{drive['name']} namespace-id:ffffffff"]
     for k, v in data.items():
         shown = f"{v - 273} °C ({v} K)" if k.startswith("temperature") else (f"{v}%" if k in (
@@ -100,9 +109,10 @@ def cmd_smart_log(drive: dict[str, Any], as_json: bool) -> str:
 def cmd_id_ctrl(drive: dict[str, Any], as_json: bool) -> str:
     data = {"vid": 5197, "ssvid": 5197, "sn": drive["serial"].ljust(20), "mn": drive["model"].ljust(40),
             "fr": drive["firmware"].ljust(8), "rab": 8, "ieee": 9528, "cmic": 0, "mdts": 9, "cntlid": 6,
-            "ver": 131584, "tnvmcap": drive["size_bytes"], "unvmcap": 0, "nn": 32}
+            "ver": 131584, "tnvmcap": str(drive["size_bytes"]), "unvmcap": "0", "nn": 32,
+            "subnqn": f"nqn.1994-11.com.samsung:nvme:{drive['model'].split()[-1]}:U.2:{drive['serial']}"}
     if as_json:
-        return json.dumps(data, indent=2) + "\n"
+        return dumps(data)
     return "NVME Identify Controller:\n" + "".join(f"{k:<9} : {v}\n" for k, v in data.items())
 
 

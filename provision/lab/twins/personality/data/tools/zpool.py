@@ -62,7 +62,9 @@ def _status_lines(hw: dict[str, Any], name: str, pool: dict[str, Any], full_path
             rows.append((2, f"{vdev['type']}-{i}", vstate, "insufficient replicas" if vstate == "UNAVAIL" else ""))
             depth = 4
         for dev in vdev["devices"]:
-            shown = dev if full_path else os.path.basename(dev)
+            # zpool partitions a whole disk it is given: -P shows the data partition (-part1 / p1)
+            part = ("-part1" if "/by-id/" in dev else "p1") if full_path and labstate.find_drive(hw, dev) else ""
+            shown = dev + part if full_path else os.path.basename(dev)
             ok = zfsstate.device_present(hw, dev)
             rows.append((depth, shown, "ONLINE" if ok else "UNAVAIL", "" if ok else "cannot open"))
     width = max(10, *(d + len(n) for d, n, _, _ in rows))
