@@ -70,8 +70,15 @@ def _create(lab_dir: Path, base: Path, nodes: list[TwinRequest], spec_for: Calla
         twin.supervisor_pid = nspawn.start(twin)
         state.save(lab_dir, current)
     for twin in current.twins:
-        ssh.wait_ssh(key, ssh.known_hosts_path(lab_dir), twin.address)
+        _wait_ready(twin, key, ssh.known_hosts_path(lab_dir))
     return current
+
+
+def _wait_ready(twin: TwinRecord, key: Path, known_hosts: Path) -> None:
+    try:
+        ssh.wait_ssh(key, known_hosts, twin.address)
+    except LabError as exc:
+        raise LabError(f"{twin.name}: {exc}; console: {nspawn.console_tail(twin)}") from None
 
 
 def _prepare(twin: TwinRecord, lower: list[Path], key: Path, spec: NodeSpec) -> str:
@@ -154,7 +161,7 @@ def power(lab_dir: Path, node: str, on: bool, *, wait: bool = False) -> None:
             twin.supervisor_pid = None
             state.save(lab_dir, current)
     if on and wait:
-        ssh.wait_ssh(lab_dir / "ssh" / ssh.KEY_NAME, ssh.known_hosts_path(lab_dir), twin.address)
+        _wait_ready(twin, lab_dir / "ssh" / ssh.KEY_NAME, ssh.known_hosts_path(lab_dir))
 
 
 def fault(lab_dir: Path, node: str, kind: str, clear: bool) -> None:

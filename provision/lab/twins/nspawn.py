@@ -78,3 +78,13 @@ def _forget_propagate_dir(twin: TwinRecord) -> None:
         path = Path("/run/systemd/nspawn") / sub / twin.netns
         if path.is_dir() and not any(path.iterdir()):
             path.rmdir()
+
+
+def console_tail(twin: TwinRecord, lines: int = 3) -> str:
+    """The last lines nspawn and the twin's console wrote (for error messages; secrets never go there)."""
+    try:
+        text = (twin.twin_dir / "console.log").read_text(errors="replace")
+    except OSError:
+        return "no console output"
+    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(kept) or "no console output"
