@@ -17,7 +17,7 @@ from provision.errors import ProvisionError
 class GateRunner:
     """Runs the gate of a catalog's policy over the nodes a wave finished."""
 
-    def __init__(self, health: HealthGate | None, hook_runner: HookRunner = run_hook, workers: int = 32):
+    def __init__(self, health: HealthGate | None, hook_runner: HookRunner = run_hook, workers: int | None = None):
         self.health = health
         self.hook_runner = hook_runner
         self.workers = workers
@@ -26,7 +26,8 @@ class GateRunner:
         """Problems found, one line per node and problem; empty when the gate passes."""
         if not targets:
             return []
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(targets)), thread_name_prefix="gate") as pool:
+        workers = min(self.workers or catalog.policy.concurrency, len(targets))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gate") as pool:
             found = list(pool.map(lambda t: self._node(t, catalog), targets))
         return [line for lines in found for line in lines]
 

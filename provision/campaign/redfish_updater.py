@@ -10,6 +10,7 @@ reset waited out), then the one host reset (provision.redfish.ops.power).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,9 +25,11 @@ from provision.redfish.ops.power import host_reset
 from provision.redfish.ops.session import Node, connect, node_facts, options_for
 from provision.redfish.ops.waiting import Clock
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
+from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors.versions import compare
 
 TASKS = f"{ROOT}/TaskService/Tasks"
+FLASH_RETRY = RetryPolicy(attempts=3, base_delay_s=0.25, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
 ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 
@@ -43,10 +46,10 @@ class RedfishUpdater:
         self.reset_timeout_s = reset_timeout_s
 
     @contextmanager
-    def node(self, target: Target) -> Iterator[Node]:
+    def node(self, target: Target, retry: RetryPolicy | None = None) -> Iterator[Node]:
         if target.bmc is None:
             raise UpdateFailed(f"{target.name}: no BMC endpoint in the inventory")
-        with connect(options_for(target.name, target.bmc, insecure=self.insecure)) as conn:
+        with connect(options_for(target.name, target.bmc, insecure=self.insecure, retry=retry)) as conn:
             yield node_facts(conn)
 
     def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
@@ -58,19 +61,42 @@ class RedfishUpdater:
         return FirmwareState(versions=versions, busy=busy, staged=staged)
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+        """Each component on its own connection (a BMC image restarts the BMC and ends every session)."""
         try:
             with self.node(target) as node:
                 service = UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
                 found = matched_entries(node, flash)
-                state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
-                for comp in flash:
-                    self._flash(node, state, self._step(node, service, comp, found[comp.component]))
-                if reset:
+                steps = [self._step(node, service, c, found[c.component]) for c in flash]
+            state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
+            for step in steps:
+                # short retries: while the BMC reboots into its new image, task polls fail fast
+                with self.node(target, FLASH_RETRY) as node:
+                    self._flash(node, state, step)
+                self._wait_up(target)
+            if reset:
+                with self.node(target) as node:
                     host_reset(node, self.clock, self.reset_timeout_s)
         except UpdateFailed:
             raise
         except ProvisionError as exc:
             raise UpdateFailed(str(exc)) from None
+
+    def _wait_up(self, target: Target) -> None:
+        """Until the BMC answers a fresh login: probes without the connector's backoff, every poll."""
+        assert target.bmc is not None
+        quick = options_for(target.name, target.bmc, insecure=self.insecure,
+                            retry=RetryPolicy(attempts=1, timeout_s=10))
+        deadline = time.monotonic() + self.reset_timeout_s
+        while True:
+            try:
+                with connect(quick) as conn:
+                    conn.get(f"{ROOT}/UpdateService")
+                return
+            except ProvisionError:
+                if time.monotonic() > deadline:
+                    why = f"BMC not answering {self.reset_timeout_s:g} s after a flash"
+                    raise UpdateFailed(f"{target.name}: {why}") from None
+                time.sleep(self.clock.poll_s)
 
     def _step(self, node: Node, service: UpdateService, comp: Component,
               entries: list[SoftwareInventory]) -> fw.FirmwareStep:
@@ -92,7 +118,6 @@ class RedfishUpdater:
         uri = fw.task_uri(resp)
         if uri:
             fw.monitor(node, uri, step.timeout_s, self.clock)
-        fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock)  # a BMC image restarts the BMC
 
 
 class RedfishHealth:

@@ -34,10 +34,11 @@ JournalOpt = Annotated[
 ]
 LimitOpt = Annotated[str | None, typer.Option("--limit", "-l", help="Only these hosts or groups (comma-separated)")]
 InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates.")]
+PollOpt = Annotated[float, typer.Option("--poll-seconds", min=0.05, help="How often BMC tasks and power are polled")]
 
 
-def _updater(source: Path, insecure: bool) -> RedfishUpdater:
-    return RedfishUpdater(source, insecure=insecure)
+def _updater(source: Path, insecure: bool, poll_s: float = 1.0) -> RedfishUpdater:
+    return RedfishUpdater(source, insecure=insecure, poll_s=poll_s)
 
 
 @app.command("plan")
@@ -57,7 +58,8 @@ def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, lim
 
 @app.command("start")
 def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, limit: LimitOpt = None,
-          journal: JournalOpt = None, insecure: InsecureOpt = False, as_json: JsonOpt = False) -> None:
+          journal: JournalOpt = None, insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0,
+          as_json: JsonOpt = False) -> None:
     """Plan, record the waves in the journal, and run the campaign in the foreground."""
     with Journal(journal) as jr:
         store = CampaignStore(jr)
@@ -66,19 +68,19 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
             raise InputError(f"campaign {resolved.catalog.name} already exists in {jr.path}; use resume")
         catalog = resolved.catalog
         targets = control.targets(load_fleet(inventory), catalog, limit)
-        updater = _updater(resolved.source, insecure)
+        updater = _updater(resolved.source, insecure, poll_seconds)
         planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
         if not planned.waves:
             console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do")
             return
-        engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)))
+        engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)), poll_s=poll_seconds)
         _finish(engine.start(resolved.source, planned.waves), as_json)
 
 
 @app.command("resume")
 def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, journal: JournalOpt = None,
            retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Try failed nodes again")] = False,
-           insecure: InsecureOpt = False, as_json: JsonOpt = False) -> None:
+           insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0, as_json: JsonOpt = False) -> None:
     """Continue a paused, halted or interrupted campaign; every node is observed again first."""
     with Journal(journal) as jr:
         store = CampaignStore(jr)
@@ -90,8 +92,9 @@ def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, j
         if control.controller_alive(record):
             raise InputError(f"campaign {record.name} is running in process {record.pid}")
         targets = control.planned_targets(load_fleet(inventory), store, record.name)
-        updater = _updater(resolved.source, insecure)
-        engine = Engine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)))
+        updater = _updater(resolved.source, insecure, poll_seconds)
+        engine = Engine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)),
+                        poll_s=poll_seconds)
         _finish(engine.resume(retry_failed=retry_failed), as_json)
 
 

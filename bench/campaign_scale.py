@@ -1,0 +1,123 @@
+"""Scale benchmark of firmware campaigns: N simulated BMCs (one simulator process, `--bmc-only`),
+a campaign of canary + batches run by the real CLI as a child process.
+
+Measures: campaign wall time per wave against the ideal schedule (every node of a wave flashing
+in parallel, each component taking exactly the simulated flash time, plus the BMC's own reboot
+and one host power cycle), the controller's peak RSS and CPU time, and checks every BMC ends at
+the baseline with one update task per component and one host reset.
+
+    python bench/campaign_scale.py --nodes 1000 --speed 3 --components 2
+
+Prints one JSON document. Needs a few minutes and ~1-2 GB of RAM for 1,000 BMCs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from provision.campaign.labkit import SimLog, write_lab_campaign  # noqa: E402
+from provision.journal import Journal  # noqa: E402
+from provision.journal.campaigns import CampaignStore  # noqa: E402
+from provision.lab import manager  # noqa: E402
+from provision.lab.bmcsim.config import Timings  # noqa: E402
+
+CLI = (sys.executable, "-c", "from provision.cli import run; run()")
+
+
+def ideal_node_seconds(components: int, speed: float) -> float:
+    """One node's work in real seconds: each flash, the BMC reboot its own image causes, one power cycle."""
+    t = Timings()
+    reset = t.power_off + 0.5 + t.power_on
+    return (components * t.flash + t.bmc_reboot + reset) / speed
+
+
+def run_controller(args: list[str], env: dict[str, str]) -> dict[str, float | int]:
+    """Run the CLI as a child; wall time, exit code, peak RSS (MiB) and CPU seconds from wait4."""
+    start = time.monotonic()
+    pid = os.posix_spawn(CLI[0], [*CLI, *args], env)
+    _, status, usage = os.wait4(pid, 0)
+    return {
+        "rc": os.waitstatus_to_exitcode(status), "wall_s": round(time.monotonic() - start, 2),
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--speed", type=float, default=3.0, help="simulated clock speed (flash 60 s / speed)")
+    p.add_argument("--components", type=int, default=2, choices=(1, 2, 3))
+    p.add_argument("--canary", default="1%")
+    p.add_argument("--max-unavailable", default="25%")
+    p.add_argument("--concurrency", type=int, default=256)
+    p.add_argument("--poll", type=float, default=0.5, help="controller poll interval (s)")
+    p.add_argument("--keep", action="store_true", help="keep the work dir (and the lab up)")
+    opts = p.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="h8-campaign-bench-"))
+    t0 = time.monotonic()
+    state = manager.up(manager.UpOptions(lab_dir=work / "lab", nodes=opts.nodes, bmc_only=True, speed=opts.speed,
+                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
+    lab_up_s = time.monotonic() - t0
+    try:
+        policy = {"waves": {"canary": opts.canary, "max_unavailable": opts.max_unavailable},
+                  "halt": {"max_failures": 0}, "concurrency": opts.concurrency}
+        camp = write_lab_campaign(work / "campaign", "bench", policy, components=opts.components)
+        env = {**os.environ, "PROVISION_STATE_DIR": str(work / "state")}
+        ctl = run_controller(["campaign", "start", str(camp), "-i", str(state.inventory), "--json",
+                              "--poll-seconds", str(opts.poll)], env)
+        result = summarise(work, opts, ctl, lab_up_s)
+    finally:
+        if not opts.keep:
+            manager.down(work / "lab")
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+    return 0 if result["ok"] else 1
+
+
+def summarise(work: Path, opts: argparse.Namespace, ctl: dict[str, float | int], lab_up_s: float) -> dict:
+    with Journal(work / "state" / "provision.db") as j:
+        store = CampaignStore(j)
+        record = store.get("bench")
+        waves = store.waves("bench")
+        nodes = store.nodes("bench")
+    ideal_node = ideal_node_seconds(opts.components, opts.speed)
+    rows, measured, ideal = [], 0.0, 0.0
+    for w in waves:
+        took = (w.ended_at or 0) - (w.started_at or 0)
+        measured += took
+        ideal += ideal_node
+        rows.append({"wave": w.wave, "nodes": len(record.waves[w.wave]), "seconds": round(took, 2),
+                     "ideal_s": round(ideal_node, 2), "overhead_pct": round(100 * (took / ideal_node - 1), 1)})
+    span = max(w.ended_at or 0 for w in waves) - min(w.started_at or 0 for w in waves)
+    log = SimLog(work / "lab" / "bmcsim.log")
+    tasks, resets = log.update_tasks(), log.host_resets()
+    names = [n.node for n in nodes]
+    checks = {
+        "all_done": all(n.state.value == "done" for n in nodes),
+        "one_task_per_component": all(tasks[n] == opts.components for n in names),
+        "one_host_reset": all(resets[n] == 1 for n in names) if opts.components > 1 else True,
+    }
+    return {
+        "nodes": opts.nodes, "speed": opts.speed, "components": opts.components, "poll_s": opts.poll,
+        "concurrency": opts.concurrency, "lab_up_s": round(lab_up_s, 1), "controller": ctl,
+        "state": record.state.value, "waves": rows,
+        "campaign_waves_s": round(span, 2), "sum_of_waves_s": round(measured, 2), "ideal_s": round(ideal, 2),
+        "overhead_pct": round(100 * (span / ideal - 1), 2),
+        "plan_and_startup_s": round(float(ctl["wall_s"]) - span, 2), "checks": checks,
+        "ok": ctl["rc"] == 0 and all(checks.values()),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
