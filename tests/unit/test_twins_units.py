@@ -200,3 +200,54 @@ def test_status_of_an_empty_lab_is_empty(tmp_path):
     with pytest.raises(LabError, match="no twins are up"):
         lifecycle.power(tmp_path, "node01", on=True)
     assert not (tmp_path / "twins").exists()  # a late power call does not recreate the lab
+
+
+def _launch(tmp_path: Path, script: str) -> Path:
+    import json
+
+    launch = tmp_path / "launch.json"
+    launch.write_text(json.dumps({"argv": ["sh", "-c", script], "log": str(tmp_path / "log"), "cgroup": ""}))
+    return launch
+
+
+def test_supervisor_restarts_on_reboot_exit_and_stops_on_other_exits(tmp_path):
+    import subprocess
+    import sys
+
+    counter = tmp_path / "boots"
+    script = f'echo x >> {counter}; [ "$(wc -l < {counter})" -lt 3 ] && exit 133; exit 0'
+    proc = subprocess.run([sys.executable, "-S", str(nspawn.SUPERVISOR), str(_launch(tmp_path, script))],
+                          timeout=30, check=False)
+    assert proc.returncode == 0
+    assert counter.read_text().count("x") == 3  # two reboots, then a poweroff
+    log = (tmp_path / "log").read_text()
+    assert log.count("nspawn exited 133") == 2 and "nspawn exited 0" in log
+
+
+def test_supervisor_passes_a_failure_exit_code_on(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-S", str(nspawn.SUPERVISOR), str(_launch(tmp_path, "exit 7"))],
+                          timeout=30, check=False)
+    assert proc.returncode == 7
+
+
+def test_supervisor_forwards_sigterm_and_does_not_restart(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "got-term"
+    script = f"trap 'touch {marker}; exit 0' TERM; while :; do sleep 0.1; done"
+    proc = subprocess.Popen([sys.executable, "-S", str(nspawn.SUPERVISOR), str(_launch(tmp_path, script))])
+    deadline = time.monotonic() + 10
+    while "boot 1" not in ((tmp_path / "log").read_text() if (tmp_path / "log").exists() else ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    assert marker.exists()
+    assert "boot 2" not in (tmp_path / "log").read_text()
