@@ -47,7 +47,8 @@ def test_hardware_is_deterministic_per_node() -> None:
 def test_prepare_node_writes_state_and_proc_binds(tmp_path: Path) -> None:
     prepare_node(tmp_path, spec(), 1)
     binds = proc_binds(tmp_path)
-    assert sorted(binds) == ["/proc/cpuinfo", "/proc/mdstat", "/proc/meminfo"]
+    assert sorted(binds) == ["/proc/cpuinfo", "/proc/mdstat", "/proc/meminfo", "/proc/sys/kernel/osrelease"]
+    assert binds["/proc/sys/kernel/osrelease"].read_text() == "6.1.0-27-amd64\n"  # the factory kernel
     assert all(p.is_file() and p.is_relative_to(tmp_path) for p in binds.values())
     meminfo = binds["/proc/meminfo"].read_text()
     total_kb = int(re.search(r"^MemTotal:\s+(\d+) kB$", meminfo, re.M)[1])  # type: ignore[index]

@@ -233,3 +233,14 @@ def test_zpool_status_full_paths_show_the_data_partition(twin: Twin) -> None:
     twin.out("zpool", "create", "scratch", *devs)
     (pool,) = parse_zpool_status(twin.out("zpool", "status", "-P", "scratch"))
     assert sorted(leaf.name for leaf in pool.root.leaves()) == sorted(d + "-part1" for d in devs)
+
+
+def test_a_boot_runs_the_newest_installed_kernel(twin: Twin) -> None:
+    osrelease = twin.state / "proc/sys/kernel/osrelease"
+    inode = osrelease.stat().st_ino
+    twin.set_packages({})
+    twin.out("lab_kernel")
+    assert osrelease.read_text() == "6.1.0-27-amd64\n"  # no kernel package: left as it was
+    twin.set_packages({"linux-image-6.1.0-27-amd64": "6.1.115-1", "linux-image-6.1.0-28-amd64": "6.1.119-1"})
+    twin.out("lab_kernel")
+    assert osrelease.read_text() == "6.1.0-28-amd64\n" and osrelease.stat().st_ino == inode

@@ -209,14 +209,16 @@ CATALOG: tuple[StandIn, ...] = (
         versions=("6.1.119-1",),
         summary="Linux 6.1 for 64-bit PCs (signed)",
         section="kernel",
-        files={"/boot/config-6.1.0-28-amd64": "# LAB STAND-IN kernel config\n"},
+        files={"/boot/config-6.1.0-28-amd64": "# LAB STAND-IN kernel config\n",
+               "/boot/vmlinuz-6.1.0-28-amd64": "LAB STAND-IN: no kernel image\n"},
     ),
     StandIn(
         name="linux-image-6.1.0-27-amd64",
         versions=("6.1.115-1",),
         summary="Linux 6.1 for 64-bit PCs (signed)",
         section="kernel",
-        files={"/boot/config-6.1.0-27-amd64": "# LAB STAND-IN kernel config\n"},
+        files={"/boot/config-6.1.0-27-amd64": "# LAB STAND-IN kernel config\n",
+               "/boot/vmlinuz-6.1.0-27-amd64": "LAB STAND-IN: no kernel image\n"},
     ),
 )
 
@@ -224,9 +226,14 @@ CATALOG: tuple[StandIn, ...] = (
 def catalog_by_name() -> dict[str, StandIn]:
     return {p.name: p for p in CATALOG}
 
+# The kernel a factory-fresh twin "runs" (/proc/sys/kernel/osrelease); after a reboot the twin runs the
+# newest installed linux-image-* stand-in (data/tools/lab_kernel.py).
+FACTORY_KERNEL = "6.1.0-27-amd64"
+
 # What a server's factory image already has (preinstalled into the twin rootfs by install_tools):
 # the boot mirror's mdadm, ZFS tools, and an older NVIDIA driver the roles will upgrade to the pin.
 FACTORY_PACKAGES: tuple[tuple[str, str], ...] = (
+    ("linux-image-6.1.0-27-amd64", "6.1.115-1"),
     ("mdadm", "4.2-5"),
     ("zfsutils-linux", "2.1.11-1+deb12u1"),
     ("nvidia-kernel-open-dkms", "550.90.07-1"),

@@ -12,7 +12,7 @@ from pathlib import Path
 from provision.lab.twins.personality.faults import Faults
 from provision.lab.twins.personality.hardware import Hardware
 
-PROC_FILES = ("meminfo", "cpuinfo", "mdstat")
+PROC_FILES = ("meminfo", "cpuinfo", "mdstat", "sys/kernel/osrelease")
 
 
 def write_in_place(path: Path, text: str) -> None:
@@ -108,9 +108,11 @@ def render_mdstat(hw: Hardware, faults: Faults) -> str:
     )
 
 
-def render_all(hw: Hardware, faults: Faults) -> dict[str, str]:
+def render_all(hw: Hardware, faults: Faults, kernel: str) -> dict[str, str]:
+    """Every /proc file; `kernel` is the release the twin runs until a boot picks an installed one."""
     return {
         "meminfo": render_meminfo(hw),
         "cpuinfo": render_cpuinfo(hw),
         "mdstat": render_mdstat(hw, faults),
+        "sys/kernel/osrelease": kernel + "\n",
     }

@@ -27,7 +27,11 @@ BASE_TOOLS = {
     "/usr/local/sbin/dmidecode": "dmidecode",
     "/usr/local/sbin/nvme": "nvme",
 }
-UNITS = {"provision-lab-devices.service": "multi-user.target", "provision-lab-devices.path": "paths.target"}
+UNITS = {
+    "provision-lab-devices.service": "multi-user.target",
+    "provision-lab-devices.path": "paths.target",
+    "provision-lab-kernel.service": "multi-user.target",
+}
 
 
 def _data() -> Path:

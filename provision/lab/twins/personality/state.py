@@ -4,7 +4,8 @@ Layout (all SIMULATED hardware):
   hardware.json        the server, from the spec (hardware.py)
   faults.json          active faults (faults.py); the fake tools read it on every call
   zfs.json             pools/datasets the fake zpool/zfs created (written inside the twin)
-  proc/{meminfo,cpuinfo,mdstat}   bind-mounted over the twin's /proc files
+  proc/{meminfo,cpuinfo,mdstat,sys/kernel/osrelease}   bind-mounted over the twin's /proc files
+                       (osrelease: the kernel the twin "runs"; set at each boot by lab_kernel.py)
   disks/nvmeXn1        sparse 64 MiB files that back /dev/nvmeXn1 in the twin
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from provision.errors import InputError, LabError
 from provision.lab.twins.personality.faults import FAULT_KINDS, Faults, dump_faults, fault_params, load_faults
 from provision.lab.twins.personality.hardware import Hardware, hardware_from_spec
+from provision.lab.twins.personality.packages import FACTORY_KERNEL
 from provision.lab.twins.personality.procfiles import PROC_FILES, render_all, render_mdstat, write_in_place
 from provision.spec.model import NodeSpec
 
@@ -62,7 +64,9 @@ def prepare_node(state_dir: Path, spec: NodeSpec, index: int) -> None:
     write_in_place(state_dir / "hardware.json", hw.model_dump_json(indent=1) + "\n")
     faults = load_faults(state_dir / "faults.json")
     write_in_place(state_dir / "faults.json", dump_faults(faults))
-    for name, text in render_all(hw, faults).items():
+    osrelease = state_dir / "proc/sys/kernel/osrelease"
+    kernel = osrelease.read_text(encoding="utf-8").strip() if osrelease.exists() else FACTORY_KERNEL
+    for name, text in render_all(hw, faults, kernel or FACTORY_KERNEL).items():
         write_in_place(state_dir / "proc" / name, text)
     _make_disks(state_dir, hw, faults)
 
