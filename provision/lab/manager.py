@@ -440,7 +440,7 @@ def down(lab_dir: Path) -> dict[str, Any]:
         except LabError:
             asked = False
         _stop_process(state.pid, lab, asked)
-    left = [p for n in state.nodes for p in (n.https_port, n.http_port, state.control_port) if p and _listening(p)]
+    left = _ports_left([p for n in state.nodes for p in (n.https_port, n.http_port, state.control_port) if p])
     if left:
         errors.append(f"ports still listening: {sorted(set(left))}")
     if errors:
@@ -471,6 +471,16 @@ def _wait_gone(pid: int, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def _ports_left(ports: list[int], timeout: float = 5.0) -> list[int]:
+    """Ports still listening once the process is gone (an exiting process closes its files last)."""
+    deadline = time.monotonic() + timeout
+    left = [p for p in ports if _listening(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [p for p in left if _listening(p)]
+    return left
 
 
 def _listening(port: int) -> bool:
