@@ -1,0 +1,139 @@
+"""Benchmark `provision verify --level full` against lab twins, and naive testinfra in the same run.
+
+    python bench/verify_bench.py [--nodes 16] [--repeat 3] [--naive-nodes 1] [--keep-lab DIR]
+
+Brings up a lab (simulated BMCs + N node twins), converges the twins minimally (tests/lab/verify_lab.py),
+then measures, median of --repeat runs:
+  - one-round-trip verify of node01, fresh SSH connection and over an established ControlMaster;
+  - one-round-trip verify of all N twins in parallel (fresh connections);
+  - the same checks through plain pytest-testinfra as shipped (`ssh://` backend, one ssh per command,
+    no ControlPath: no multiplexing) on --naive-nodes twins, and with ControlPath set for reference.
+BMC-side checks are left out (they go over Redfish, not SSH). Needs root (twins). Prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from provision.conformance.facts import close_master, control_dir  # noqa: E402
+from provision.conformance.model import Level, RunReport  # noqa: E402
+from provision.conformance.runner import verify  # noqa: E402
+from provision.lab.twins.models import TwinInfo  # noqa: E402
+from provision.spec import load_fleet  # noqa: E402
+from provision.spec.model import HostEntry  # noqa: E402
+from tests.lab.verify_lab import converge, project_spec, verify_lab  # noqa: E402
+
+
+def _close(hosts: list[HostEntry]) -> None:
+    for h in hosts:
+        if h.ssh is not None:
+            close_master(h.ssh)
+
+
+def timed_verify(hosts: list[HostEntry], fresh: bool) -> tuple[float, RunReport]:
+    if fresh:
+        _close(hosts)
+    t0 = time.monotonic()
+    report = verify(hosts, Level.FULL)
+    return time.monotonic() - t0, report
+
+
+def ssh_config(path: Path, infos: dict[str, TwinInfo], multiplex: bool) -> Path:
+    lines = []
+    for name, info in infos.items():
+        lines += [f"Host {name}", f"  HostName {info.address}", f"  User {info.user}", f"  Port {info.port}",
+                  f"  IdentityFile {info.key_file}", "  IdentitiesOnly yes", f"  UserKnownHostsFile {info.known_hosts}",
+                  "  StrictHostKeyChecking yes", "  BatchMode yes"]
+        if multiplex:
+            lines += ["  ControlMaster auto", f"  ControlPath {control_dir()}/ti-%C", "  ControlPersist 60s"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def timed_testinfra(names: list[str], inventory: Path, config: Path) -> tuple[float, str]:
+    hosts = ",".join(f"ssh://{n}" for n in names)
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "testinfra"),
+            f"--hosts={hosts}", f"--ssh-config={config}", f"--spec-inventory={inventory}"]
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=3600, check=False)
+    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-200:]
+    return time.monotonic() - t0, summary
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def run(args: argparse.Namespace, base: Path) -> None:
+    with verify_lab(base, args.nodes) as (inventory, _twin_dir, infos):
+        spec = project_spec()
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda i: converge(i, spec), infos.values()))
+        print(f"lab: {args.nodes} twins up and converged ({time.monotonic() - t0:.1f} s converge)", flush=True)
+        fleet = load_fleet(inventory)
+        all_hosts = fleet.select(sorted(infos))
+        one = fleet.select(["node01"])
+        rows: list[tuple[str, float, str]] = []
+        one_fresh = [timed_verify(one, fresh=True) for _ in range(args.repeat)]
+        one_warm = [timed_verify(one, fresh=False) for _ in range(args.repeat)]
+        all_fresh = [timed_verify(all_hosts, fresh=True) for _ in range(args.repeat)]
+        rep = one_fresh[-1][1].nodes[0]
+        checks = f"{len(rep.results)} checks ({len(rep.failed)} failed, {len(rep.skipped)} not run)"
+        rows.append(("verify, 1 node, fresh connection", median([t for t, _ in one_fresh]), checks))
+        rows.append(("verify, 1 node, established ControlMaster", median([t for t, _ in one_warm]),
+                     f"gather {rep.gather_seconds:.2f} s"))
+        fleet_rep = all_fresh[-1][1]
+        failed = sum(len(n.failed) for n in fleet_rep.nodes)
+        rows.append((f"verify, {args.nodes} nodes in parallel, fresh", median([t for t, _ in all_fresh]),
+                     f"{sum(len(n.results) for n in fleet_rep.nodes)} checks, {failed} failed"))
+        _close(all_hosts)
+        naive_names = sorted(infos)[: args.naive_nodes]
+        plain = ssh_config(base / "ssh_config.plain", infos, multiplex=False)
+        muxed = ssh_config(base / "ssh_config.mux", infos, multiplex=True)
+        t_naive, s_naive = timed_testinfra(naive_names, inventory, plain)
+        rows.append((f"testinfra as shipped (one ssh per command), {len(naive_names)} node(s)", t_naive, s_naive))
+        t_mux, s_mux = timed_testinfra(naive_names, inventory, muxed)
+        rows.append((f"testinfra with ControlPath, {len(naive_names)} node(s)", t_mux, s_mux))
+        print_table(rows, args, t_naive / len(naive_names), median([t for t, _ in one_fresh]),
+                    median([t for t, _ in all_fresh]))
+
+
+def print_table(rows: list[tuple[str, float, str]], args: argparse.Namespace, naive_per_node: float,
+                one: float, fleet: float) -> None:
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'method':<{width}}  {'wall s':>8}  notes")
+    for name, seconds, note in rows:
+        print(f"{name:<{width}}  {seconds:8.2f}  {note}")
+    print(f"\nper node, 1 node fresh: {one:.2f} s (goal <= 0.5 s); {args.nodes} nodes: {fleet:.2f} s "
+          f"(goal <= 3 s for 16); naive per node {naive_per_node:.1f} s -> {naive_per_node / one:.0f}x faster "
+          "(goal >= 20x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--naive-nodes", type=int, default=1)
+    parser.add_argument("--keep-lab", type=Path, default=None, help="lab directory (default: a temp dir)")
+    args = parser.parse_args()
+    if args.keep_lab:
+        args.keep_lab.mkdir(parents=True, exist_ok=True)
+        run(args, args.keep_lab)
+    else:
+        with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
+            run(args, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""`provision verify` against a lab twin (real sshd/systemd, stand-in hardware tools) and a simulated BMC.
+
+One ML-PROD-V4 twin is brought up and converged MINIMALLY by tests/lab/verify_lab.py (pinned
+stand-in packages + holds + services + zpool create; not the Ansible roles), then:
+- a converged twin passes every node-side check (>= 80), through the real CLI with all reports;
+- each twin fault fails exactly the checks it should and no other, and clearing it restores a pass;
+- the BMC-side checks read the simulated BMC: BIOS checks flip from fail to pass after
+  `provision bios apply`; an unreachable BMC makes them NOT RUN, never passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from provision.conformance.checks._base import Context
+from provision.conformance.checks.bmc import run_bmc_checks
+from provision.conformance.facts import NodeFacts
+from provision.conformance.model import CheckResult, Level, NodeReport
+from provision.conformance.runner import verify
+from provision.lab import manager, twins
+from provision.lab.twins.models import TwinInfo
+from provision.spec import load_fleet
+from tests.lab.verify_lab import ROOT, converge, project_spec, ssh, verify_lab
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.twins,
+    pytest.mark.skipif(os.geteuid() != 0, reason="node twins need root"),
+]
+
+NODE = "node01"
+GPUS = range(8)
+# Which part each fault hits on an ML-PROD-V4 twin (provision/lab/twins/personality/faults.py):
+# gpu_missing: GPU 3; nvlink_down: GPU 1 link 5; ib_port_down: the last IB HCA (mlx5_1); ib_port_slow: the
+# first (mlx5_0) at half rate; boot_mirror_degraded: the 2nd md0 member; scratch_drive_missing: the last scratch
+# drive; nvme_wearing_out: scratch drive 4 of 8 = nvme6n1 (nvme0n1/nvme1n1 are the boot pair).
+FM = {"fabric.service", "services.nvidia-fabricmanager"} | {f"fabric.{i}.state" for i in GPUS}
+EXPECTED: dict[str, set[str]] = {
+    "gpu_missing": {"gpu.count"},
+    "nvlink_down": {"gpu.1.nvlink"},
+    "fabric_manager_failed": FM,
+    "ib_port_down": {"infiniband.mlx5_1/1.state", "infiniband.mlx5_1/1.physical_state"},
+    "ib_port_slow": {"infiniband.mlx5_0/1.rate"},
+    "boot_mirror_degraded": {"raid.sync", "raid.members", "raid.state"},
+    "scratch_drive_missing": {"nvme.count", "zfs.pool", "zfs.devices"},
+    "nvme_wearing_out": {"nvme.nvme6n1.wear", "nvme.nvme6n1.media_errors"},
+    # The loaded driver is not the pinned one (the package is): the running-driver checks fail, and the
+    # fabric manager refuses to run against a driver of another version, as the real one does.
+    "package_wrong_version": {"gpu.driver_version", "fabric.version"} | FM,
+}
+# After these faults are cleared the operator restarts the fabric manager (it exited, as the real one does).
+RESTART_FM = {"fabric_manager_failed", "package_wrong_version"}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path, TwinInfo]]:
+    base = tmp_path_factory.mktemp("verify-lab")
+    with verify_lab(base, 1) as (inventory, twin_dir, infos):
+        converge(infos[NODE], project_spec())
+        yield inventory, twin_dir, base / "bmc", infos[NODE]
+
+
+def node_report(inventory: Path, level: Level = Level.FULL) -> NodeReport:
+    (report,) = verify(load_fleet(inventory).select([NODE]), level).nodes
+    assert report.error is None, report.error
+    return report
+
+
+def failing(report: NodeReport) -> set[str]:
+    return {r.id for r in report.failed}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from provision.cli import run; run()", *args],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_converged_twin_passes_every_node_check(lab: tuple[Path, Path, Path, TwinInfo], tmp_path: Path) -> None:
+    inventory, *_ = lab
+    html, junit, report = tmp_path / "report.html", tmp_path / "report.xml", tmp_path / "report.json"
+    proc = cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--html", str(html),
+               "--junit", str(junit), "--json", str(report))
+    data = json.loads(report.read_text())
+    node = data["nodes"][0]
+    bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in node["results"]
+           if r["outcome"] == "fail"]
+    assert proc.returncode == 0, "\n".join(bad) + proc.stderr
+    assert node["totals"]["fail"] == 0 and node["totals"]["pass"] >= 80
+    assert node["lab"] is True and "nvidia-smi" in node["standins"]
+    assert "LAB STAND-IN" in html.read_text() and "<testsuite" in junit.read_text()
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED))
+def test_fault_fails_exactly_its_checks(lab: tuple[Path, Path, Path, TwinInfo], kind: str) -> None:
+    inventory, twin_dir, _, info = lab
+    assert kind in twins.FAULT_KINDS
+    twins.fault(twin_dir, NODE, kind, False)
+    try:
+        with_fault = node_report(inventory)
+    finally:
+        twins.fault(twin_dir, NODE, kind, True)
+        if kind in RESTART_FM:
+            ssh(info, "systemctl reset-failed nvidia-fabricmanager; systemctl restart nvidia-fabricmanager")
+    assert failing(with_fault) == EXPECTED[kind]
+    assert failing(node_report(inventory)) == set(), f"clearing {kind} did not restore the twin"
+
+
+def test_every_twin_fault_kind_has_a_test() -> None:
+    assert set(EXPECTED) == set(twins.FAULT_KINDS)
+
+
+def bmc_results(inventory: Path) -> dict[str, CheckResult]:
+    host = load_fleet(inventory).select([NODE])[0]
+    ctx = Context(node=NODE, spec=host.spec, facts=NodeFacts(node=NODE, sections={}), level=Level.FULL)
+    run_bmc_checks(ctx, host)
+    return {r.id: r for r in ctx.results}
+
+
+def test_bmc_bios_checks_follow_bios_apply(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, *_ = lab
+    before = bmc_results(inventory)
+    diff = cli("bios", "diff", NODE, "-i", str(inventory), "--json")
+    assert diff.returncode in (0, 1), diff.stderr
+    changes = {c["key"] for c in json.loads(diff.stdout)["plan"]["changes"]}
+    failed_bios = {i.removeprefix("bmc.bios.") for i, r in before.items()
+                   if i.startswith("bmc.bios.") and not r.passed and not r.skipped}
+    assert failed_bios and failed_bios == changes
+    assert cli("bios", "apply", NODE, "-i", str(inventory)).returncode == 0
+    after = bmc_results(inventory)
+    assert all(r.passed or r.skipped for i, r in after.items() if i.startswith("bmc.bios."))
+    for cid in ("bmc.psu", "bmc.psu_redundancy", "bmc.fans", "bmc.temperatures"):
+        assert after[cid].passed, after[cid]
+
+
+def test_unreachable_bmc_is_reported_not_run(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, _, bmc_dir, _ = lab
+    manager.fault(bmc_dir, NODE, "drop", False, None)
+    try:
+        results = bmc_results(inventory)
+    finally:
+        manager.fault(bmc_dir, NODE, "drop", True, None)
+    assert results and all(r.skipped and not r.passed for r in results.values())

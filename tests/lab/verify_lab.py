@@ -1,0 +1,107 @@
+"""Lab for the conformance tests: simulated BMCs + node twins, one inventory, a minimal convergence.
+
+The BMCs come from `provision lab up --bmc-only` (manager), the twins from the twins API; their
+SSH settings are added to the lab inventory's host_vars. Convergence is done here MINIMALLY over
+SSH (apt install of the pinned stand-ins at their pinned versions + hold, services enabled,
+`zpool create` of the scratch stripe) instead of the Ansible roles, so these tests do not depend
+on `provision configure`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+from provision.conformance.checks.names import pinned_packages, required_units
+from provision.lab import manager, twins
+from provision.lab.twins.models import TwinInfo, TwinRequest
+from provision.spec import NodeSpec, load_fleet
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTRA_PACKAGES = ("prometheus-node-exporter", "smartmontools", "chrony")
+
+
+def companion_pins(spec: NodeSpec) -> list[str]:
+    """Dependencies pinned alongside (same version as their parent), as the Ansible roles pin them."""
+    sw = spec.software
+    drv, ctk = sw.nvidia_driver.apt_version, sw.container_toolkit.apt_version
+    kmod = "nvidia-kernel-open-dkms" if sw.nvidia_driver.kernel_modules == "open" else "nvidia-kernel-dkms"
+    pins = [f"{kmod}={drv}", f"nvidia-persistenced={drv}", f"nvidia-container-toolkit-base={ctk}",
+            f"libnvidia-container-tools={ctk}", f"libnvidia-container1={ctk}"]
+    if sw.rdma is not None:
+        pins += [f"infiniband-diags={sw.rdma.apt_version}", f"ibverbs-utils={sw.rdma.apt_version}"]
+    return pins
+
+
+def project_spec(profile: str = "ml_prod_v4") -> NodeSpec:
+    fleet = load_fleet(ROOT / "inventory" / "hosts.yml")
+    return next(h.spec for h in fleet.hosts.values() if h.profile == profile)
+
+
+def ssh_argv(info: TwinInfo) -> list[str]:
+    return ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o",
+            f"UserKnownHostsFile={info.known_hosts}", "-i", str(info.key_file), "-o", "IdentitiesOnly=yes",
+            "-p", str(info.port), f"{info.user}@{info.address}"]
+
+
+def ssh(info: TwinInfo, command: str, timeout: float = 300) -> str:
+    proc = subprocess.run([*ssh_argv(info), command], capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"ssh {info.name} {command[:80]!r}: exit {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def converge(info: TwinInfo, spec: NodeSpec) -> None:
+    """The minimal convergence the conformance checks need (the Ansible roles do much more)."""
+    pins = [f"{p.package}={p.apt_version}" for p in pinned_packages(spec)] + companion_pins(spec)
+    names = [p.package for p in pinned_packages(spec)]
+    units = [u.unit for u in required_units(spec) if u.unit != "ssh.service"]
+    z = spec.storage.scratch.zfs
+    script = "\n".join([
+        "set -e",
+        f"echo 'deb [trusted=yes] {info.repo_url} ./' > /etc/apt/sources.list.d/provision-lab.list",
+        "apt-get -qq update",
+        "DEBIAN_FRONTEND=noninteractive apt-get -y -qq --allow-downgrades install "
+        + " ".join(shlex.quote(p) for p in pins + list(EXTRA_PACKAGES)) + " >/dev/null",
+        "apt-mark hold " + " ".join(names) + " >/dev/null",
+        "systemctl enable --now " + " ".join(units),
+        f"zpool list {z.pool} >/dev/null 2>&1 || zpool create -f -o ashift={z.ashift} -O recordsize={z.recordsize} "
+        f"-O compression={z.compression} -O atime={z.atime} -m {z.mountpoint} {z.pool} "
+        "$(python3 -c 'import json; hw=json.load(open(\"/var/lib/provision-lab/hardware.json\")); "
+        "print(\" \".join(\"/dev/disk/by-id/\"+d[\"by_id\"] for d in hw[\"nvme\"] if d[\"role\"]==\"scratch\"))')",
+    ])
+    ssh(info, script)
+
+
+def _add_ssh(inventory: Path, infos: dict[str, TwinInfo]) -> None:
+    for name, info in infos.items():
+        path = inventory.parent / "host_vars" / f"{name}.yml"
+        data = yaml.safe_load(path.read_text()) or {}
+        data.update(ansible_host=info.address, ansible_port=info.port, ansible_user=info.user,
+                    ansible_ssh_private_key_file=str(info.key_file), provision_ssh_known_hosts=str(info.known_hosts))
+        path.write_text("---\n" + yaml.safe_dump(data, sort_keys=False))
+        path.chmod(0o600)
+
+
+@contextmanager
+def verify_lab(base: Path, nodes: int) -> Iterator[tuple[Path, Path, dict[str, TwinInfo]]]:
+    """(inventory, twins lab dir, twins) with BMCs and twins up; everything torn down on exit."""
+    bmc_dir, twin_dir = base / "bmc", base / "twins"
+    spec = project_spec()
+    try:
+        state = manager.up(manager.UpOptions(lab_dir=bmc_dir, nodes=nodes, bmc_only=True,
+                                             source_inventory=ROOT / "inventory" / "hosts.yml"))
+        reqs = [TwinRequest(name=f"node{i:02d}", index=i, profile="ml_prod_v4") for i in range(1, nodes + 1)]
+        infos = {i.name: i for i in twins.up(twin_dir, reqs, lambda _profile: spec)}
+        _add_ssh(state.inventory, infos)
+        yield state.inventory, twin_dir, infos
+    finally:
+        try:
+            twins.down(twin_dir)
+        finally:
+            manager.down(bmc_dir)
