@@ -140,12 +140,14 @@ def main() -> int:
         print("twins_bench: needs root", file=sys.stderr)
         return 2
     rows: dict[str, str] = {}
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="twins-bench-") as tmp:
         work = Path(tmp)
         rows.update(bench_up4(work, cold=not args.skip_cold))
         rows.update(bench_boot(work, args.boot_nodes))
     width = max(len(k) for k in rows)
-    print(f"\nnode twins ({os.cpu_count()} CPUs, personality {args.personality})")
+    load = f"load average {load_before:.1f} at start, {os.getloadavg()[0]:.1f} at end"
+    print(f"\nnode twins ({os.cpu_count()} CPUs, {load}, personality {args.personality})")
     print(f"| {'measure'.ljust(width)} | value |")
     print(f"|{'-' * (width + 2)}|-------|")
     for key, value in rows.items():
