@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -241,16 +242,28 @@ def _tail(path: Path) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def _wait_answering(ca: Path, ready: Ready, timeout: float = 30.0) -> None:
+def _wait_answering(ca: Path, ready: Ready, timeout: float = 60.0) -> None:
+    """Every BMC answers its service root: over plain HTTP where it has it (cheap), and over HTTPS,
+    verified with the lab CA, for the first and last node and every node without plain HTTP."""
     ctx = ssl.create_default_context(cafile=str(ca))
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout + len(ready.nodes) / 20
+    edges = {ready.nodes[0].name, ready.nodes[-1].name}
+    urls = []
     for node in ready.nodes:
-        url = f"https://127.0.0.1:{node.https_port}/redfish/v1" if node.https_port else \
-            f"http://127.0.0.1:{node.http_port}/redfish/v1"
+        if node.http_port:
+            urls.append((node.name, f"http://127.0.0.1:{node.http_port}/redfish/v1"))
+        if node.https_port and (node.name in edges or not node.http_port):
+            urls.append((node.name, f"https://127.0.0.1:{node.https_port}/redfish/v1"))
+
+    def probe(item: tuple[str, str]) -> None:
+        name, url = item
         while not _answers(url, ctx):
             if time.monotonic() > deadline:
-                raise LabError(f"{node.name}: BMC at {url} does not answer")
+                raise LabError(f"{name}: BMC at {url} does not answer")
             time.sleep(0.1)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(probe, urls))
 
 
 def _answers(url: str, ctx: ssl.SSLContext) -> bool:
