@@ -244,3 +244,47 @@ def test_a_boot_runs_the_newest_installed_kernel(twin: Twin) -> None:
     twin.set_packages({"linux-image-6.1.0-27-amd64": "6.1.115-1", "linux-image-6.1.0-28-amd64": "6.1.119-1"})
     twin.out("lab_kernel")
     assert osrelease.read_text() == "6.1.0-28-amd64\n" and osrelease.stat().st_ino == inode
+
+
+def test_burn_in_tools_read_with_the_conformance_readers(twin: Twin) -> None:
+    from provision.conformance.checks.burnin import parse_busbw, parse_fio, parse_ib_write_bw
+
+    twin.set_packages({**CONVERGED, "libnccl2": "2.21.5-1+cuda12.4"})
+    twin.set_units("nvidia-fabricmanager.service")
+    nccl = twin.out("all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8")
+    top = float(nccl.splitlines()[-5].split()[7])  # busbw of the 8 GiB row
+    assert 440 < top < 475 and 0 < parse_busbw(nccl) < top
+    devs = [f"/dev/disk/by-id/{d['by_id']}" for d in twin.drives("scratch")]
+    twin.out("zpool", "create", "-m", "/scratch", "scratch", *devs)
+    fio = ("--directory=/scratch", "--runtime=30", "--group_reporting", "--output-format=json", "--numjobs=8")
+    seq_gbs, _ = parse_fio(twin.out("fio", *fio, "--name=seq", "--rw=read", "--bs=1M"))
+    _, rand_iops = parse_fio(twin.out("fio", *fio, "--name=rand", "--rw=randread", "--bs=4k"))
+    assert seq_gbs >= twin.spec.acceptance.scratch_seq_read_gbs
+    assert rand_iops >= twin.spec.acceptance.scratch_rand_read_iops_4k
+    ib = parse_ib_write_bw(twin.out("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "-D", "5", "localhost"))
+    assert ib >= twin.spec.acceptance.ib_write_bw_gbps
+
+
+def test_burn_in_tools_feel_the_faults(twin: Twin) -> None:
+    from provision.conformance.checks.burnin import parse_busbw, parse_ib_write_bw
+    from provision.lab.twins.personality import apply_fault
+
+    twin.set_packages({**CONVERGED, "libnccl2": "2.21.5-1+cuda12.4"})
+    twin.set_units("nvidia-fabricmanager.service")
+    healthy = parse_busbw(twin.out("all_reduce_perf", "-b", "1G", "-e", "8G", "-g", "8"))
+    apply_fault(twin.state, "nvlink_down", clear=False)
+    assert parse_busbw(twin.out("all_reduce_perf", "-b", "1G", "-e", "8G", "-g", "8")) < healthy
+    apply_fault(twin.state, "gpu_missing", clear=False)
+    done = twin.run("all_reduce_perf", "-g", "8", check=False)
+    assert done.returncode != 0 and "invalid device ordinal" in done.stdout
+    apply_fault(twin.state, "ib_port_slow", clear=False)
+    slow = parse_ib_write_bw(twin.out("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "localhost"))
+    assert slow < twin.spec.acceptance.ib_write_bw_gbps
+    apply_fault(twin.state, "ib_port_down", clear=False)
+    down = twin.run("ib_write_bw", "-d", "mlx5_1", "--report_gbits", "localhost", check=False)
+    assert down.returncode == 1 and "state is Down" in down.stderr
+    devs = [f"/dev/{d['name']}" for d in twin.drives("scratch")]
+    twin.out("zpool", "create", "scratch", *devs)
+    apply_fault(twin.state, "scratch_drive_missing", clear=False)
+    failed = twin.run("fio", "--directory=/scratch", "--name=seq", "--rw=read", "--output-format=json", check=False)
+    assert failed.returncode == 1 and "Input/output error" in failed.stdout

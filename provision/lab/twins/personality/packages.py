@@ -30,6 +30,8 @@ class Service(BaseModel):
     daemon: str  # absolute path of the daemon entry point the package installs
     lab_impl: str = ""  # a lab tool to run instead of `sleep infinity` (e.g. the fabric manager)
     restart_on_failure: bool = False
+    exec_start: str = ""  # run this (a tool the package ships) instead of installing a daemon script
+    enable_on_install: bool = True  # postinst enables and starts it, as Debian's deb-systemd-helper does
 
 
 class StandIn(BaseModel):
@@ -92,6 +94,16 @@ CATALOG: tuple[StandIn, ...] = (
         versions=DRIVER_VERSIONS,
         summary="Fabric Manager for NVSwitch based systems",
         section="non-free/utils",
+        conflicts="nvidia-fabricmanager-560",
+        services=(_FM,),
+        files={"/usr/share/nvidia/nvswitch/fabricmanager.cfg": "# LAB STAND-IN\nFABRIC_MODE=0\n"},
+    ),
+    StandIn(
+        name="nvidia-fabricmanager-560",
+        versions=("560.35.03-1",),
+        summary="Fabric Manager for NVSwitch based systems",
+        section="non-free/utils",
+        conflicts="nvidia-fabricmanager-550",
         services=(_FM,),
         files={"/usr/share/nvidia/nvswitch/fabricmanager.cfg": "# LAB STAND-IN\nFABRIC_MODE=0\n"},
     ),
@@ -147,6 +159,15 @@ CATALOG: tuple[StandIn, ...] = (
         services=(Service(unit="nvidia-dcgm.service", description="NVIDIA DCGM service (LAB STAND-IN)",
                           daemon="/usr/bin/nv-hostengine"),),
     ),
+    StandIn(
+        name="datacenter-gpu-manager-exporter",
+        versions=("3.3.7-3.4.2-1", "3.3.9-3.6.1-1"),
+        summary="NVIDIA DCGM exporter for Prometheus",
+        section="utils",
+        depends="datacenter-gpu-manager",
+        services=(Service(unit="nvidia-dcgm-exporter.service", description="NVIDIA DCGM exporter (LAB STAND-IN)",
+                          daemon="/usr/bin/dcgm-exporter"),),
+    ),
     StandIn(name="rdma-core", versions=RDMA_VERSIONS, summary="RDMA core userspace infrastructure and"
             " documentation", section="net"),
     StandIn(name="ibverbs-utils", versions=RDMA_VERSIONS, summary="Examples for the libibverbs library",
@@ -160,8 +181,17 @@ CATALOG: tuple[StandIn, ...] = (
         section="contrib/admin",
         tools={"/usr/sbin/zpool": "zpool", "/usr/sbin/zfs": "zfs"},
     ),
-    StandIn(name="mdadm", versions=("4.2-5",), summary="Tool to administer Linux MD arrays (software RAID)",
-            section="admin", tools={"/usr/sbin/mdadm": "mdadm"}),
+    StandIn(
+        name="mdadm",
+        versions=("4.2-5",),
+        summary="Tool to administer Linux MD arrays (software RAID)",
+        section="admin",
+        tools={"/usr/sbin/mdadm": "mdadm"},
+        # Debian's mdmonitor.service is static (udev starts it when an array appears): not enabled on install
+        services=(Service(unit="mdmonitor.service", description="MD array monitor (LAB STAND-IN)",
+                          daemon="/usr/sbin/mdadm", exec_start="/usr/sbin/mdadm --monitor --scan",
+                          enable_on_install=False),),
+    ),
     StandIn(
         name="prometheus-node-exporter",
         versions=("1.5.0-1+b6", "1.6.1-1~bpo12+1"),
@@ -188,10 +218,20 @@ CATALOG: tuple[StandIn, ...] = (
                           daemon="/usr/sbin/chronyd"),),
     ),
     StandIn(
+        name="containerd",
+        versions=("1.6.20~ds1-1+b1", "1.6.20~ds1-1+deb12u1"),
+        summary="open and reliable container runtime",
+        section="admin",
+        conflicts="containerd.io",
+        services=(Service(unit="containerd.service", description="containerd container runtime"
+                          " (LAB STAND-IN)", daemon="/usr/bin/containerd"),),
+    ),
+    StandIn(
         name="containerd.io",
         versions=("1.7.22-1", "1.7.24-1"),
         summary="An open and reliable container runtime",
         section="devel",
+        conflicts="containerd",
         services=(Service(unit="containerd.service", description="containerd container runtime"
                           " (LAB STAND-IN)", daemon="/usr/bin/containerd"),),
     ),
@@ -204,6 +244,13 @@ CATALOG: tuple[StandIn, ...] = (
         services=(Service(unit="docker.service", description="Docker Application Container Engine"
                           " (LAB STAND-IN)", daemon="/usr/bin/dockerd"),),
     ),
+    # Burn-in tools (conformance --level burnin): simulated results from the twin's hardware and faults
+    StandIn(name="nccl-tests", versions=("2.13.11-1",), summary="NCCL tests (all_reduce_perf, ...)",
+            section="utils", depends="libnccl2", tools={"/usr/bin/all_reduce_perf": "all_reduce_perf"}),
+    StandIn(name="fio", versions=("3.33-3",), summary="flexible I/O tester", section="utils",
+            tools={"/usr/bin/fio": "fio"}),
+    StandIn(name="perftest", versions=("4.5+0.17-1",), summary="Infiniband verbs performance tests", section="net",
+            tools={"/usr/bin/ib_write_bw": "ib_write_bw"}),
     StandIn(
         name="linux-image-6.1.0-28-amd64",
         versions=("6.1.119-1",),

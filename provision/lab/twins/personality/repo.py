@@ -64,10 +64,11 @@ def _control(pkg: StandIn, version: str, arch: str) -> str:
 def _unit(svc: Service) -> str:
     restart = "Restart=on-failure\nRestartSec=3\n" if svc.restart_on_failure else ""
     limit = "StartLimitIntervalSec=0\n" if svc.restart_on_failure else ""
+    install = "[Install]\nWantedBy=multi-user.target\n" if svc.enable_on_install else ""
     return (
         f"# LAB STAND-IN unit shipped by a provision lab package\n[Unit]\nDescription={svc.description}\n"
-        f"After=network.target\n{limit}\n[Service]\nType=simple\nExecStart={svc.daemon}\n{restart}\n"
-        "[Install]\nWantedBy=multi-user.target\n"
+        f"After=network.target\n{limit}\n[Service]\nType=simple\nExecStart={svc.exec_start or svc.daemon}\n"
+        f"{restart}\n{install}"
     )
 
 
@@ -106,9 +107,11 @@ def stage_package(pkg: StandIn, version: str, arch: str, root: Path) -> None:
         _write(root, path, f'#!/bin/sh\n{_HEADER}\nexec /usr/bin/python3 {LAB_TOOLS_DIR}/{impl}.py "$@"\n', 0o755)
     for svc in pkg.services:
         _write(root, f"/lib/systemd/system/{svc.unit}", _unit(svc))
-        _write(root, svc.daemon, _daemon(svc), 0o755)
-    if pkg.services:
-        for name, text in _maintainer_scripts([s.unit for s in pkg.services]).items():
+        if not svc.exec_start:
+            _write(root, svc.daemon, _daemon(svc), 0o755)
+    enabled = [s.unit for s in pkg.services if s.enable_on_install]
+    if enabled:
+        for name, text in _maintainer_scripts(enabled).items():
             _write(root, f"DEBIAN/{name}", text, 0o755)
     for path, text in pkg.files.items():
         _write(root, path.replace("{upstream}", up), text.replace("{upstream}", up).replace("{version}", version))

@@ -76,6 +76,9 @@ def _preinstall(root: Path) -> None:
         for name, version in FACTORY_PACKAGES:
             stage = Path(tmp) / name
             stage_package(catalog[name], version, arch, stage)
+            scripts = [p.name for p in (stage / "DEBIAN").iterdir() if p.name != "control"]
+            if scripts:  # they would run on the host (--force-script-chrootless): refuse
+                raise LabError(f"factory package {name} has maintainer scripts {scripts}; not preinstallable")
             deb = Path(tmp) / f"{name}.deb"
             _dpkg(["dpkg-deb", "--root-owner-group", "-Zgzip", "-b", str(stage), str(deb)])
             debs.append(str(deb))

@@ -32,7 +32,8 @@ def log(message: str) -> None:
 
 
 def problem() -> str | None:
-    own = labstate.installed_version("nvidia-fabricmanager-550")
+    own = next((v for v in map(labstate.installed_version, ("nvidia-fabricmanager-550",
+                                                             "nvidia-fabricmanager-560")) if v), None)
     driver = labstate.driver_version()
     if labstate.fault("fabric_manager_failed") is not None:
         return "LAB FAULT fabric_manager_failed: NVSwitch training failed, aborting fabric manager"

@@ -111,9 +111,8 @@ def fabric_manager_ok(driver: str) -> bool:
     """Fabric registration completes only with the fabric manager active at the driver's version."""
     if fault("fabric_manager_failed") is not None:
         return False
-    fm = next((v for v in (installed_version(p) for p in ("nvidia-fabricmanager-550",
-                                                          f"nvidia-fabricmanager-{driver.split('.')[0]}")) if v),
-              None)
+    names = ("nvidia-fabricmanager-550", "nvidia-fabricmanager-560", f"nvidia-fabricmanager-{driver.split('.')[0]}")
+    fm = next((v for v in map(installed_version, names) if v), None)
     if fm is None or upstream(fm) != driver:
         return False
     return service_active("nvidia-fabricmanager.service")

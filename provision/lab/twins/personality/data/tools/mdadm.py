@@ -126,6 +126,9 @@ def main(args: list[str]) -> int:
         sys.stdout.write(f"{raid['device']}: {raid['blocks'] / 1048576:.2f}GiB {raid['level']} "
                          f"{len(raid['members'])} devices, 0 spares. Use mdadm --detail for more detail.\n")
         return 0
+    if flags & {"--monitor", "-F"} and not flags & {"-1", "--oneshot", "-t", "--test"}:
+        while True:  # mdmonitor.service: watch the (simulated) arrays until stopped
+            time.sleep(3600)
     if flags & {"--assemble", "-A", "--monitor", "-F"}:
         return 0  # LAB STAND-IN: the boot mirror is always assembled; nothing to do
     return labstate.die("mdadm: LAB STAND-IN supports --detail, --examine, --query, --scan and a no-op --assemble", 1)
