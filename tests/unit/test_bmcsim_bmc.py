@@ -317,3 +317,28 @@ def test_each_node_has_its_own_identity(tmp_path: Path) -> None:
     b = Bmc(node, cfg, get_seed(node.tree, False, cfg.parts), SimClock(1))
     sa, sb = body(call(a, "GET", SYS)), body(call(b, "GET", SYS))
     assert sa["UUID"] != sb["UUID"] and sa["SerialNumber"] != sb["SerialNumber"]
+
+
+def test_expand_collections_as_advertised(tmp_path: Path) -> None:
+    bmc = make_bmc(tmp_path)
+    plain = body(call(bmc, "GET", f"{SYS}/Memory"))
+    assert set(plain["Members"][0]) == {"@odata.id"}
+    reply = bmc.handle(Request("GET", f"{SYS}/Memory", BASIC, b"", "$expand=.($levels=1)"))
+    members = body(reply)["Members"]
+    assert len(members) == 32 and members[0]["CapacityMiB"] == 65536
+    two = body(bmc.handle(Request("GET", "/redfish/v1/Systems", BASIC, b"", "$expand=*($levels=2)")))
+    assert two["Members"][0]["Processors"]["Members@odata.count"] == 2, "level 2: the system's collections"
+    assert set(two["Members"][0]["Processors"]["Members"][0]) == {"@odata.id"}, "level 3 not expanded"
+    links = body(bmc.handle(Request("GET", SYS, BASIC, b"", "$expand=.")))
+    assert set(links["Links"]["Chassis"][0]) == {"@odata.id"}, "'.' leaves Links alone"
+    assert "Members" in links["Processors"]
+
+
+@pytest.mark.parametrize(("query", "want"), [("$expand=*", ("*", 1)), ("$expand=.($levels=5)", (".", 2)),
+                                             ("$expand=~($levels=2)", ("~", 2)), ("$expand=bogus", None),
+                                             ("$select=Id", None)])
+def test_expand_query_parsing(query: str, want: object) -> None:
+    from provision.lab.bmcsim.expand import parse
+
+    assert parse(query, max_levels=2) == want
+    assert parse(query, max_levels=0) is None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import HTTP
 
-from provision.lab.bmcsim import events, vmedia
+from provision.lab.bmcsim import events, expand, vmedia
 from provision.lab.bmcsim.auth import Sessions
 from provision.lab.bmcsim.bios import Bios
 from provision.lab.bmcsim.clock import SimClock
@@ -35,6 +35,7 @@ class Request:
     path: str
     headers: Mapping[str, str]
     body: bytes = b""
+    query: str = ""
 
 
 class Bmc:
@@ -134,12 +135,20 @@ class Bmc:
         events.record(self.name, "login", session=uri.rsplit("/", 1)[1])
         return Reply(201, self.res.get(uri), {"X-Auth-Token": token, "Location": uri})
 
-    def _get(self, path: str, _req: Request | None) -> Reply:
+    def _get(self, path: str, req: Request | None) -> Reply:
         hit = self.res.encoded(path)
         if hit is None:
             return error(404, "ResourceMissingAtURI", path)
         raw, etag = hit
+        wanted = expand.parse(req.query, self._max_expand()) if req and req.query else None
+        if wanted is not None:
+            return Reply(200, expand.expand(self.res.get(path) or {}, *wanted, fetch=self.res.get))
         return Reply(200, raw=raw, headers={"ETag": etag})
+
+    def _max_expand(self) -> int:
+        root = self.res.get(ROOT) or {}
+        eq = (root.get("ProtocolFeaturesSupported") or {}).get("ExpandQuery") or {}
+        return int(eq.get("MaxLevels") or 1) if eq else 0
 
     def _patch(self, path: str, req: Request) -> Reply:
         if not self.res.exists(path):

@@ -41,7 +41,7 @@ class Dispatcher:
         if early is not None:
             return early
         body = await request.read()
-        reply = bmc.handle(Request(request.method, request.path, request.headers, body))
+        reply = bmc.handle(Request(request.method, request.path, request.headers, body, request.query_string))
         return to_response(reply, head=request.method == "HEAD")
 
     # --- control endpoint (loopback, bearer token) -----------------------------------------
