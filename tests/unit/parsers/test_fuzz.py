@@ -34,7 +34,7 @@ SAMPLES: dict[str, tuple[Parser, str]] = {
     "topo": (p.parse_topo_matrix, text("nvidia-smi/handwritten/topo-m.8gpu-4nic.txt")),
     "ibstat": (p.parse_ibstat, text("infiniband/gpud/ibstat.47.0.h100.some.down.0.txt")),
     "ibstatus": (p.parse_ibstatus, text("infiniband/gpud/ibstatus.39.0.a100.all.active.0.txt")),
-    "ibv_devinfo": (p.parse_ibv_devinfo, text("infiniband/handwritten/ibv_devinfo.2hca.txt")),
+    "ibv_devinfo": (p.parse_ibv_devinfo, text("infiniband/qemu-vm/ibv_devinfo-v.rxe.txt")),
     "zpool-status": (p.parse_zpool_status, text("zfs/handwritten/zpool-status.degraded.txt")),
     "zpool-list": (p.parse_zpool_list, "tank\t1000\t10\t990\t-\t-\t1\t1\t1.00x\tONLINE\t-\n"),
     "zfs-list": (p.parse_zfs_list, "tank\t10\t990\t10\t/tank\ntank/a\t5\t990\t5\t/tank/a\n"),

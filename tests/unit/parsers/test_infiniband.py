@@ -10,6 +10,7 @@ from provision.errors import ParseError
 from ._fixtures import text
 
 IB = "infiniband/gpud/"
+RXE = "infiniband/qemu-vm/"
 
 
 def _ports(relpath: str) -> list[tuple[str, str, str, float, str]]:
@@ -78,6 +79,35 @@ def test_ibstatus_a100() -> None:
     assert (first.rate_gbps, first.rate_detail, first.link_layer) == (200.0, "4X HDR", "InfiniBand")
     assert (first.base_lid, first.sm_lid) == (0x33BF, 1)
     assert first.default_gid == "fe80:0000:0000:0000:0015:5dff:fd34:11eb"
+
+
+def test_ibv_devinfo_real_soft_roce() -> None:
+    (dev,) = parse_ibv_devinfo(text(RXE + "ibv_devinfo.rxe.txt"))
+    assert (dev.hca_id, dev.transport, dev.fw_ver) == ("rxe0", "InfiniBand (0)", "0.0.0")
+    assert (dev.node_guid, dev.vendor_id, dev.vendor_part_id, dev.board_id) == (
+        "5054:00ff:fe12:3456",
+        0xFFFFFF,
+        0,
+        None,
+    )
+    (port,) = dev.ports
+    assert (port.port, port.state, port.state_code, port.link_layer) == (1, "PORT_ACTIVE", 4, "Ethernet")
+    assert (port.max_mtu, port.active_mtu, port.port_lmc) == (4096, 1024, 0)
+    assert parse_ibv_devinfo(text(RXE + "ibv_devinfo-v.rxe.txt")) == (dev,)  # -v adds keys and flag lines
+    (down,) = parse_ibv_devinfo(text(RXE + "ibv_devinfo.rxe.link-down.txt"))
+    assert (down.ports[0].state, down.ports[0].state_code) == ("PORT_DOWN", 1)
+
+
+def test_ibstat_and_ibstatus_real_soft_roce() -> None:
+    (ca,) = parse_ibstat(text(RXE + "ibstat.rxe.txt")).cas
+    assert (ca.name, ca.ca_type, ca.firmware_version) == ("rxe0", "", "")  # a soft device has neither
+    port = ca.ports[0]
+    assert (port.state, port.physical_state, port.rate_gbps, port.link_layer) == ("Active", "LinkUp", 2.5, "Ethernet")
+    down = parse_ibstat(text(RXE + "ibstat.rxe.link-down.txt")).cas[0].ports[0]
+    assert (down.state, down.physical_state) == ("Down", "Disabled")
+    (status,) = parse_ibstatus(text(RXE + "ibstatus.rxe.txt"))
+    assert (status.device, status.state, status.rate_gbps, status.rate_detail) == ("rxe0", "ACTIVE", 2.5, "1X SDR")
+    assert status.default_gid == "fe80:0000:0000:0000:5054:00ff:fe12:3456"
 
 
 def test_ibv_devinfo_handwritten() -> None:
