@@ -124,7 +124,7 @@ class Connector:
         self.root: Json = {}
         redact.install()
         redact.register_secret(opts.password.get_secret_value())
-        if not opts.verify_tls:
+        if not opts.verify_tls and opts.address.startswith("https"):
             msg = f"{opts.where}: TLS certificate verification is OFF (--insecure)"
             LOG.warning(msg)
             warnings.warn(msg, stacklevel=2)

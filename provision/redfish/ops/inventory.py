@@ -72,7 +72,7 @@ def observe(conn: Connector) -> NodeInventory:
     start = conn.stats.requests
     top = conn.parallel({
         "systems": lambda: conn.members(f"{ROOT}/Systems"),
-        "chassis": lambda: conn.members(f"{ROOT}/Chassis"),
+        "chassis": lambda: conn.members(f"{ROOT}/Chassis", levels=2),
         "firmware": lambda: conn.members(_firmware_uri(conn)),
     })
     systems: list[Json] = top["systems"]
@@ -135,9 +135,11 @@ def _assemble(conn: Connector, system: Json, chassis: list[Json], firmware: list
 
 
 def _drives(conn: Connector, storage: list[Json], chassis_drives: list[Json]) -> list[Drive]:
+    known = {str(d.get("@odata.id", "")).rstrip("/"): d for d in chassis_drives}
     links: list[Any] = []
     for s in storage:
-        links += s.get("Drives") or []
+        links += [known.get(str(x.get("@odata.id", "")).rstrip("/"), x) for x in s.get("Drives") or []
+                  if isinstance(x, dict)]
     full = conn.resolve(links) + chassis_drives
     uniq = {str(d.get("@odata.id", "")).rstrip("/"): d for d in full}
     return [Drive.parse(d) for d in uniq.values() if Drive.parse(d).present]
