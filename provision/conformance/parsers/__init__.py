@@ -37,13 +37,12 @@ parse_dcgmi_diag               dcgmi diag -r N                      -> DcgmDiag
 parse_systemctl_show           systemctl show UNIT -p ActiveState,SubState,...  -> UnitState
 parse_fabricmanager_log        cat /var/log/fabricmanager.log       -> FmLog
 
-Formats written from documentation because no real capture was available:
-dcgmi diag, zpool status, zfs get, topo -m with
-NICs and 8 GPUs (the captures hold a single GPU). Everything else is tested on real captures
-(tests/fixtures/, see PROVENANCE.md there); mdadm --detail and /proc/mdstat also on captures of
-a real md RAID1 taken in a qemu VM (tests/fixtures/mdraid/qemu-vm/capture.sh), and nvme-cli,
-smartctl and lsblk on qemu-emulated NVMe controllers (tests/fixtures/nvme/qemu-vm/capture.sh),
-and ibv_devinfo/ibstat/ibstatus on a Soft-RoCE device (tests/fixtures/infiniband/qemu-vm/).
+Written from documented formats because no real capture was available: dcgmi diag,
+zpool status, zfs get, systemctl show, and topo -m with 8 GPUs and NICs (the real captures hold
+a single GPU). Everything else is tested on real captures (tests/fixtures/, PROVENANCE.md):
+third-party captures, plus our own from qemu VMs: a real md RAID1 (mdadm --detail, /proc/mdstat),
+emulated NVMe controllers (nvme-cli 2.3, smartctl, lsblk) and a Soft-RoCE device (ibv_devinfo,
+ibstat, ibstatus); the capture scripts sit next to them.
 """
 
 from provision.conformance.parsers.cpu import CpuInfo, CpuInfoEntry, LscpuInfo, parse_cpuinfo, parse_lscpu
