@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from provision.cli import main as cli_main
+from provision.errors import RedfishError
 from provision.lab import manager
 from provision.lab.bmcsim.images import build_image
 from provision.redfish.errors import RedfishOperationFailed, RedfishTimeout, RedfishUnavailable
@@ -271,3 +272,49 @@ def test_errors_are_one_line_without_secrets(lab: Lab, capsys: pytest.CaptureFix
         lab.fault("node01", "drop", clear=True)
     captured = capsys.readouterr()
     assert code == 1 and "node01" in captured.err and password not in captured.err + captured.out
+
+
+# ---- power, boot override, virtual media, SEL ----------------------------------------------------
+def test_power_off_on_cycle_wait_for_state(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    inv = str(lab.inventory)
+    assert cli_main(["power", "node02", "off", "-i", inv, "--plan"]) == 0
+    assert "would send" in capsys.readouterr().out
+    assert cli_main(["power", "node02", "off", "-i", inv]) == 0
+    assert "now Off" in capsys.readouterr().out
+    assert cli_main(["power", "node02", "off", "-i", inv]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert cli_main(["power", "node02", "on", "-i", inv]) == 0
+    assert "now On" in capsys.readouterr().out
+    assert cli_main(["power", "node02", "cycle", "-i", inv]) == 0
+    assert "now On" in capsys.readouterr().out
+
+
+def test_boot_once_and_virtual_media(lab: Lab, tmp_path: Path) -> None:
+    from provision.redfish.image_server import ImageServer
+    from provision.redfish.ops import power
+
+    _, node = _node(lab, "node02")
+    power.boot_once(node, "Pxe")
+    boot = node.conn.get(node.system.uri)["Boot"]
+    assert (boot["BootSourceOverrideEnabled"], boot["BootSourceOverrideTarget"]) == ("Once", "Pxe")
+    iso = tmp_path / "installer.iso"
+    iso.write_bytes(b"\0" * 1024)
+    try:
+        with ImageServer() as srv:
+            uri = power.virtual_media(node, srv.url_for(iso))
+    except RedfishError as exc:  # a tree with no CD/DVD media at all must say so clearly
+        assert "no CD/DVD virtual media" in str(exc)
+        return
+    media = node.conn.get(uri)
+    assert media["Inserted"] is True and media["Image"].endswith("installer.iso")
+    power.virtual_media(node, None)
+    assert node.conn.get(uri)["Inserted"] is False
+
+
+def test_sel_read_and_clear(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    _, node = _node(lab, "node02")
+    assert sel_ops.read(node), "the lab SEL records power and BIOS events"
+    assert cli_main(["sel", "node02", "-i", str(lab.inventory), "--clear", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cleared"] is True and out["entries"]
+    assert len(sel_ops.read(node)) <= 1  # some BMCs log the clearing itself
