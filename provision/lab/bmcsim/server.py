@@ -10,6 +10,7 @@ import signal
 import socket
 import ssl
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from aiohttp import web
@@ -62,8 +63,11 @@ def _twins_hook(cfg: SimConfig) -> Callable[[str, bool], None] | None:
         except Exception as exc:  # the twin failing must not take the BMC down
             events.record(node, "twin.power_failed", on=on, error=f"{exc.__class__.__name__}: {exc}")
 
+    lanes: dict[str, ThreadPoolExecutor] = {}  # one worker per node: its power events apply in order
+
     def hook(node: str, on: bool) -> None:
-        asyncio.get_running_loop().run_in_executor(None, call, node, on)
+        lane = lanes.setdefault(node, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"twin-{node}"))
+        asyncio.get_running_loop().run_in_executor(lane, call, node, on)
 
     return hook
 
