@@ -182,6 +182,7 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
         dimms=spec.memory.dimm_count, dimm_mib=spec.memory.dimm_size_gb * 1024, dimm_type=spec.memory.type,
         gpus=spec.gpu.count, gpu_model=spec.gpu.model, boot_drives=spec.storage.boot.count,
         scratch_drives=spec.storage.scratch.count, psus=spec.power.psu_count,
+        psu_watts=spec.power.psu_watts,
     )
     base = inv if inv.is_dir() else inv.parent
     return parts, base / "group_vars"

@@ -342,3 +342,18 @@ def test_expand_query_parsing(query: str, want: object) -> None:
 
     assert parse(query, max_levels=2) == want
     assert parse(query, max_levels=0) is None
+
+
+def test_power_draw_follows_the_host_and_psus_match_the_spec(tmp_path: Path) -> None:
+    async def go() -> None:
+        bmc = make_bmc(tmp_path)
+        power = "/redfish/v1/Chassis/1/Power"
+        on = body(call(bmc, "GET", power))
+        psus = on["PowerSupplies"]
+        assert [p["Status"]["State"] for p in psus[:3]] == ["Enabled", "Enabled", "Absent"]
+        assert sum(p["Status"]["State"] != "Absent" for p in psus) == 2 and psus[0]["PowerCapacityWatts"] == 3200
+        call(bmc, "POST", f"{SYS}/Actions/ComputerSystem.Reset", {"ResetType": "ForceOff"})
+        await until(lambda: body(call(bmc, "GET", SYS))["PowerState"] == "Off")
+        off = body(call(bmc, "GET", power))["PowerControl"][0]["PowerConsumedWatts"]
+        assert off < on["PowerControl"][0]["PowerConsumedWatts"] / 10
+    run(go)

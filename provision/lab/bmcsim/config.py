@@ -26,6 +26,7 @@ class Parts(BaseModel):
     boot_drives: int = 2
     scratch_drives: int = 8
     psus: int = 2
+    psu_watts: int = 3200
 
 
 class Timings(BaseModel):

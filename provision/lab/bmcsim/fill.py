@@ -25,7 +25,7 @@ def complete(res: dict[str, Json], parts: Parts) -> list[str]:
         added += _cpus(res, system, parts)
     added += _gpus(res, parts)
     added += _drives(res, parts.boot_drives + parts.scratch_drives)
-    added += _psus(res, parts.psus)
+    added += _psus(res, parts)
     return added
 
 
@@ -221,7 +221,9 @@ def _drives(res: dict[str, Json], want: int) -> list[str]:
     return added
 
 
-def _psus(res: dict[str, Json], want: int) -> list[str]:
+def _psus(res: dict[str, Json], parts: Parts) -> list[str]:
+    """The spec's PSUs populated; bays beyond them shown empty (State Absent), as a real chassis does."""
+    want = parts.psus
     for uri, obj in res.items():
         supplies = obj.get("PowerSupplies")
         if str(obj.get("@odata.type", "")).startswith("#Power.") and isinstance(supplies, list) and supplies:
@@ -230,9 +232,25 @@ def _psus(res: dict[str, Json], want: int) -> list[str]:
                 new["MemberId"] = str(len(supplies))
                 new["@odata.id"] = f"{uri}#/PowerSupplies/{len(supplies)}"
                 supplies.append(new)
+            for i, psu in enumerate(supplies):
+                _populate(psu, i < want, parts.psu_watts)
     added: list[str] = []
     for uri, obj in list(res.items()):
         if str(obj.get("@odata.type", "")).startswith("#PowerSupplyCollection."):
             have = [m for m in _members(res, uri) if m in res]
             added += _top_up(res, uri, have, want)
+            for i, member in enumerate(_members(res, uri)):
+                if member in res:
+                    _populate(res[member], i < want, parts.psu_watts)
     return added
+
+
+def _populate(psu: Json, present: bool, watts: int) -> None:
+    if present:
+        psu["Status"] = {"State": "Enabled", "Health": "OK"}
+        psu["PowerCapacityWatts"] = watts
+        return
+    psu["Status"] = {"State": "Absent"}
+    for key in ("PowerInputWatts", "PowerOutputWatts", "LastPowerOutputWatts", "LineInputVoltage"):
+        if key in psu:
+            psu[key] = None

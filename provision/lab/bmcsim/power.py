@@ -34,6 +34,25 @@ class Power:
         self._on_boot = on_boot
         self._on_power = on_power
         self._pending: list[asyncio.TimerHandle] = []
+        self._meters = self._power_meters()
+
+    def _power_meters(self) -> dict[str, float]:
+        """Chassis Power resources of this system and the draw each shows with the host on."""
+        out: dict[str, float] = {}
+        links = ((self._res.get(self.system) or {}).get("Links") or {}).get("Chassis") or []
+        for link in links:
+            chassis = self._res.get(str(link.get("@odata.id", "")).rstrip("/")) or {}
+            uri = str((chassis.get("Power") or {}).get("@odata.id", "")).rstrip("/")
+            control = ((self._res.get(uri) or {}).get("PowerControl") or [{}])[0]
+            if isinstance(control.get("PowerConsumedWatts"), int | float):
+                out[uri] = float(control["PowerConsumedWatts"])
+        return out
+
+    def _readings(self, state: str) -> None:
+        """Power draw follows the host: full when On, standby when Off, half while in transition."""
+        share = {"On": 1.0, "Off": 0.03}.get(state, 0.5)
+        for uri, watts in self._meters.items():
+            self._res.mutable(uri)["PowerControl"][0]["PowerConsumedWatts"] = round(watts * share)
 
     @property
     def state(self) -> str:
@@ -41,6 +60,7 @@ class Power:
 
     def _set(self, state: str) -> None:
         self._res.mutable(self.system)["PowerState"] = state
+        self._readings(state)
         events.record(self._node, "power", state=state)
 
     def allowed(self, action: Json) -> tuple[str, ...]:
