@@ -1,0 +1,95 @@
+"""The lab twins' stand-in tools print what these parsers read, converged and under each fault.
+
+This pins the contract between the node twins (which imitate the tools) and the conformance
+checks (which parse them): a format drift on either side fails here. The tools run as
+subprocesses against a temp twin state, as in tests/unit/test_personality_tools.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_personality_helpers import Twin  # tests/unit is on sys.path (pytest rootdir-relative import)
+
+from provision.conformance import parsers as p
+from provision.lab.twins.personality import FAULT_KINDS, apply_fault
+
+COMMANDS: list[tuple[str, tuple[str, ...], Callable[[str], Any]]] = [
+    ("nvidia_smi", ("-q",), p.parse_nvidia_smi_query),
+    ("nvidia_smi", ("-q", "-x"), p.parse_nvidia_smi_xml),
+    ("nvidia_smi", ("-L",), p.parse_nvidia_smi_list),
+    ("nvidia_smi", (), p.parse_nvidia_smi_table),
+    ("nvidia_smi", ("nvlink", "-s"), p.parse_nvlink_status),
+    ("nvidia_smi", ("topo", "-m"), p.parse_topo_matrix),
+    ("nvidia_smi", ("--query-gpu=index,name,memory.total,power.limit,fabric.state", "--format=csv"),
+     p.parse_query_gpu_csv),
+    ("dcgmi", ("diag", "-r", "2"), p.parse_dcgmi_diag),
+    ("ibstat", (), p.parse_ibstat),
+    ("ibv_devinfo", (), p.parse_ibv_devinfo),
+    ("mdadm", ("--detail", "/dev/md0"), p.parse_mdadm_detail),
+    ("nvme", ("list", "-o", "json"), p.parse_nvme_list),
+    ("nvme", ("smart-log", "/dev/nvme2", "-o", "json"), p.parse_nvme_smart_log),
+    ("smartctl", ("-a", "-j", "/dev/nvme2"), p.parse_smartctl_nvme),
+    ("lscpu", (), p.parse_lscpu),
+    ("dmidecode", (), p.parse_dmidecode),
+]  # fmt: skip
+
+
+@pytest.fixture
+def twin(tmp_path: Path) -> Twin:
+    node = Twin(tmp_path)
+    node.converge()
+    return node
+
+
+def _proc(twin: Twin, name: str) -> str:
+    return (twin.state / "proc" / name).read_text(encoding="utf-8")
+
+
+def test_every_tool_of_a_converged_twin_parses(twin: Twin) -> None:
+    for tool, args, parser in COMMANDS:
+        parser(twin.out(tool, *args))
+    assert len(p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus) == 8
+    assert not p.parse_mdstat(_proc(twin, "mdstat")).arrays[0].degraded
+    assert p.parse_meminfo(_proc(twin, "meminfo")).mem_total_kib > 0
+    assert p.parse_cpuinfo(_proc(twin, "cpuinfo")).processors
+
+
+def _visible(twin: Twin, kind: str) -> bool:
+    """Whether the fault shows through the parsed output the conformance checks read."""
+    if kind == "gpu_missing":
+        return len(p.parse_nvidia_smi_list(twin.out("nvidia_smi", "-L"))) == 7
+    if kind == "nvlink_down":
+        gpus = p.parse_nvlink_status(twin.out("nvidia_smi", "nvlink", "-s"))
+        return any(not link.active for g in gpus for link in g.links)
+    if kind in ("fabric_manager_failed", "package_wrong_version"):
+        gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
+        return not all(g.fabric is not None and g.fabric.completed for g in gpus)
+    if kind == "ib_port_down":
+        ports = [port for ca in p.parse_ibstat(twin.out("ibstat")).cas for port in ca.ports]
+        return any(port.state == "Down" for port in ports)
+    if kind == "ib_port_slow":
+        ports = [port for ca in p.parse_ibstat(twin.out("ibstat")).cas for port in ca.ports]
+        return any(port.link_layer == "InfiniBand" and port.rate_gbps == 200.0 for port in ports)
+    if kind == "boot_mirror_degraded":
+        detail = p.parse_mdadm_detail(twin.out("mdadm", "--detail", "/dev/md0"))
+        return detail.degraded and p.parse_mdstat(_proc(twin, "mdstat")).arrays[0].degraded
+    if kind == "scratch_drive_missing":
+        drives = len(twin.drives("boot")) + len(twin.drives("scratch"))
+        return len(p.parse_nvme_list(twin.out("nvme", "list", "-o", "json"))) == drives - 1
+    if kind == "nvme_wearing_out":
+        logs = [
+            p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/nvme{i}", "-o", "json")) for i in range(2, 10)
+        ]
+        return any(log.percentage_used == 95 and log.media_errors == 12 for log in logs)
+    raise AssertionError(f"no visibility check for fault {kind!r}: add one")
+
+
+@pytest.mark.parametrize("kind", sorted(FAULT_KINDS))
+def test_each_fault_parses_and_shows(twin: Twin, kind: str) -> None:
+    assert not _visible(twin, kind)  # the converged twin does not show it...
+    apply_fault(twin.state, kind, clear=False)
+    assert _visible(twin, kind)  # ...the faulted one does, in output the parsers accept
