@@ -81,6 +81,11 @@ def test_each_twin_answers_ssh_as_itself(lab):
         assert ssh(info, "hostname").strip() == name
         assert ssh(info, "ip -4 -o addr show eth0").split()[3] == f"{info.address}/24"
         assert info.key_file.stat().st_mode & 0o077 == 0
+        assert "nameserver" not in ssh(info, "cat /etc/resolv.conf")
+    state = json.loads((lab[0] / "twins" / "state.json").read_text())
+    for twin in state["twins"]:
+        host_if = f"plv{twin['slot']}"
+        assert Path(f"/proc/sys/net/ipv4/conf/{host_if}/forwarding").read_text().strip() == "0"
 
 
 def test_wrong_host_key_is_refused(lab, tmp_path):

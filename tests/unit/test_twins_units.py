@@ -104,6 +104,7 @@ def test_nspawn_boots_the_overlay_in_the_twin_netns(tmp_path):
     assert "--hostname=node03" in argv and "--machine=pl-node07" in argv
     assert f"--bind={tmp_path / 'node03' / 'state'}:/var/lib/provision-lab" in argv
     assert not any(a.startswith("--volatile") for a in argv)  # state must survive reboots
+    assert "--resolv-conf=off" in argv  # the host's name server stays out of the twin
 
 
 def test_proc_binds_unit_maps_state_files_inside(tmp_path):
@@ -135,6 +136,7 @@ def test_identity_keeps_an_existing_machine_id(tmp_path):
     twinroot.write_identity(tmp_path, "node09")
     assert (tmp_path / "etc/machine-id").read_text() == first
     assert (tmp_path / "etc/hostname").read_text() == "node09\n"
+    assert "nameserver" not in (tmp_path / "etc/resolv.conf").read_text()
 
 
 def test_known_hosts_has_one_line_per_address(tmp_path):

@@ -1,7 +1,7 @@
 """One network namespace and veth pair per twin: host side plvN 10.203.N.1/24, twin eth0 10.203.N.2/24.
 
 Slots N are allocated under a host-wide lock so that several labs can run side by side; a twin's
-slot is its index when free. The host does not forward: twins reach only their host-side address.
+slot is its index when free. Packets from a twin are never forwarded: twins reach the host only.
 """
 
 from __future__ import annotations
@@ -69,7 +69,13 @@ def create(slot: int) -> None:
     run(["ip", "-n", ns, "link", "set", "eth0", "up"])
     run(["ip", "-n", ns, "route", "add", "default", "via", f"10.203.{slot}.1"])
     run(["ip", "addr", "add", f"10.203.{slot}.1/24", "dev", hif])
+    no_forwarding(hif)
     run(["ip", "link", "set", hif, "up"])
+
+
+def no_forwarding(ifname: str) -> None:
+    """Never route what a twin sends beyond the host, even where the host forwards between its NICs."""
+    Path(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding").write_text("0\n")
 
 
 def delete(slot: int) -> None:

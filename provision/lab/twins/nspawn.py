@@ -30,7 +30,7 @@ def nspawn_argv(twin: TwinRecord) -> list[str]:
         f"--directory={root_dir(twin)}",
         f"--machine={twin.netns}",
         f"--hostname={twin.name}",
-        "--register=no", "--keep-unit", "--link-journal=no", "--console=read-only",
+        "--register=no", "--keep-unit", "--link-journal=no", "--console=read-only", "--resolv-conf=off",
         f"--network-namespace-path=/run/netns/{twin.netns}",
         f"--bind={state_dir(twin)}:{STATE_MOUNT}",
     ]  # fmt: skip

@@ -48,6 +48,9 @@ def write_identity(root: Path, hostname: str) -> None:
     (root / "etc/hosts").write_text(
         f"127.0.0.1\tlocalhost\n127.0.1.1\t{hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
     )
+    resolv = root / "etc/resolv.conf"
+    resolv.unlink(missing_ok=True)  # no name server: twins reach nothing but the lab (fail fast, locally)
+    resolv.write_text("# provision lab: no DNS inside the lab; hosts are addressed by IP\n")
     machine_id = root / "etc/machine-id"
     existing = machine_id.read_text().strip() if machine_id.exists() else ""
     if not existing:
