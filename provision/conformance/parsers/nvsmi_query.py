@@ -1,8 +1,9 @@
 """`nvidia-smi -q` (text) -> GpuQueryReport.
 
 The report is an indentation tree of `Key : Value` lines and bare section headers. We build
-the tree, then read the fields we check. Truncation is caught two ways: every GPU must carry
-its required fields, and the number of GPU blocks must match `Attached GPUs`.
+the tree, then read the fields we check. Truncation is caught three ways: every GPU must carry
+its required fields and end with its `Processes` entry, and the number of GPU blocks must
+match `Attached GPUs`.
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ def _gpu(node: _Node) -> GpuInfo:
     bus_id = node.key[4:].strip()
     if not _BUS_ID.match(bus_id):
         fail(TOOL, f"GPU header {node.key!r} has no PCI bus id")
+    if node.find("Processes") is None:  # every driver ends a GPU block with it
+        fail(TOOL, f"GPU {bus_id}: block does not end with 'Processes' (truncated output?)")
     uuid = _required(node, bus_id, "GPU UUID")
     if not uuid.startswith("GPU-"):
         fail(TOOL, f"GPU {bus_id}: UUID {uuid!r} does not start with 'GPU-'")

@@ -105,8 +105,12 @@ def parse_nvidia_smi_table(text: str) -> SmiTable:
     if versions is None:
         fail(TOOL, "no 'NVIDIA-SMI ... Driver Version ... CUDA Version' banner")
     section, header = _gpu_section(lines)
-    if not any(line.startswith("| Processes:") for line in lines[header:]):
+    processes = next((i for i in range(header, len(lines)) if lines[i].startswith("| Processes:")), None)
+    if processes is None:
         fail(TOOL, "no 'Processes:' section after the GPU table (truncated output?)")
+    tail = [line for line in lines[processes:] if line]
+    if not (tail[-1].startswith("+") and tail[-1].endswith("+")):
+        fail(TOOL, "the Processes table is not closed by a border line (truncated output?)")
     starts = [i for i, line in enumerate(section) if re.match(r"^\|\s*\d+\s", line)]
     if not starts:
         fail(TOOL, "GPU table has no GPU rows")

@@ -158,6 +158,12 @@ def test_table_mig_590() -> None:
     assert table.gpus[0].gpu_util_pct is None
 
 
+def test_table_cut_inside_processes_is_caught() -> None:
+    capture = text("nvidia-smi/gpud/nvidia-smi.550.90.07.h100x8.txt")
+    with pytest.raises(ParseError, match="not closed"):
+        parse_nvidia_smi_table(capture[: capture.index("|  No running processes found")])
+
+
 def test_table_cut_between_gpus_is_caught() -> None:
     capture = text("nvidia-smi/gpud/nvidia-smi.550.90.07.h100x8.txt")
     cut = capture[: capture.index("|   4  NVIDIA")]

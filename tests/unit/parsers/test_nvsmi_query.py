@@ -73,7 +73,7 @@ def test_truncated_capture_raises_not_zero_gpus() -> None:
 
 
 def test_truncated_capture_raises_even_without_expect_all() -> None:
-    with pytest.raises(ParseError, match="missing"):
+    with pytest.raises(ParseError, match="does not end with 'Processes'"):
         parse_nvidia_smi_query(
             text("nvidia-smi/gpud/nvidia-smi-q.535.183.01.h100.truncated-invalid.txt"), expect_all=False
         )
@@ -85,6 +85,13 @@ def test_dropping_last_gpu_block_is_caught_by_attached_count() -> None:
     with pytest.raises(ParseError, match="Attached GPUs : 8' but 7"):
         parse_nvidia_smi_query(cut)
     assert len(parse_nvidia_smi_query(cut, expect_all=False).gpus) == 7
+
+
+def test_cut_inside_last_gpu_after_its_required_fields() -> None:
+    capture = text(H100_535)
+    cut = capture[: capture.rindex("    Fabric")]  # last GPU keeps PCIe, power, temperatures
+    with pytest.raises(ParseError, match=r"GPU 00000000:DB:00\.0: block does not end with 'Processes'"):
+        parse_nvidia_smi_query(cut)
 
 
 def test_rtx4090_consumer_card_has_na_fields() -> None:
