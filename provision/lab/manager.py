@@ -182,7 +182,11 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
         dimms=spec.memory.dimm_count, dimm_mib=spec.memory.dimm_size_gb * 1024, dimm_type=spec.memory.type,
         gpus=spec.gpu.count, gpu_model=spec.gpu.model, boot_drives=spec.storage.boot.count,
         scratch_drives=spec.storage.scratch.count, psus=spec.power.psu_count,
-        psu_watts=spec.power.psu_watts,
+        psu_watts=spec.power.psu_watts, boot_drive_tb=spec.storage.boot.size_tb,
+        scratch_drive_tb=spec.storage.scratch.size_tb, eth_ports=spec.network.ethernet.count,
+        eth_speed_gbps=spec.network.ethernet.speed_gbps,
+        ib_ports=spec.network.infiniband.count if spec.network.infiniband else 0,
+        ib_rate_gbps=spec.network.infiniband.rate_gbps if spec.network.infiniband else 400,
     )
     base = inv if inv.is_dir() else inv.parent
     return parts, base / "group_vars"

@@ -15,8 +15,16 @@ def test_round_trip(tmp_path: Path) -> None:
     assert (header.component, header.version) == ("BIOS", "2.1")
 
 
-@pytest.mark.parametrize("data", [b"", b"MZ\x90\x00", b"PROVISION-FW-IMAGE 1\nnot json\n",
-                                  b'PROVISION-FW-IMAGE 1\n{"component": "BIOS"}\n'])
+@pytest.mark.parametrize("data", [b"", b"MZ\x90\x00", b"PROVISION-LAB-FIRMWARE v1\nnot a header\n",
+                                  b"PROVISION-LAB-FIRMWARE v1\ncomponent: bios\n"])
 def test_bad_images_are_refused(data: bytes) -> None:
     with pytest.raises(ValueError):
         parse_image(data)
+
+
+def test_the_example_baseline_images_parse() -> None:
+    firmware = Path(__file__).resolve().parents[2] / "firmware"
+    images = sorted(firmware.glob("*.bin"))
+    assert images
+    headers = {parse_image(p.read_bytes()).component for p in images}
+    assert {"bios", "bmc"} <= headers

@@ -27,6 +27,12 @@ class Parts(BaseModel):
     scratch_drives: int = 8
     psus: int = 2
     psu_watts: int = 3200
+    boot_drive_tb: float = 1.92
+    scratch_drive_tb: float = 7.68
+    eth_ports: int = 2
+    eth_speed_gbps: int = 100
+    ib_ports: int = 2
+    ib_rate_gbps: int = 400
 
 
 class Timings(BaseModel):

@@ -25,6 +25,8 @@ def complete(res: dict[str, Json], parts: Parts) -> list[str]:
         added += _cpus(res, system, parts)
     added += _gpus(res, parts)
     added += _drives(res, parts.boot_drives + parts.scratch_drives)
+    _drive_sizes(res, parts)
+    _network(res, parts)
     added += _psus(res, parts)
     return added
 
@@ -254,3 +256,41 @@ def _populate(psu: Json, present: bool, watts: int) -> None:
     for key in ("PowerInputWatts", "PowerOutputWatts", "LastPowerOutputWatts", "LineInputVoltage"):
         if key in psu:
             psu[key] = None
+
+
+def _drive_sizes(res: dict[str, Json], parts: Parts) -> None:
+    """The first drives are the spec's boot pair, the rest its scratch set (sizes from the spec)."""
+    drives = sorted((u for u, o in res.items() if str(o.get("@odata.type", "")).startswith("#Drive.")),
+                    key=_natural)
+    for i, uri in enumerate(drives):
+        tb = parts.boot_drive_tb if i < parts.boot_drives else parts.scratch_drive_tb
+        res[uri]["CapacityBytes"] = int(tb * 1e12)
+
+
+def _network(res: dict[str, Json], parts: Parts) -> None:
+    """The spec's Ethernet ports, then its InfiniBand ports, one adapter each; other adapters unlisted."""
+    want = parts.eth_ports + parts.ib_ports
+    for coll in [u for u, o in res.items() if str(o.get("@odata.type", "")).startswith(
+            "#NetworkAdapterCollection.") and "/Chassis/" in u]:
+        adapters = [m for m in _members(res, coll) if m in res]
+        if not adapters:
+            continue
+        adapters = adapters[:want]
+        res[coll]["Members"] = [{"@odata.id": a} for a in adapters]
+        res[coll]["Members@odata.count"] = len(adapters)
+        for i, adapter in enumerate(adapters):
+            ib = i >= parts.eth_ports
+            _ports(res, adapter, "InfiniBand" if ib else "Ethernet",
+                   parts.ib_rate_gbps if ib else parts.eth_speed_gbps)
+        return
+
+
+def _ports(res: dict[str, Json], adapter: str, tech: str, gbps: int) -> None:
+    for key in ("Ports", "NetworkPorts"):
+        coll = str((res[adapter].get(key) or {}).get("@odata.id", "")).rstrip("/")
+        for port in [m for m in _members(res, coll) if m in res]:
+            obj = res[port]
+            if key == "Ports":
+                obj.update(LinkNetworkTechnology=tech, CurrentSpeedGbps=gbps, LinkStatus="LinkUp")
+            else:
+                obj.update(ActiveLinkTechnology=tech, CurrentLinkSpeedMbps=gbps * 1000, LinkStatus="Up")

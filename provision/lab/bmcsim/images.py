@@ -1,34 +1,36 @@
-"""The lab's firmware image format: a two-line header naming component and version, then payload.
+"""The lab's firmware image format (also documented in firmware/README.md): a text header, then payload.
 
-    PROVISION-FW-IMAGE 1\\n
-    {"component": "BIOS", "version": "1.6"}\\n
-    <payload bytes>
+    PROVISION-LAB-FIRMWARE v1\\n
+    component: bios\\n
+    version: 2.1\\n
+    \\n
+    <payload bytes, optional>
 
-`component` is matched against FirmwareInventory members by Id, then by Name (e.g. "BIOS",
-"BMC", "GPU1" on the Supermicro tree; "BIOS" or "Integrated Dell Remote Access Controller" on the
-Dell tree). Anything else is rejected by the simulator as a corrupt image (the task fails).
+`component` is matched against FirmwareInventory members by Id, then by Name, case-insensitively
+(e.g. "BIOS", "BMC", "GPU1" on the Supermicro tree; "BIOS" on the Dell tree) unless the update
+names its Targets. Anything without the header is rejected by the simulator as a corrupt image.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-MAGIC = b"PROVISION-FW-IMAGE 1\n"
+MAGIC = b"PROVISION-LAB-FIRMWARE v1\n"
 
 
 class ImageHeader(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
-    component: str
-    version: str
+    component: str = Field(min_length=1)
+    version: str = Field(min_length=1)
 
 
 def build_image(component: str, version: str, payload_size: int = 4096) -> bytes:
     header = ImageHeader(component=component, version=version)
-    return MAGIC + header.model_dump_json().encode() + b"\n" + bytes(payload_size)
+    text = f"component: {header.component}\nversion: {header.version}\n"
+    return MAGIC + text.encode() + (b"\n" + bytes(payload_size) if payload_size else b"")
 
 
 def make_image(path: Path, component: str, version: str, payload_size: int = 4096) -> Path:
@@ -41,8 +43,14 @@ def parse_image(data: bytes) -> ImageHeader:
     """The header of an image; ValueError when the bytes are not a lab image."""
     if not data.startswith(MAGIC):
         raise ValueError("not a provision lab firmware image (bad magic)")
-    line = data[len(MAGIC):].split(b"\n", 1)[0]
+    fields: dict[str, str] = {}
+    for raw in data[len(MAGIC):].split(b"\n"):
+        line = raw.decode("utf-8", errors="replace").strip()
+        key, sep, value = line.partition(":")
+        if not line or not sep:
+            break
+        fields[key.strip()] = value.strip()
     try:
-        return ImageHeader.model_validate(json.loads(line))
-    except (ValueError, ValidationError) as exc:
-        raise ValueError(f"bad image header: {exc.__class__.__name__}") from None
+        return ImageHeader.model_validate(fields)
+    except ValidationError:
+        raise ValueError(f"bad image header: needs component and version, got {sorted(fields)}") from None

@@ -96,12 +96,15 @@ class Updater:
         try:
             header = parse_image(image)
         except ValueError as exc:
-            self._tasks.complete(task, False, [message("ApplyFailed", "image", str(exc))], reason="bad image")
+            failed = message("ApplyFailed", "uploaded image", self._node)
+            failed["Resolution"] = str(exc)
+            self._tasks.complete(task, False, [failed], reason="bad image")
             return
         found = self.resolve(header, targets)
         if not found:
-            self._tasks.complete(task, False, [message("ApplyFailed", header.component, "no such component")],
-                                 reason="no target")
+            failed = message("ApplyFailed", f"{header.component} {header.version}", self._node)
+            failed["Resolution"] = f"no FirmwareInventory entry matches {header.component!r} (or the Targets)"
+            self._tasks.complete(task, False, [failed], reason="no target")
             return
         self._tasks.run(task, self._cfg.timings.flash,
                         finish=lambda: self._finish(header, found, apply_time),
@@ -114,10 +117,11 @@ class Updater:
         members = [m for m in members if self._res.exists(m)]
         if isinstance(targets, list) and targets:
             return [str(t).rstrip("/") for t in targets if str(t).rstrip("/") in members]
-        by_id = [m for m in members if m.rsplit("/", 1)[1] == header.component]
+        comp = header.component.casefold()
+        by_id = [m for m in members if m.rsplit("/", 1)[1].casefold() == comp]
         if by_id:
             return by_id
-        return [m for m in members if (self._res.get(m) or {}).get("Name") == header.component
+        return [m for m in members if str((self._res.get(m) or {}).get("Name", "")).casefold() == comp
                 and not m.rsplit("/", 1)[1].startswith(("Previous", "Available"))]
 
     def _midway(self) -> list[Json] | None:
