@@ -60,6 +60,13 @@ def run_bringup(
 def _run_node(ctx: StageContext, stages: Sequence[Stage], plan_only: bool) -> NodeResult:
     result = NodeResult(node=ctx.host.name)
     for stage in stages:
+        if plan_only and getattr(stage, "judges_changes", False) and any(
+            s.outcome is Outcome.PLANNED for s in result.stages
+        ):
+            note = "runs after the planned changes; not judged from the state before them"
+            result.stages.append(StageResult(stage=stage.name, outcome=Outcome.SKIPPED,
+                                             plan=StagePlan(stage=stage.name, node=ctx.host.name, note=note)))
+            continue
         stage_result = _run_stage(ctx, stage, plan_only)
         result.stages.append(stage_result)
         if stage_result.outcome is Outcome.FAILED:

@@ -21,8 +21,11 @@ class Action(BaseModel):
     needs_host_reset: bool = False
 
     def describe(self) -> str:
-        change = f" {self.before or '-'} -> {self.after}" if self.after else ""
-        return f"{self.kind} {self.target}{change}"
+        if not self.after:
+            return f"{self.kind} {self.target}"
+        if self.target.endswith(f" {self.after}"):  # firmware: "gpu 96.00.9F.00.04"
+            return f"{self.kind} {self.target.removesuffix(' ' + self.after)} {self.before or '-'} -> {self.after}"
+        return f"{self.kind} {self.target} {self.before or '-'} -> {self.after}"
 
 
 class StagePlan(BaseModel):

@@ -33,6 +33,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("lab", "provision.cli.lab"),
     ("exec", "provision.cli.remote:exec_command"),
     ("collect", "provision.cli.remote:collect_command"),
+    ("bringup", "provision.cli.bringup:bringup_command"),
     ("status", "provision.cli.journal_views:status_command"),
     ("history", "provision.cli.journal_views:history_command"),
     ("verify", "provision.cli.verify:verify_command"),

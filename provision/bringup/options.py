@@ -1,0 +1,24 @@
+"""What an operator chooses for a bring-up run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class BringupOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inventory: Path
+    insecure: bool = False
+    allow_downgrade: bool = False
+    image_bind: str = "127.0.0.1"
+    image_advertise: str | None = None
+    poll_s: float = 1.0
+    os_image: str | None = None  # virtual-media URL of an installer; None: the OS must already answer SSH
+    ssh_wait_s: float = 300.0
+    verify_level: str = "full"
+    strategy: Literal["linear", "mitogen"] = "linear"
+    forks: int = 8

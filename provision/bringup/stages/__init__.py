@@ -1,0 +1,16 @@
+"""The bring-up stages, in order: preflight -> firmware -> bios -> reset -> os -> configure -> verify."""
+
+from __future__ import annotations
+
+from provision.bringup.options import BringupOptions
+from provision.bringup.stage import Stage
+from provision.bringup.stages.bmc import BiosStage, FirmwareStage, PreflightStage, ResetStage
+from provision.bringup.stages.host import ConfigureStage, OsStage, VerifyStage
+
+
+def default_stages(opts: BringupOptions) -> list[Stage]:
+    return [PreflightStage(opts), FirmwareStage(opts), BiosStage(opts), ResetStage(opts), OsStage(opts),
+            ConfigureStage(opts), VerifyStage(opts)]
+
+
+__all__ = ["default_stages"]

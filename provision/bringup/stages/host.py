@@ -1,0 +1,116 @@
+"""Stages on the node's OS: os (wait for SSH, or install from virtual media), configure, verify."""
+
+from __future__ import annotations
+
+from provision.ansible.models import PlayResult, RunOptions
+from provision.ansible.runner import PlayFailed, run_playbook
+from provision.bringup.model import Action, StagePlan
+from provision.bringup.options import BringupOptions
+from provision.bringup.stage import StageContext
+from provision.bringup.stages.bmc import bmc
+from provision.conformance.model import Level, NodeReport
+from provision.conformance.runner import verify_node
+from provision.errors import CheckFailed, InputError
+from provision.redfish.ops import power
+from provision.redfish.ops.waiting import Clock
+from provision.remote.ssh import SshError, wait_for_ssh
+
+
+class OsStage:
+    """The OS answers SSH (host key checked); else boot the installer from virtual media and wait."""
+
+    name = "os"
+
+    def __init__(self, opts: BringupOptions) -> None:
+        self.opts = opts
+
+    def observe(self, ctx: StageContext) -> str | None:
+        """None when SSH answers within ssh_wait_s (a node may still be rebooting), else the reason."""
+        try:
+            wait_for_ssh(ctx.host, timeout=self.opts.ssh_wait_s)
+        except SshError as exc:
+            return str(exc)
+        return None
+
+    def plan(self, ctx: StageContext, observed: str | None) -> StagePlan:
+        if observed is None:
+            return StagePlan(stage=self.name, node=ctx.host.name, note="OS answers SSH")
+        if not self.opts.os_image:
+            raise InputError(f"{ctx.host.name}: no OS answers SSH ({observed}) and no --os-image to install one")
+        return StagePlan(stage=self.name, node=ctx.host.name,
+                         actions=(Action(kind="install-os", target=self.opts.os_image),))
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        # Never run against a real installer here: the lab twins always carry their OS. A real site's
+        # installer image must be unattended (preseed/autoinstall) and enrol the lab's SSH key.
+        image = str(self.opts.os_image)
+        with bmc(ctx, self.opts) as node:
+            ctx.side_effect(self.name, plan.actions[0], lambda: self._install(node, image))
+        wait_for_ssh(ctx.host, timeout=max(self.opts.ssh_wait_s, 3600))
+
+    def _install(self, node: object, image: str) -> None:
+        power.virtual_media(node, image)  # type: ignore[arg-type]
+        power.boot_once(node, "Cd")  # type: ignore[arg-type]
+        power.host_reset(node, Clock(poll_s=self.opts.poll_s), 900)  # type: ignore[arg-type]
+
+
+class ConfigureStage:
+    """site.yml through ansible-runner; check mode first, so a converged node plans nothing."""
+
+    name = "configure"
+
+    def __init__(self, opts: BringupOptions) -> None:
+        self.opts = opts
+
+    def _options(self, ctx: StageContext, check: bool) -> RunOptions:
+        return RunOptions(playbook="site.yml", inventory=self.opts.inventory, limit=(ctx.host.name,), check=check,
+                          forks=self.opts.forks, strategy=self.opts.strategy)
+
+    def observe(self, ctx: StageContext) -> PlayResult | str:
+        try:
+            return run_playbook(self._options(ctx, check=True))
+        except PlayFailed as exc:  # e.g. a task that needs a package the run would install first
+            return f"check mode could not predict the run: {exc}"
+
+    def plan(self, ctx: StageContext, observed: PlayResult | str) -> StagePlan:
+        if isinstance(observed, str):
+            return StagePlan(stage=self.name, node=ctx.host.name,
+                             actions=(Action(kind="ansible", target="site.yml", after="full run"),), note=observed)
+        changes = [c for c in observed.changes if c.host == ctx.host.name]
+        actions = tuple(Action(kind="ansible", target=c.task) for c in changes)
+        return StagePlan(stage=self.name, node=ctx.host.name, actions=actions, note="OS matches site.yml")
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        summary = Action(kind="ansible", target="site.yml", after=f"{len(plan.actions)} change(s) planned")
+        ctx.side_effect(self.name, summary, lambda: run_playbook(self._options(ctx, check=False)))
+
+
+class VerifyStage:
+    """Conformance of the node (and its BMC) to the spec; a failure stops the node with the failing checks."""
+
+    name = "verify"
+    judges_changes = True  # in --plan, judged only when nothing before it would change
+
+    def __init__(self, opts: BringupOptions) -> None:
+        self.opts = opts
+
+    def observe(self, ctx: StageContext) -> NodeReport:
+        from provision.conformance.checks.bmc import run_bmc_checks
+
+        def hook(cctx: object, host: object) -> None:
+            run_bmc_checks(cctx, host, None)  # type: ignore[arg-type]
+
+        return verify_node(ctx.host, Level(self.opts.verify_level), bmc=hook)
+
+    def plan(self, ctx: StageContext, observed: NodeReport) -> StagePlan:
+        if observed.error:
+            raise CheckFailed(f"{ctx.host.name}: conformance could not run: {observed.error}")
+        if observed.failed:
+            shown = "; ".join(f"{r.id}: expected {r.expected}, found {r.found}" for r in observed.failed[:5])
+            raise CheckFailed(f"{ctx.host.name}: {len(observed.failed)} check(s) failed: {shown}")
+        passed = len(observed.results) - len(observed.skipped)
+        return StagePlan(stage=self.name, node=ctx.host.name,
+                         note=f"{passed} checks passed, {len(observed.skipped)} not run")
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:  # verification changes nothing
+        return None

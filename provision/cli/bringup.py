@@ -1,0 +1,93 @@
+"""`provision bringup`: staged, resumable, concurrent bring-up from bare BMC to verified node."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from provision.bringup.display import Progress
+from provision.bringup.engine import run_bringup, select_stages
+from provision.bringup.model import BringupResult, Outcome
+from provision.bringup.options import BringupOptions
+from provision.bringup.stages import default_stages
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.output import console, emit_json
+from provision.errors import InputError
+from provision.journal import Journal
+from provision.spec import load_fleet
+
+STYLE = {Outcome.APPLIED: "yellow", Outcome.CONVERGED: "green", Outcome.PLANNED: "cyan", Outcome.FAILED: "red",
+         Outcome.SKIPPED: "dim"}
+
+
+def bringup_command(
+    nodes: Annotated[list[str] | None, typer.Argument(help="Inventory hosts")] = None,
+    limit: Annotated[str | None, typer.Option("--limit", help="An inventory group instead of names")] = None,
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
+    plan: Annotated[bool, typer.Option("--plan", help="Show what every stage would do; change nothing")] = False,
+    start: Annotated[str | None, typer.Option("--from", help="Start at this stage")] = None,
+    only: Annotated[str | None, typer.Option("--only", help="Run only this stage")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Nodes at once")] = 4,
+    journal: Annotated[Path | None, typer.Option("--journal", help="Journal database")] = None,
+    log_dir: Annotated[Path, typer.Option("--log-dir", help="One log file per node")] = Path("logs/bringup"),
+    os_image: Annotated[str | None, typer.Option("--os-image", help="Installer URL for nodes without an OS")] = None,
+    level: Annotated[str, typer.Option("--level", help="Conformance level of the verify stage")] = "full",
+    poll: Annotated[float, typer.Option("--poll-seconds", help="BMC polling interval")] = 1.0,
+    insecure: InsecureOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring nodes from bare BMC to verified: preflight, firmware, bios, reset, os, configure, verify."""
+    if not nodes and not limit:
+        raise InputError("name nodes or --limit GROUP")
+    hosts = load_fleet(inventory).select(nodes or None, group=limit)
+    opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level, poll_s=poll)
+    stages = select_stages(default_stages(opts), start, only)
+    live = not as_json and sys.stdout.isatty()
+    with Journal(journal) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
+        result = run_bringup(hosts, stages, journal=jr, plan_only=plan, concurrency=concurrency,
+                             progress=progress)
+    if as_json:
+        emit_json(_summary(result))
+    else:
+        _render(result)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def _summary(result: BringupResult) -> dict[str, object]:
+    return {
+        "run_id": result.run_id,
+        "plan_only": result.plan_only,
+        "ok": result.ok,
+        "nodes": [
+            {"node": n.node, "ok": n.ok, "changed": n.changed, "failed_stage": n.failed_stage,
+             "stages": [{"stage": s.stage, "outcome": s.outcome.value, "seconds": s.seconds, "error": s.error,
+                         "note": s.plan.note, "actions": [a.describe() for a in s.plan.actions]}
+                        for s in n.stages]}
+            for n in result.nodes
+        ],
+    }
+
+
+def _render(result: BringupResult) -> None:
+    title = "bring-up plan" if result.plan_only else f"bring-up run {result.run_id}"
+    table = Table("node", "stage", "outcome", "s", "what", title=title)
+    for node in result.nodes:
+        for s in node.stages:
+            what = s.error or "; ".join(a.describe() for a in s.plan.actions) or s.plan.note
+            colour = STYLE[s.outcome]
+            table.add_row(node.node, s.stage, f"[{colour}]{s.outcome.value}[/{colour}]", f"{s.seconds:.1f}",
+                          escape(what))
+    console.print(table)
+    for node in result.nodes:
+        if not node.ok:
+            console.print(f"[red]{node.node}: failed at {node.failed_stage}[/red]")
+        elif not node.changed and not result.plan_only:
+            console.print(f"[green]{node.node}: already converged, nothing to do[/green]")
+        elif not result.plan_only:
+            console.print(f"[green]{node.node}: done[/green]")
