@@ -82,6 +82,7 @@ def test_each_twin_answers_ssh_as_itself(lab):
         assert ssh(info, "ip -4 -o addr show eth0").split()[3] == f"{info.address}/24"
         assert info.key_file.stat().st_mode & 0o077 == 0
         assert "nameserver" not in ssh(info, "cat /etc/resolv.conf")
+        ssh(info, "ip link set eth0 mtu 1400 && ip link set eth0 mtu 1500")  # NET_ADMIN in its own netns
     state = json.loads((lab[0] / "twins" / "state.json").read_text())
     for twin in state["twins"]:
         host_if = f"plv{twin['slot']}"

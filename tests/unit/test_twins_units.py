@@ -104,6 +104,7 @@ def test_nspawn_boots_the_overlay_in_the_twin_netns(tmp_path):
     assert "--hostname=node03" in argv and "--machine=pl-node07" in argv
     assert f"--bind={tmp_path / 'node03' / 'state'}:/var/lib/provision-lab" in argv
     assert not any(a.startswith("--volatile") for a in argv)  # state must survive reboots
+    assert "--capability=CAP_NET_ADMIN" in argv
     assert "--resolv-conf=off" in argv  # the host's name server stays out of the twin
 
 

@@ -32,6 +32,7 @@ def nspawn_argv(twin: TwinRecord) -> list[str]:
         f"--hostname={twin.name}",
         "--register=no", "--keep-unit", "--link-journal=no", "--console=read-only", "--resolv-conf=off",
         f"--network-namespace-path=/run/netns/{twin.netns}",
+        "--capability=CAP_NET_ADMIN",  # its own netns only: roles may set MTUs and addresses
         f"--bind={state_dir(twin)}:{STATE_MOUNT}",
     ]  # fmt: skip
 
