@@ -85,7 +85,7 @@ def naive(t: Target) -> tuple[int, int | None]:
             continue
         seen.add(uri)
         count += 1
-        r = s.get(t.address + uri, timeout=30)
+        r = s.get(t.address + uri, timeout=30, verify=t.ca)
         if r.status_code != 200:
             continue
         for link in _links(r.json()):
@@ -140,12 +140,23 @@ def sushy_client(t: Target) -> tuple[int, int | None]:
     for ch in root.get_chassis_collection().get_members():
         each(lambda c=ch: c.thermal.temperatures)
         each(lambda c=ch: c.power.power_supplies)
-        devs = each(lambda c=ch: c.pcie_devices.get_members()) or []
+        devs = each(lambda c=ch: _sushy_chassis_pcie(root, c)) or []  # sushy's Chassis has no pcie_devices
         gpus += sum(1 for d in devs if str(getattr(d, "identity", "")).startswith("GPU"))
         each(lambda c=ch: [a.network_ports.get_members() for a in c.network_adapters.get_members()])
     each(lambda: [f.version for f in root.get_update_service().firmware_inventory.get_members()])
     each(lambda: root.get_manager_collection().get_members())
     return counter["n"], gpus
+
+
+def _sushy_chassis_pcie(root: Any, chassis: Any) -> list[Any]:
+    from sushy.resources.system.pcie_device import PCIeDeviceCollection
+
+    link = chassis.json.get("PCIeDevices", {}).get("@odata.id")
+    if not link:
+        return []
+    coll = PCIeDeviceCollection(root._conn, link, redfish_version=root.redfish_version, registries=None,
+                                root=root)
+    return list(coll.get_members())
 
 
 CLIENTS: dict[str, Callable[[Target], tuple[int, int | None]]] = {
