@@ -254,3 +254,40 @@ def test_supervisor_forwards_sigterm_and_does_not_restart(tmp_path):
     assert proc.wait(timeout=10) == 0
     assert marker.exists()
     assert "boot 2" not in (tmp_path / "log").read_text()
+
+
+def test_procs_stop_a_process_that_ignores_the_first_sigterm(tmp_path):
+    import subprocess
+
+    from provision.lab.twins import procs
+
+    marker = tmp_path / "stubborn"
+    # ignores SIGTERM until it has seen one (like a twin that is still booting), then exits on the next
+    script = f"n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 0' TERM; touch {marker}; while :; do sleep 0.05; done"
+    proc = subprocess.Popen(["sh", "-c", script])
+    _wait_for(marker)
+    assert procs.alive(proc.pid, str(marker))
+    assert not procs.alive(proc.pid, "some-other-marker")  # a reused pid is not ours
+    assert procs.stop(proc.pid, str(marker), grace=10, resend=0.5) is True
+    assert not procs.alive(proc.pid, str(marker))
+
+
+def test_procs_kill_after_grace(tmp_path):
+    import subprocess
+
+    from provision.lab.twins import procs
+
+    marker = tmp_path / "deaf"
+    proc = subprocess.Popen(["sh", "-c", f"trap '' TERM; touch {marker}; while :; do sleep 0.05; done"])
+    _wait_for(marker)
+    assert procs.stop(proc.pid, str(marker), grace=0.6, resend=0.2) is False  # had to SIGKILL it
+    assert not procs.alive(proc.pid, str(marker))
+
+
+def _wait_for(path: Path) -> None:
+    import time
+
+    deadline = time.monotonic() + 10
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)

@@ -61,7 +61,7 @@ def start(repo_dir: Path, addresses: list[str], run_dir: Path, timeout: float = 
         if proc.poll() is not None:
             raise LabError(f"repo server exited {proc.returncode} at start; see {run_dir / 'repo.log'}")
         if time.monotonic() > deadline:
-            procs.stop(proc.pid, SCRIPT.name)
+            procs.stop(proc.pid, str(repo_dir))
             raise LabError(f"repo server did not listen within {timeout:.0f} s")
         time.sleep(0.05)
     return RepoServerRecord(pid=proc.pid, port=int(port_file.read_text()), directory=repo_dir)
@@ -69,7 +69,7 @@ def start(repo_dir: Path, addresses: list[str], run_dir: Path, timeout: float = 
 
 def stop(record: RepoServerRecord | None) -> None:
     if record is not None:
-        procs.stop(record.pid, SCRIPT.name)
+        procs.stop(record.pid, str(record.directory))
 
 
 def url(record: RepoServerRecord, host_address: str) -> str:
