@@ -85,7 +85,7 @@ def wait_port(address: str, port: int, deadline: float) -> bool:
     return False
 
 
-def wait_ssh(key: Path, known_hosts: Path, address: str, timeout: float = 120) -> None:
+def wait_ssh(key: Path, known_hosts: Path, address: str, timeout: float = 240) -> None:
     """Wait until `ssh root@address true` succeeds with host-key checking on."""
     deadline = time.monotonic() + timeout
     last = "port 22 never opened"
