@@ -49,11 +49,11 @@ def start(twin: TwinRecord) -> int:
     launch.write_text(
         json.dumps({"argv": nspawn_argv(twin), "log": str(twin.twin_dir / "console.log"), "cgroup": str(group or "")})
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-S", str(SUPERVISOR), str(launch)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True,
-    )  # fmt: skip
+    with open(twin.twin_dir / "console.log", "ab") as log:  # the supervisor's own errors land there too
+        proc = subprocess.Popen(
+            [sys.executable, "-S", str(SUPERVISOR), str(launch)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        )  # fmt: skip
     return proc.pid
 
 
