@@ -1,4 +1,5 @@
-"""With node twins: `lab up` writes SSH access to the inventory, and the BMC's power drives the twin."""
+"""With node twins: `lab up` writes SSH access to the inventory, the BMC's power drives the twin, and
+twin fault kinds pass through `lab fault` to the twins module."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ def _ssh(hv: dict[str, Any]) -> int:
            "-o", f"UserKnownHostsFile={hv['provision_ssh_known_hosts']}", "-o", "StrictHostKeyChecking=yes",
            "-o", "BatchMode=yes", "-o", "ConnectTimeout=3", f"{hv['ansible_user']}@{hv['ansible_host']}", "true"]
     return subprocess.run(cmd, capture_output=True, timeout=30, check=False).returncode
+
+
+def _gpu_count(hv: dict[str, Any]) -> int:
+    cmd = ["ssh", "-i", hv["ansible_ssh_private_key_file"], "-p", str(hv["ansible_port"]),
+           "-o", f"UserKnownHostsFile={hv['provision_ssh_known_hosts']}", "-o", "StrictHostKeyChecking=yes",
+           "-o", "BatchMode=yes", f"{hv['ansible_user']}@{hv['ansible_host']}", "nvidia-smi -L"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False).stdout
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
 def _until(pred: Any, timeout: float) -> bool:
@@ -52,6 +61,11 @@ def test_bmc_power_drives_the_twin(tmp_path: Path) -> None:
         assert client.post(reset, body={"ResetType": "On"}).status == 200
         assert _until(lambda: _ssh(hv) == 0, 120), "the twin booted when the BMC powered the host on"
         client.logout()
+        gpus = _gpu_count(hv)
+        assert manager.fault(lab, "node01", "gpu_missing", clear=False, value=None)["twin_fault"] == "gpu_missing"
+        assert _gpu_count(hv) == gpus - 1, "a twin fault kind reaches the twin"
+        manager.fault(lab, "node01", "gpu_missing", clear=True, value=None)
+        assert _gpu_count(hv) == gpus
         log = (lab / "bmcsim.log").read_text()
         assert '"event": "twin.power", "on": false' in log and '"event": "twin.power", "on": true' in log
     finally:
