@@ -1,0 +1,103 @@
+"""`provision configure NODE...`: run the project's playbooks on nodes; --plan shows what would change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from provision.ansible.hosts import check_nodes
+from provision.ansible.models import PlayResult, ProgressEvent, RunOptions, Strategy
+from provision.ansible.runner import PlayFailed, run_playbook
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.output import console, emit_json, err_console
+from provision.errors import InputError
+
+
+def app(
+    nodes: Annotated[list[str], typer.Argument(help="Nodes to configure (inventory host names).")],
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Check mode with diff: print what would change, change nothing.")
+    ] = False,
+    tags: Annotated[
+        list[str] | None, typer.Option("--tags", help="Only these concerns (repeatable): base, storage, gpu, ...")
+    ] = None,
+    playbook: Annotated[str, typer.Option("--playbook", help="Playbook under playbooks/.")] = "site",
+    strategy: Annotated[
+        str, typer.Option("--strategy", help="linear (Ansible's own) or mitogen (needs the fast extra).")
+    ] = "linear",
+    forks: Annotated[int, typer.Option("--forks", min=1, max=256, help="Hosts configured in parallel.")] = 8,
+    json_out: JsonOpt = False,
+) -> None:
+    """Configure NODEs with Ansible (site.yml by default); exit 1 if any node fails."""
+    if strategy not in ("linear", "mitogen"):
+        raise InputError(f"--strategy: {strategy!r} is not one of linear, mitogen")
+    check_nodes(inventory, nodes)
+    options = RunOptions(
+        playbook=playbook,
+        inventory=Path(inventory),
+        limit=tuple(nodes),
+        tags=tuple(t for tag in tags or [] for t in tag.split(",") if t),
+        check=plan,
+        diff=plan,
+        forks=forks,
+        strategy=_strategy(strategy),
+    )
+    try:
+        result = _run(options, show_progress=not json_out)
+    except PlayFailed as exc:
+        _render(exc.result, plan, json_out)
+        raise
+    _render(result, plan, json_out)
+
+
+def _strategy(value: str) -> Strategy:
+    return "mitogen" if value == "mitogen" else "linear"
+
+
+def _run(options: RunOptions, show_progress: bool) -> PlayResult:
+    if not show_progress:
+        return run_playbook(options)
+    with err_console.status("starting ansible", spinner="dots") as status:
+
+        def on_event(event: ProgressEvent) -> None:
+            if event.kind in ("play", "task"):
+                status.update(f"{event.kind}: {event.name}")
+            elif event.kind in ("changed", "failed", "unreachable") and not options.check:
+                err_console.print(f"  {event.host}  {event.kind:<11} {event.name}", highlight=False)
+
+        return run_playbook(options, on_event=on_event)
+
+
+def _render(result: PlayResult, plan: bool, json_out: bool) -> None:
+    if json_out:
+        emit_json(result)
+        return
+    if plan:
+        _render_plan(result)
+    console.print(_recap(result))
+
+
+def _render_plan(result: PlayResult) -> None:
+    if not result.changes:
+        console.print("plan: nothing to change (converged)")
+        return
+    console.print(f"plan: {len(result.changes)} change(s) would be made")
+    for change in result.changes:
+        console.print(f"  [yellow]~[/yellow] {change.host}: {change.task}", highlight=False)
+        for line in change.diff.splitlines():
+            console.print(f"      {line}", highlight=False, markup=False)
+
+
+def _recap(result: PlayResult) -> Table:
+    title = "would change" if result.check else "changed"
+    table = Table(title=f"ansible {result.status} (rc {result.rc})", title_justify="left")
+    for column in ("host", "ok", title, "failed", "unreachable", "skipped"):
+        table.add_column(column, justify="left" if column == "host" else "right")
+    for host, stats in result.hosts.items():
+        table.add_row(host, str(stats.ok), str(stats.changed), str(stats.failed), str(stats.unreachable),
+                      str(stats.skipped))
+    return table
