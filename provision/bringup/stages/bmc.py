@@ -166,10 +166,19 @@ class ResetStage(_BmcStage):
     name = "reset"
 
     def observe(self, ctx: StageContext) -> tuple[set[str], list[str]]:
+        """Staged firmware still below the baseline, and BIOS values still pending.
+
+        Staged images whose component already runs the baseline need no reset: the reset happened
+        (e.g. the controller was killed after asking for it), so it is not asked for twice.
+        """
         with bmc(ctx, self.opts) as node:
-            bplan = bios_ops.plan(ctx.host.spec.bios, bios_ops.observe(node), node.vendor)
+            spec = ctx.host.spec
+            bplan = bios_ops.plan(spec.bios, bios_ops.observe(node), node.vendor)
+            fplan = fw.plan(spec.firmware, fw.observe(node.conn), node.vendor, self.inventory_dir,
+                            self.opts.allow_downgrade)
+        behind = {f"{s.component} {s.version}" for s in fplan.steps}
         pending_bios = [c.attribute for c in bplan.changes if c.pending]
-        return staged_since_reset(ctx.journal, ctx.host.name), pending_bios
+        return staged_since_reset(ctx.journal, ctx.host.name) & behind, pending_bios
 
     def plan(self, ctx: StageContext, observed: tuple[set[str], list[str]]) -> StagePlan:
         staged, pending_bios = observed

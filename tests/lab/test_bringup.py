@@ -1,0 +1,132 @@
+"""End-to-end bring-up on the lab: 2 twins from a deliberately wrong state to every check green,
+one host reset per node, a second run that does nothing, and resume after kill -9 at several points.
+
+The lab's BMCs start at the capture's old firmware and wrong BIOS; the twins start with no pinned
+stack (an older driver from the factory image). Only the hardware is simulated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from provision.journal import Journal
+from provision.lab import manager
+from provision.redfish.ops import sel
+from provision.redfish.ops.session import connect, node_facts, options_for
+from provision.spec import load_fleet
+
+pytestmark = [pytest.mark.lab, pytest.mark.twins]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.LabState]:
+    lab_dir = tmp_path_factory.mktemp("bringup-lab")
+    state = manager.up(manager.UpOptions(lab_dir=lab_dir, nodes=3, speed=60.0,
+                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
+    try:
+        yield state
+    finally:
+        manager.down(lab_dir)
+
+
+def _bringup(lab: manager.LabState, journal: Path, *args: str) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "provision.cli", "bringup", *args, "-i", str(lab.inventory),
+           "--journal", str(journal), "--poll-seconds", "0.2", "--log-dir", str(journal.parent / "logs"), "--json"]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 900) -> dict:  # type: ignore[type-arg]
+    out, err = proc.communicate(timeout=timeout)
+    assert out.strip(), f"no JSON summary; stderr: {err[-2000:]}"
+    return json.loads(out)
+
+
+def _sel_messages(lab: manager.LabState, node: str) -> list[str]:
+    host = load_fleet(lab.inventory).hosts[node]
+    with connect(options_for(node, host.bmc)) as conn:
+        return [e.message for e in sel.read(node_facts(conn))]
+
+
+def _flashes(messages: list[str]) -> Counter[str]:
+    """Firmware sends per component, as the simulated BMC logged them."""
+    count: Counter[str] = Counter()
+    for m in messages:
+        if " staged; applies at next host reset" in m:
+            count[m.split()[0]] += 1
+        elif m.startswith("Firmware bmc updated"):
+            count["bmc"] += 1
+    return count
+
+
+def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path: Path) -> None:
+    journal = tmp_path / "journal.db"
+    summary = _finish(_bringup(lab, journal, "node01", "node02", "--concurrency", "2"))
+    assert summary["ok"], json.dumps(summary, indent=1)[-4000:]
+    for node in summary["nodes"]:
+        outcomes = {s["stage"]: s["outcome"] for s in node["stages"]}
+        assert outcomes["firmware"] == "applied" and outcomes["bios"] == "applied"
+        assert outcomes["reset"] == "applied" and outcomes["configure"] == "applied"
+        assert outcomes["verify"] == "converged"
+    with Journal(journal) as jr:
+        for node in ("node01", "node02"):
+            resets = [a for a in jr.actions(node) if a.action == "host-reset"]
+            assert len(resets) == 1, f"{node}: {len(resets)} host resets for firmware + BIOS"
+    for node in ("node01", "node02"):
+        messages = _sel_messages(lab, node)
+        assert sum(m.startswith("Host reset requested") for m in messages) == 1
+        assert set(_flashes(messages).values()) == {1}
+    again = _finish(_bringup(lab, journal, "node01", "node02", "--concurrency", "2"))
+    assert again["ok"]
+    assert all(not n["changed"] for n in again["nodes"]), json.dumps(again, indent=1)[-3000:]
+
+
+def _action_count(journal: Path, node: str, action: str) -> int:
+    if not journal.exists():
+        return 0
+    with Journal(journal) as jr:
+        return sum(a.action == action for a in jr.actions(node))
+
+
+def _wait_for_new_action(journal: Path, node: str, action: str, before: int, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _action_count(journal, node, action) > before:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{node}: no new {action} action within {timeout} s")
+
+
+def test_resume_after_kill_9_at_several_points(lab: manager.LabState, tmp_path: Path) -> None:
+    """Kill the controller right after each kind of side effect starts, resume each time: the end state
+    is converged, every firmware component was sent once, and the host was reset once."""
+    node, journal = "node03", tmp_path / "journal.db"
+    for kill_after in ("stage-firmware", "bios-write", "host-reset", "ansible"):
+        before = _action_count(journal, node, kill_after)
+        proc = _bringup(lab, journal, node)
+        _wait_for_new_action(journal, node, kill_after, before)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    summary = _finish(_bringup(lab, journal, node))
+    assert summary["ok"], json.dumps(summary, indent=1)[-4000:]
+    messages = _sel_messages(lab, node)
+    counts = _flashes(messages)
+    assert counts and set(counts.values()) == {1}, counts
+    assert sum(m.startswith("Host reset requested") for m in messages) == 1
+    with Journal(journal) as jr:
+        open_actions = jr.open_actions(node)
+    assert {a.action for a in open_actions} <= {"stage-firmware", "bios-write", "host-reset", "ansible"}
+    final = _finish(_bringup(lab, journal, node))
+    assert final["ok"] and not final["nodes"][0]["changed"]
