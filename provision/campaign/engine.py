@@ -1,5 +1,8 @@
 """The campaign engine: waves in order, a health gate between them, halt, pause, resume.
 
+The gate of a wave is checked on each node as soon as it finishes (so it overlaps the rest of the
+wave) and on any node of the wave finished by an earlier run; the next wave starts only when all passed.
+
 State lives in the journal; the BMCs are the truth about firmware. A controller killed at
 any moment is resumed with `resume`: finished waves are skipped, every other node is
 observed again before anything is done to it (see provision.campaign.node).
@@ -76,6 +79,7 @@ class Engine:
         self._run_hook = run_hook
         self._halt = threading.Event()
         self._halt_reason = ""
+        self._gated: dict[str, list[str]] = {}
 
     # -- entry points ------------------------------------------------------------------------
     def start(self, source: Path, waves: list[list[str]]) -> Outcome:
@@ -148,8 +152,10 @@ class Engine:
             return CampaignState.HALTED, (
                 f"wave {wave}: {tally.failed} of {tally.finished} node(s) failed ({share:.1f}% > {limit:g}%)"
             )
-        done = [self.targets[n.node] for n in self.store.nodes(name, wave) if n.state is NodeState.DONE]
-        problems = self.gate.run(done, self.catalog)
+        done = [n.node for n in self.store.nodes(name, wave) if n.state is NodeState.DONE]
+        late = [self.targets[n] for n in done if n not in self._gated]  # e.g. done before a crash
+        problems = [p for n in done if n in self._gated for p in self._gated[n]]
+        problems += self.gate.run(late, self.catalog)
         if problems:
             self.store.wave_state(name, wave, WaveState.GATE_FAILED, "; ".join(problems))
             return CampaignState.HALTED, f"health gate failed after wave {wave}: {problems[0]}" + (
@@ -171,6 +177,10 @@ class Engine:
         if self._halt.is_set() or self.store.pending_request(self.catalog.name) is not None:
             return  # stays pending: a known state, taken up on resume
         state = process_node(ctx, self.targets[node])
+        if state is NodeState.DONE:  # gate each node as it finishes: the wave's gate overlaps its flashing
+            found = self.gate.run([self.targets[node]], self.catalog)
+            with tally.lock:
+                self._gated[node] = found
         with tally.lock:
             tally.finished += 1
             tally.failed += state is NodeState.FAILED

@@ -10,6 +10,7 @@ reset waited out), then the one host reset (provision.redfish.ops.power).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,13 +30,18 @@ from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors.versions import compare
 
 TASKS = f"{ROOT}/TaskService/Tasks"
-FLASH_RETRY = RetryPolicy(attempts=3, base_delay_s=0.25, max_delay_s=2.0)
+FLASH_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
 ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 
 
 class RedfishUpdater:
-    """Thread-safe: one short-lived connection per call."""
+    """Thread-safe; one connection per node per call.
+
+    Task polling learns: once a component's update task has been seen to take T seconds, later
+    tasks of that component are first polled at ~T (then every poll_s), which keeps the load on
+    many BMCs low without finishing later.
+    """
 
     def __init__(self, campaign_file: Path, *, insecure: bool = False, images: ImageServer | None = None,
                  poll_s: float = 1.0, reset_timeout_s: float = 1800.0) -> None:
@@ -44,6 +50,8 @@ class RedfishUpdater:
         self.images = images
         self.clock = Clock(poll_s=poll_s)
         self.reset_timeout_s = reset_timeout_s
+        self._took: dict[str, float] = {}
+        self._lock = threading.Lock()
 
     @contextmanager
     def node(self, target: Target, retry: RetryPolicy | None = None) -> Iterator[Node]:
@@ -54,49 +62,26 @@ class RedfishUpdater:
 
     def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
         with self.node(target) as node:
-            found = matched_entries(node, components)
-            versions = {c.component: _version(node, found[c.component], c) for c in components}
-            busy, staged = _task_state(node.conn, components, versions)
-            busy = busy or node.system.power_state in TRANSITIONS  # a host reset under way
-        return FirmwareState(versions=versions, busy=busy, staged=staged)
+            return observe_node(node, components)
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
-        """Each component on its own connection (a BMC image restarts the BMC and ends every session)."""
+        """Flash each component in order on one connection (short retries: while a BMC reboots into
+        its new image, polls fail fast and are repeated), then the one host reset."""
         try:
-            with self.node(target) as node:
+            with self.node(target, FLASH_RETRY) as node:
                 service = UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
                 found = matched_entries(node, flash)
                 steps = [self._step(node, service, c, found[c.component]) for c in flash]
-            state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
-            for step in steps:
-                # short retries: while the BMC reboots into its new image, task polls fail fast
-                with self.node(target, FLASH_RETRY) as node:
+                state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
+                for step in steps:
                     self._flash(node, state, step)
-                self._wait_up(target)
-            if reset:
-                with self.node(target) as node:
+                    fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock)
+                if reset:
                     host_reset(node, self.clock, self.reset_timeout_s)
         except UpdateFailed:
             raise
         except ProvisionError as exc:
             raise UpdateFailed(str(exc)) from None
-
-    def _wait_up(self, target: Target) -> None:
-        """Until the BMC answers a fresh login: probes without the connector's backoff, every poll."""
-        assert target.bmc is not None
-        quick = options_for(target.name, target.bmc, insecure=self.insecure,
-                            retry=RetryPolicy(attempts=1, timeout_s=10))
-        deadline = time.monotonic() + self.reset_timeout_s
-        while True:
-            try:
-                with connect(quick) as conn:
-                    conn.get(f"{ROOT}/UpdateService")
-                return
-            except ProvisionError:
-                if time.monotonic() > deadline:
-                    why = f"BMC not answering {self.reset_timeout_s:g} s after a flash"
-                    raise UpdateFailed(f"{target.name}: {why}") from None
-                time.sleep(self.clock.poll_s)
 
     def _step(self, node: Node, service: UpdateService, comp: Component,
               entries: list[SoftwareInventory]) -> fw.FirmwareStep:
@@ -117,7 +102,18 @@ class RedfishUpdater:
         resp = fw.send(node, step, state, self.images)
         uri = fw.task_uri(resp)
         if uri:
-            fw.monitor(node, uri, step.timeout_s, self.clock)
+            self._monitor(node, uri, step)
+
+    def _monitor(self, node: Node, uri: str, step: fw.FirmwareStep) -> None:
+        start = time.monotonic()
+        with self._lock:
+            expected = self._took.get(step.component)
+        if expected:
+            time.sleep(max(0.0, 0.97 * expected - self.clock.poll_s))
+        fw.monitor(node, uri, step.timeout_s, self.clock)
+        took = time.monotonic() - start
+        with self._lock:
+            self._took[step.component] = min(took, self._took.get(step.component, took))
 
 
 class RedfishHealth:
@@ -134,29 +130,41 @@ class RedfishHealth:
             if redfish_health:
                 problems += _health_problems(node)
             if conformance:
-                power = node.conn.get(node.system.uri).get("PowerState")
-                if power != "On":
-                    problems.append(f"host power is {power}, expected On")
-        if conformance:
-            state = self.updater.observe(target, components)
-            if state.busy:
-                problems.append("an update task is still running")
-            problems += [f"{c.component} is {state.versions.get(c.component)}, expected {c.version}"
-                         for c in components if state.versions.get(c.component) != c.version]
+                if node.system.power_state != "On":
+                    problems.append(f"host power is {node.system.power_state}, expected On")
+                state = observe_node(node, components)
+                if state.busy:
+                    problems.append("an update task is still running")
+                problems += [f"{c.component} is {state.versions.get(c.component)}, expected {c.version}"
+                             for c in components if state.versions.get(c.component) != c.version]
         return GateResult(ok=not problems, problems=tuple(problems))
 
 
 def _health_problems(node: Node) -> list[str]:
-    uris = [node.system.uri] + ([node.manager_uri] if node.manager_uri else [])
+    """System (as already read), Manager and first Chassis: Status.HealthRollup/Health must be OK."""
+    problems = []
+    status = node.system.status
+    health = status.health if status else None
+    if health not in (None, "OK"):
+        problems.append(f"{node.system.uri} Status.Health is {health}")
+    uris = [node.manager_uri] if node.manager_uri else []
     chassis = node.conn.get_optional(f"{ROOT}/Chassis") or {}
     uris += [str(m.get("@odata.id")) for m in (chassis.get("Members") or [])[:1] if isinstance(m, dict)]
-    problems = []
     for uri in uris:
-        status = node.conn.get(uri).get("Status") or {}
-        health = status.get("HealthRollup") or status.get("Health")
+        body = node.conn.get(uri).get("Status") or {}
+        health = body.get("HealthRollup") or body.get("Health")
         if health not in (None, "OK"):
             problems.append(f"{uri} Status.Health is {health}")
     return problems
+
+
+def observe_node(node: Node, components: Sequence[Component]) -> FirmwareState:
+    """Versions per component, update tasks running, OnReset images awaiting activation."""
+    found = matched_entries(node, components)
+    versions = {c.component: _version(node, found[c.component], c) for c in components}
+    busy, staged = _task_state(node.conn, components, versions)
+    busy = busy or node.system.power_state in TRANSITIONS  # a host reset under way
+    return FirmwareState(versions=versions, busy=busy, staged=staged)
 
 
 def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:

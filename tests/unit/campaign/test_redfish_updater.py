@@ -1,0 +1,129 @@
+"""The Redfish side of campaigns, on recorded-style JSON through a fake connector: which
+FirmwareInventory members are fetched and matched, versions in vendor formats, busy and staged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from provision.campaign.redfish_updater import _task_state, _version, matched_entries, observe_node
+from provision.redfish.resources import ComputerSystem, SoftwareInventory
+from provision.redfish.vendors import by_name
+from tests.unit.campaign.fakes import catalog
+
+INV = "/redfish/v1/UpdateService/FirmwareInventory"
+MEMBERS = {
+    "BMC": ("BMC", "11.01.01"), "BIOS": ("BIOS", "BIOS Date: 08/04/2023 Ver 1.4"), "Golden_BMC": ("Golden_BMC", "1.0"),
+    "HGX_FW_GPU_SXM_1": ("Software Inventory", "96.00.61.00.01"),
+    "HGX_FW_GPU_SXM_2": ("Software Inventory", "96.00.9F.00.04"),
+    "NIC1": ("NIC1 System Slot1 MCX75310AAS-NEAT", "28.37.10.14"), "NIC9": ("NIC9 AOC-STGS-i2T", "3.50"),
+}
+
+
+@dataclass
+class FakeConn:
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    fetched: list[str] = field(default_factory=list)
+    root: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, uri: str) -> dict[str, Any]:
+        assert uri == INV
+        return {"Members": [{"@odata.id": f"{INV}/{m}"} for m in MEMBERS]}
+
+    def get_many(self, uris: list[str]) -> dict[str, dict[str, Any] | None]:
+        self.fetched += uris
+        out = {}
+        for uri in uris:
+            ident = uri.rsplit("/", 1)[1]
+            name, version = MEMBERS[ident]
+            out[uri] = {"@odata.id": uri, "Id": ident, "Name": name, "Version": version}
+        return out
+
+    def members(self, uri: str) -> list[dict[str, Any]]:
+        return self.tasks
+
+
+@dataclass
+class FakeNode:
+    conn: FakeConn
+    vendor: Any = field(default_factory=lambda: by_name("supermicro"))
+    system: ComputerSystem = field(default_factory=lambda: ComputerSystem.parse(
+        {"@odata.id": "/redfish/v1/Systems/1", "PowerState": "On"}))
+    manager_uri: str | None = "/redfish/v1/Managers/1"
+
+
+CAT = catalog(components=[
+    {"component": "bmc", "version": "11.02.05", "image": "b", "sha256": "0" * 64, "match": {"supermicro": {"id": "^BMC$"}}},
+    {"component": "bios", "version": "2.1", "image": "b", "sha256": "0" * 64, "match": {"supermicro": {"id": "^BIOS$"}}},
+    {"component": "gpu", "version": "96.00.9F.00.04", "image": "g", "sha256": "0" * 64,
+     "match": {"supermicro": {"id": "^HGX_FW_GPU_SXM_[0-9]+$"}}},
+    {"component": "ib_nic", "version": "28.39.1002", "image": "n", "sha256": "0" * 64,
+     "match": {"supermicro": {"id": "^NIC[0-9]+$", "name": "MCX75310"}}},
+])
+
+
+def test_only_candidate_members_are_fetched_and_matched() -> None:
+    conn = FakeConn()
+    found = matched_entries(FakeNode(conn), CAT.ordered())  # type: ignore[arg-type]
+    assert sorted(u.rsplit("/", 1)[1] for u in conn.fetched) == [
+        "BIOS", "BMC", "HGX_FW_GPU_SXM_1", "HGX_FW_GPU_SXM_2", "NIC1", "NIC9"]
+    assert {k: [e.id for e in v] for k, v in found.items()} == {
+        "bmc": ["BMC"], "bios": ["BIOS"], "gpu": ["HGX_FW_GPU_SXM_1", "HGX_FW_GPU_SXM_2"], "ib_nic": ["NIC1"]}
+
+
+def test_a_component_without_a_rule_uses_the_vendor_plugin() -> None:
+    cat = catalog(components=[{"component": "bmc", "version": "11.02.05", "image": "b", "sha256": "0" * 64}])
+    found = matched_entries(FakeNode(FakeConn()), cat.ordered())  # type: ignore[arg-type]
+    assert [e.id for e in found["bmc"]] == ["BMC"]
+
+
+def _entries(*versions: str) -> list[SoftwareInventory]:
+    return [SoftwareInventory.parse({"@odata.id": f"/x/{i}", "Id": str(i), "Version": v}) for i, v in enumerate(versions)]
+
+
+@pytest.mark.parametrize(
+    ("versions", "expected"),
+    [
+        (("96.00.9F.00.04", "96.00.9F.00.04"), "96.00.9F.00.04"),
+        (("96.00.9F.00.04", "96.00.61.00.01"), "96.00.61.00.01"),  # one GPU behind: the node is not done
+        (("96.0.9F.0.4",), "96.00.9F.00.04"),  # same version, another spelling
+        ((), None),
+    ],
+)
+def test_component_version(versions: tuple[str, ...], expected: str | None) -> None:
+    gpu = CAT.component("gpu")
+    assert _version(FakeNode(FakeConn()), _entries(*versions), gpu) == expected  # type: ignore[arg-type]
+
+
+def test_bios_version_is_parsed_from_the_vendor_string() -> None:
+    bios = CAT.component("bios")
+    assert _version(FakeNode(FakeConn()), _entries("BIOS Date: 08/04/2023 Ver 1.4"), bios) == "1.4"  # type: ignore[arg-type]
+
+
+def _task(state: str, status: str, *msgs: tuple[str, list[str]]) -> dict[str, Any]:
+    return {"@odata.id": "/t/1", "TaskState": state, "TaskStatus": status,
+            "Messages": [{"MessageId": f"Update.1.0.{m}", "MessageArgs": args} for m, args in msgs]}
+
+
+@pytest.mark.parametrize(
+    ("tasks", "busy", "staged"),
+    [
+        ([], False, {}),
+        ([_task("Running", "OK")], True, {}),
+        ([_task("Completed", "OK", ("AwaitToActivate", ["2.1", "BIOS"]))], False, {"bios": "2.1"}),
+        ([_task("Exception", "Critical", ("AwaitToActivate", ["2.1", "BIOS"]))], False, {}),
+        ([_task("Completed", "OK", ("AwaitToActivate", ["1.9", "BIOS"]))], False, {}),  # an older image
+        ([_task("Completed", "OK", ("UpdateSuccessful", ["BMC", "11.02.05"]))], False, {}),
+    ],
+)
+def test_busy_and_staged(tasks: list[dict[str, Any]], busy: bool, staged: dict[str, str]) -> None:
+    versions: dict[str, str | None] = {"bmc": "11.01.01", "bios": "1.4", "gpu": None, "ib_nic": None}
+    assert _task_state(FakeConn(tasks=tasks), CAT.ordered(), versions) == (busy, staged)  # type: ignore[arg-type]
+
+
+def test_a_host_mid_reset_is_busy() -> None:
+    node = FakeNode(FakeConn(), system=ComputerSystem.parse({"@odata.id": "/redfish/v1/Systems/1",
+                                                             "PowerState": "PoweringOn"}))
+    assert observe_node(node, CAT.ordered()).busy  # type: ignore[arg-type]
