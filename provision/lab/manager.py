@@ -183,6 +183,7 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
         gpus=spec.gpu.count, gpu_model=spec.gpu.model, boot_drives=spec.storage.boot.count,
         scratch_drives=spec.storage.scratch.count, psus=spec.power.psu_count,
         psu_watts=spec.power.psu_watts, boot_drive_tb=spec.storage.boot.size_tb,
+        drive_protocol={"nvme": "NVMe", "sata": "SATA", "sas": "SAS"}[spec.storage.boot.interface],
         scratch_drive_tb=spec.storage.scratch.size_tb, eth_ports=spec.network.ethernet.count,
         eth_speed_gbps=spec.network.ethernet.speed_gbps,
         ib_ports=spec.network.infiniband.count if spec.network.infiniband else 0,

@@ -28,6 +28,7 @@ class Parts(BaseModel):
     psus: int = 2
     psu_watts: int = 3200
     boot_drive_tb: float = 1.92
+    drive_protocol: str = "NVMe"
     scratch_drive_tb: float = 7.68
     eth_ports: int = 2
     eth_speed_gbps: int = 100

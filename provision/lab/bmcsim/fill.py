@@ -15,6 +15,7 @@ from provision.lab.bmcsim.synth import first_member
 from provision.lab.bmcsim.tree import ROOT, Json
 
 _DIGITS = re.compile(r"^(\D*?)(\d+)(.*)$")
+_OK = {"State": "Enabled", "Health": "OK"}
 
 
 def complete(res: dict[str, Json], parts: Parts) -> list[str]:
@@ -150,7 +151,7 @@ def _memory(res: dict[str, Json], system: str, parts: Parts) -> list[str]:
     dimms = [m for m in _members(res, coll) if m in res]
     added = _top_up(res, coll, dimms, parts.dimms)
     for uri in dimms:
-        res[uri].update(CapacityMiB=parts.dimm_mib, MemoryDeviceType=parts.dimm_type)
+        res[uri].update(CapacityMiB=parts.dimm_mib, MemoryDeviceType=parts.dimm_type, Status=dict(_OK))
     summary = res[system].setdefault("MemorySummary", {})
     summary["TotalSystemMemoryGiB"] = parts.dimms * parts.dimm_mib // 1024
     return added
@@ -165,7 +166,7 @@ def _cpus(res: dict[str, Json], system: str, parts: Parts) -> list[str]:
     cpus = [m for m in _members(res, coll) if m in res and _is_cpu(res[m])]
     added = _top_up(res, coll, cpus, parts.cpus)
     for uri in cpus:
-        res[uri].update(Model=parts.cpu_model, TotalCores=parts.cpu_cores)
+        res[uri].update(Model=parts.cpu_model, TotalCores=parts.cpu_cores, Status=dict(_OK))
     summary = res[system].setdefault("ProcessorSummary", {})
     summary.update(Count=parts.cpus, Model=parts.cpu_model)
     return added
@@ -183,7 +184,10 @@ def _is_gpu(uri: str, obj: Json) -> bool:
 def _gpus(res: dict[str, Json], parts: Parts) -> list[str]:
     gpus = sorted((u for u, o in res.items() if _is_gpu(u, o)), key=_natural)
     if gpus:
-        return _top_up(res, gpus[-1].rsplit("/", 1)[0], gpus, parts.gpus)
+        added = _top_up(res, gpus[-1].rsplit("/", 1)[0], gpus, parts.gpus)
+        for uri in gpus:
+            res[uri].update(Model=parts.gpu_model, Status=dict(_OK))
+        return added
     system = first_member(res, f"{ROOT}/Systems")
     coll = str(res.get(system or "", {}).get("Processors", {}).get("@odata.id", "")).rstrip("/")
     cpus = [m for m in _members(res, coll) if m in res]
@@ -205,7 +209,9 @@ def _natural(uri: str) -> tuple[str, int]:
 def _drives(res: dict[str, Json], want: int) -> list[str]:
     drives = sorted((u for u, o in res.items() if str(o.get("@odata.type", "")).startswith("#Drive.")),
                     key=_natural)
-    if not drives or len(drives) >= want:
+    if not drives:
+        return _new_storage(res, want)
+    if len(drives) >= want:
         return []
     added: list[str] = []
     storages = [(u, o) for u, o in res.items() if isinstance(o.get("Drives"), list)
@@ -258,13 +264,38 @@ def _populate(psu: Json, present: bool, watts: int) -> None:
             psu[key] = None
 
 
+def _new_storage(res: dict[str, Json], want: int) -> list[str]:
+    """A tree with no Drive at all (e.g. only SimpleStorage): one NVMe Storage with `want` drives."""
+    system = next(iter(_members(res, f"{ROOT}/Systems")), None)
+    if system is None or system not in res or want == 0:
+        return []
+    coll = str(res[system].get("Storage", {}).get("@odata.id", f"{system}/Storage")).rstrip("/")
+    added: list[str] = []
+    if coll not in res:
+        res[coll] = {"@odata.id": coll, "@odata.type": "#StorageCollection.StorageCollection",
+                     "Name": "Storage Collection", "Members": [], "Members@odata.count": 0}
+        res[system]["Storage"] = {"@odata.id": coll}
+        added.append(coll)
+    storage = f"{coll}/NVMe"
+    drives = [f"{storage}/Drives/Disk{i}" for i in range(want)]
+    res[storage] = {"@odata.id": storage, "@odata.type": "#Storage.v1_9_0.Storage", "Id": "NVMe",
+                    "Name": "NVMe Storage", "Status": dict(_OK),
+                    "Drives": [{"@odata.id": d} for d in drives], "Drives@odata.count": want}
+    res[coll]["Members"].append({"@odata.id": storage})
+    res[coll]["Members@odata.count"] = len(res[coll]["Members"])
+    for i, uri in enumerate(drives):
+        res[uri] = {"@odata.id": uri, "@odata.type": "#Drive.v1_11_1.Drive", "Id": f"Disk{i}",
+                    "Name": f"NVMe drive {i}", "Status": dict(_OK), "Protocol": "NVMe", "MediaType": "SSD"}
+    return [*added, storage, *drives]
+
+
 def _drive_sizes(res: dict[str, Json], parts: Parts) -> None:
     """The first drives are the spec's boot pair, the rest its scratch set (sizes from the spec)."""
     drives = sorted((u for u, o in res.items() if str(o.get("@odata.type", "")).startswith("#Drive.")),
                     key=_natural)
     for i, uri in enumerate(drives):
         tb = parts.boot_drive_tb if i < parts.boot_drives else parts.scratch_drive_tb
-        res[uri]["CapacityBytes"] = int(tb * 1e12)
+        res[uri].update(CapacityBytes=int(tb * 1e12), Protocol=parts.drive_protocol, MediaType="SSD")
 
 
 def _network(res: dict[str, Json], parts: Parts) -> None:
