@@ -14,6 +14,7 @@ BMC-side checks are left out (they go over Redfish, not SSH). Needs root (twins)
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -46,6 +47,41 @@ def timed_verify(hosts: list[HostEntry], fresh: bool) -> tuple[float, RunReport]
     t0 = time.monotonic()
     report = verify(hosts, Level.FULL)
     return time.monotonic() - t0, report
+
+
+def decomposition(host: HostEntry, report: RunReport) -> list[tuple[str, float, str]]:
+    """Where the time of one node goes: SSH round trip, each probe on the node, local evaluation."""
+    from provision.conformance.facts import gather, ssh_runner
+    from provision.conformance.runner import evaluate, node_probes
+
+    assert host.ssh is not None
+    probes = node_probes(host.spec, Level.FULL)
+    runner = ssh_runner(host.ssh)
+    close_master(host.ssh)
+    t0 = time.monotonic()
+    runner(host.name, "true\n")
+    connect = time.monotonic() - t0
+    t0 = time.monotonic()
+    runner(host.name, "true\n")
+    trip = time.monotonic() - t0
+    timing = "export LC_ALL=C\n" + "".join(
+        f"s=$(date +%s%N); ( {p.command if p.each is None else f'for m in {p.each}; do set -- $m; {p.command}; done'}"
+        f" ) >/dev/null 2>&1; e=$(date +%s%N); echo \"$(( (e-s)/1000000 )) {p.name}\"\n" for p in probes)
+    lines = runner(host.name, timing).decode().split("\n")
+    per_probe = sorted(((int(x.split()[0]), x.split()[1]) for x in lines if x.strip()), reverse=True)
+    facts = gather(host.name, probes, runner)
+    t0 = time.monotonic()
+    for _ in range(10):
+        evaluate(host.name, host.spec, facts, Level.FULL)
+    local = (time.monotonic() - t0) / 10
+    serial = sum(ms for ms, _ in per_probe) / 1000
+    top = ", ".join(f"{name} {ms} ms" for ms, name in per_probe[:6])
+    return [
+        ("ssh: new connection + empty script", connect, ""),
+        ("ssh: round trip over the ControlMaster", trip, ""),
+        (f"on node: {len(probes)} probes one after another", serial, f"slowest: {top}"),
+        ("local: parse + evaluate every check", local, f"{len(report.nodes[0].results)} checks"),
+    ]
 
 
 def ssh_config(path: Path, infos: dict[str, TwinInfo], multiplex: bool) -> Path:
@@ -97,6 +133,7 @@ def run(args: argparse.Namespace, base: Path) -> None:
         failed = sum(len(n.failed) for n in fleet_rep.nodes)
         rows.append((f"verify, {args.nodes} nodes in parallel, fresh", median([t for t, _ in all_fresh]),
                      f"{sum(len(n.results) for n in fleet_rep.nodes)} checks, {failed} failed"))
+        rows += decomposition(one[0], one_fresh[-1][1])
         _close(all_hosts)
         naive_names = sorted(infos)[: args.naive_nodes]
         plain = ssh_config(base / "ssh_config.plain", infos, multiplex=False)
@@ -115,6 +152,7 @@ def print_table(rows: list[tuple[str, float, str]], args: argparse.Namespace, na
     print(f"\n{'method':<{width}}  {'wall s':>8}  notes")
     for name, seconds, note in rows:
         print(f"{name:<{width}}  {seconds:8.2f}  {note}")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (host has {os.cpu_count()} CPUs)")
     print(f"\nper node, 1 node fresh: {one:.2f} s (goal <= 0.5 s); {args.nodes} nodes: {fleet:.2f} s "
           f"(goal <= 3 s for 16); naive per node {naive_per_node:.1f} s -> {naive_per_node / one:.0f}x faster "
           "(goal >= 20x)")

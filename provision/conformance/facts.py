@@ -79,13 +79,20 @@ def _natural(section: Section) -> list[object]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", section.name)]
 
 
+# Probes run concurrently, at most _L at a time (a token FIFO): on the node's CPU count by default,
+# so a small (or shared) machine is not flooded with every probe at once.
 _PRELUDE = r"""export LC_ALL=C PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 _t=$(mktemp -d) || exit 97
 trap 'rm -rf "$_t"' EXIT
+_L=%(lanes)s
+[ "$_L" -ge 1 ] 2>/dev/null || _L=2
+mkfifo "$_t/tokens" && exec 3<>"$_t/tokens" || exit 97
+_k=0; while [ "$_k" -lt "$_L" ]; do echo >&3; _k=$((_k+1)); done
 _i=0
-_run() { _n=$1; shift; _i=$((_i+1)); echo "$_n" >"$_t/$_i.n"
-  ( sh -c "$1" sh "$2" >"$_t/$_i.o" 2>"$_t/$_i.e" </dev/null; echo $? >"$_t/$_i.r" ) & }
+_run() { _n=$1; shift; _i=$((_i+1)); echo "$_n" >"$_t/$_i.n"; read _tok <&3
+  ( sh -c "$1" sh "$2" >"$_t/$_i.o" 2>"$_t/$_i.e" </dev/null 3>&-; echo $? >"$_t/$_i.r"; echo >&3 ) & }
 """
+DEFAULT_LANES = '$(n=$(nproc 2>/dev/null || echo 4); [ "$n" -gt 32 ] && n=32; [ "$n" -lt 4 ] && n=4; echo $n)'
 
 _EPILOGUE = r"""wait
 _j=1
@@ -98,9 +105,9 @@ done
 """
 
 
-def build_script(probes: Sequence[Probe]) -> str:
-    """The POSIX sh script that runs every probe in parallel and frames their output."""
-    lines = [_PRELUDE]
+def build_script(probes: Sequence[Probe], lanes: int | None = None) -> str:
+    """The POSIX sh script that runs the probes concurrently (`lanes` at a time) and frames their output."""
+    lines = [_PRELUDE % {"lanes": DEFAULT_LANES if lanes is None else int(lanes)}]
     for probe in probes:
         if not _NAME.match(probe.name):
             raise ValueError(f"probe name {probe.name!r} has characters the framing cannot carry")

@@ -147,3 +147,16 @@ def test_unreachable_bmc_is_reported_not_run(lab: tuple[Path, Path, Path, TwinIn
     finally:
         manager.fault(bmc_dir, NODE, "drop", True, None)
     assert results and all(r.skipped and not r.passed for r in results.values())
+
+
+def test_burnin_tier_runs_the_twins_stand_ins_and_says_so(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, *_ = lab
+    report = node_report(inventory, Level.BURNIN)
+    burnin = {r.id: r for r in report.results if r.area == "burnin"}
+    dcgm = burnin["burnin.dcgm_diag"]
+    assert dcgm.passed and "LAB STAND-IN" in dcgm.detail
+    # Tools the twins do not carry are NOT RUN (never passed), with the reason.
+    for cid in ("burnin.nccl_busbw", "burnin.fio_seq_read", "burnin.fio_rand_read", "burnin.ib_write_bw"):
+        result = burnin[cid]
+        assert (result.passed and "LAB STAND-IN" in result.detail) or (
+            result.skipped and "not found" in result.detail), result

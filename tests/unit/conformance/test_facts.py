@@ -105,3 +105,16 @@ def test_ssh_argv_keeps_host_key_checking_on(tmp_path: Path) -> None:
     assert "BatchMode=yes" in joined and "ControlMaster=auto" in joined and f"ControlPath={tmp_path}/%C" in joined
     assert "ControlPersist=" in joined and "ServerAliveInterval=5" in joined
     assert argv[-3:] == ["-l", "root", "10.203.1.2"] and argv[argv.index("-p") + 1] == "2222"
+
+
+def test_lanes_bound_how_many_probes_run_at_once(tmp_path: Path) -> None:
+    def probe(name: str) -> Probe:
+        return Probe(name=name, command=f"touch {tmp_path}/{name}.run; sleep 0.6; ls {tmp_path} | grep -c '[.]run$'; "
+                                        f"rm {tmp_path}/{name}.run")
+
+    probes = [probe(f"p{i}") for i in range(6)]
+    raw = run_local("n1", build_script(probes, lanes=2))
+    seen = [int(s.stdout) for s in split_sections(raw).values()]
+    assert len(seen) == 6 and max(seen) <= 2
+    raw = run_local("n1", build_script(probes, lanes=6))
+    assert max(int(s.stdout) for s in split_sections(raw).values()) >= 2  # they do overlap when allowed
