@@ -269,3 +269,41 @@ def _ansible(tmp_path: Path, inventory: Path, module: str, args: str) -> str:
                           capture_output=True, text=True, timeout=180, env=env, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
+
+
+def test_failed_up_leaves_nothing_behind(tmp_path, monkeypatch):
+    from provision.errors import LabError
+    from provision.lab.twins import lifecycle
+
+    calls: list[str] = []
+
+    def broken_prepare(state_dir: Path, spec: NodeSpec, index: int) -> None:
+        calls.append(str(state_dir))
+        if len(calls) == 2:  # the first twin is prepared, its netns and overlay exist
+            raise LabError("personality broke on purpose")
+
+    monkeypatch.setattr(lifecycle.hooks, "prepare_node", broken_prepare)
+    lab_dir = tmp_path / "broken-lab"
+    nodes = [TwinRequest(name=f"node{i:02d}", index=i, profile="ml_prod_v4") for i in (1, 2)]
+    before = _netns_names()
+    with pytest.raises(LabError, match="broke on purpose"):
+        twins.up(lab_dir, nodes, _spec_for)
+    assert len(calls) == 2
+    assert str(lab_dir) not in Path("/proc/self/mountinfo").read_text()
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert str(lab_dir) not in ps
+    # ours never ran a twin, so any namespace left idle would be ours; other labs' new ones are busy
+    left_idle = [n for n in _netns_names() - before if not _netns_busy(n)]
+    assert left_idle == []
+    assert not (lab_dir / "known_hosts").exists() and not (lab_dir / "repo").exists()
+    twins.down(lab_dir)
+    assert not (lab_dir / "twins").exists()
+
+
+def _netns_names() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def _netns_busy(name: str) -> bool:
+    return bool(subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False).stdout)
