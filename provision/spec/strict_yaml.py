@@ -53,7 +53,7 @@ def load_strict(path: Path, *, allow_empty: bool = False) -> Any:
         problem = exc.problem or exc.context or "invalid YAML"
         raise InventoryError(f"{path}: {where}YAML error: {problem}") from None
     except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: YAML error: {exc}") from None
+        raise InventoryError(f"{path}: YAML error: {' '.join(str(exc).split())}") from None  # one line
     if data is None and not allow_empty:
         raise InventoryError(f"{path}: file is empty")
     return data

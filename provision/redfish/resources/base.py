@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_pascal
+
+from provision.errors import RedfishError
 
 
 class Model(BaseModel):
@@ -15,8 +17,15 @@ class Model(BaseModel):
 
     @classmethod
     def parse(cls, data: Any) -> Self:
-        """Build from a Redfish JSON object (one place to catch shape errors)."""
-        return cls.model_validate(data if isinstance(data, dict) else {})
+        """Build from a Redfish JSON object (one place to catch shape errors: RedfishError, one line)."""
+        try:
+            return cls.model_validate(data if isinstance(data, dict) else {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            uri = data.get("@odata.id") if isinstance(data, dict) else None
+            about = f"{cls.__name__} {uri}" if isinstance(uri, str) else cls.__name__
+            raise RedfishError(f"{about}: unexpected shape at {where}: {first['msg']}") from None
 
 
 class Status(Model):
@@ -54,3 +63,20 @@ def link_ids(value: Any) -> tuple[str, ...]:
     """The @odata.id of each link in a list (or of one link)."""
     items = value if isinstance(value, list) else [value]
     return tuple(str(i["@odata.id"]).rstrip("/") for i in items if isinstance(i, dict) and i.get("@odata.id"))
+
+
+def dig(obj: Any, *keys: str) -> Any:
+    """obj[k1][k2]...; None as soon as a level is missing or not an object (BMCs send odd shapes)."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def texts(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()

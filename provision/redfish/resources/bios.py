@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from provision.redfish.resources.base import Model, Resource
+from provision.redfish.resources.base import Model, Resource, dig, text_or_none, texts
 
 AttrValue = str | int | bool | float | None
 
@@ -21,13 +21,12 @@ class Bios(Resource):
 
     @property
     def settings_uri(self) -> str | None:
-        obj = self.settings.get("SettingsObject") or {}
-        uri = obj.get("@odata.id")
-        return str(uri).rstrip("/") if uri else None
+        uri = text_or_none(dig(self.settings, "SettingsObject", "@odata.id"))
+        return uri.rstrip("/") if uri else None
 
     @property
     def supported_apply_times(self) -> tuple[str, ...]:
-        return tuple(self.settings.get("SupportedApplyTimes") or ())
+        return texts(self.settings.get("SupportedApplyTimes"))
 
 
 class RegistryValue(Model):
@@ -66,10 +65,12 @@ class AttributeRegistry(Model):
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AttributeRegistry:
-        entries = data.get("RegistryEntries") or {}
-        attrs = {a["AttributeName"]: RegistryAttribute.parse(a) for a in entries.get("Attributes") or []
-                 if isinstance(a, dict) and a.get("AttributeName")}
-        return cls(Id=str(data.get("Id", "")), attributes=attrs, dependencies=entries.get("Dependencies") or [])
+        listed = dig(data, "RegistryEntries", "Attributes")
+        attrs = {str(a["AttributeName"]): RegistryAttribute.parse(a) for a in listed or []
+                 if isinstance(listed, list) and isinstance(a, dict) and a.get("AttributeName")}
+        deps = dig(data, "RegistryEntries", "Dependencies")
+        deps = [d for d in deps if isinstance(d, dict)] if isinstance(deps, list) else []
+        return cls(Id=str(data.get("Id", "")), attributes=attrs, dependencies=deps)
 
     @classmethod
     def infer(cls, current: dict[str, AttrValue]) -> AttributeRegistry:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from provision.redfish.resources.base import Resource, link_ids
+from provision.redfish.resources.base import Resource, dig, link_ids, text_or_none, texts
 
 
 class SoftwareInventory(Resource):
@@ -34,13 +34,12 @@ class UpdateService(Resource):
 
     @property
     def simple_update_target(self) -> str | None:
-        return (self.actions.get("#UpdateService.SimpleUpdate") or {}).get("target")
+        return text_or_none(dig(self.actions, "#UpdateService.SimpleUpdate", "target"))
 
     @property
     def transfer_protocols(self) -> tuple[str, ...]:
-        act = self.actions.get("#UpdateService.SimpleUpdate") or {}
-        return tuple(act.get("TransferProtocol@Redfish.AllowableValues") or ())
+        return texts(dig(self.actions, "#UpdateService.SimpleUpdate", "TransferProtocol@Redfish.AllowableValues"))
 
     def oem_action(self, name: str) -> str | None:
         """Target of an OEM action such as #SmcUpdateService.Install."""
-        return ((self.actions.get("Oem") or {}).get(name) or {}).get("target")
+        return text_or_none(dig(self.actions, "Oem", name, "target"))

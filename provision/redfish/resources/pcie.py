@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from provision.redfish.resources.base import Resource
+from provision.redfish.resources.base import Resource, text_or_none
 
 
 class PCIeDevice(Resource):
@@ -23,7 +23,7 @@ class PCIeDevice(Resource):
 
     @property
     def pcie_type(self) -> str | None:
-        return self.pcie_interface.get("PCIeType")
+        return text_or_none(self.pcie_interface.get("PCIeType"))
 
     @property
     def lanes(self) -> int | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from provision.redfish.resources.base import Model, Resource
+from provision.redfish.resources.base import Model, Resource, dig, text_or_none, texts
 
 
 class ServiceRoot(Resource):
@@ -43,13 +43,11 @@ class ComputerSystem(Resource):
 
     @property
     def reset_target(self) -> str | None:
-        act = self.actions.get("#ComputerSystem.Reset") or {}
-        return act.get("target")
+        return text_or_none(dig(self.actions, "#ComputerSystem.Reset", "target"))
 
     @property
     def reset_types(self) -> tuple[str, ...]:
-        act = self.actions.get("#ComputerSystem.Reset") or {}
-        return tuple(act.get("ResetType@Redfish.AllowableValues") or ())
+        return texts(dig(self.actions, "#ComputerSystem.Reset", "ResetType@Redfish.AllowableValues"))
 
     @property
     def total_memory_gib(self) -> float | None:
