@@ -63,6 +63,9 @@ def verify_command(
     for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
         _output_path(value, flag)
     hosts = load_fleet(inventory).select(nodes)
+    no_ssh = [h.name for h in hosts if h.ssh is None]
+    if no_ssh:
+        raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
 
     def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
         skip_all(ctx, "BMC checks turned off (--no-bmc)")

@@ -45,16 +45,26 @@ def evaluate(node: str, spec: NodeSpec, facts: NodeFacts, level: Level) -> Conte
     return ctx
 
 
-def default_runner(host: HostEntry) -> Runner:
-    if host.ssh is None:
-        raise InventoryError(f"{host.name}: no SSH endpoint in the inventory (set ansible_host)")
-    return ssh_runner(host.ssh)
+# How long one node's gather may take: burn-in runs DCGM diag, NCCL, fio and ib_write_bw for minutes.
+GATHER_TIMEOUT_S = {Level.QUICK: 60.0, Level.FULL: 180.0, Level.BURNIN: 3600.0}
+
+
+def ssh_runner_for(level: Level) -> RunnerFor:
+    """The production Runner factory: the system ssh, multiplexed, with the level's time limit."""
+
+    def runner_for(host: HostEntry) -> Runner:
+        if host.ssh is None:
+            raise InventoryError(f"{host.name}: no SSH endpoint in the inventory (set ansible_host)")
+        return ssh_runner(host.ssh, timeout_s=GATHER_TIMEOUT_S[level])
+
+    return runner_for
 
 
 def verify_node(
-    host: HostEntry, level: Level, runner_for: RunnerFor = default_runner, bmc: BmcHook | None = None
+    host: HostEntry, level: Level, runner_for: RunnerFor | None = None, bmc: BmcHook | None = None
 ) -> NodeReport:
     """Gather, evaluate, and (when a hook is given) run the BMC-side checks of one node."""
+    runner_for = runner_for or ssh_runner_for(level)
     try:
         facts = gather(host.name, node_probes(host.spec, level), runner_for(host))
     except (GatherError, InventoryError) as exc:
@@ -85,7 +95,7 @@ def _unique(results: list[CheckResult]) -> list[CheckResult]:
 def verify(
     hosts: Sequence[HostEntry],
     level: Level,
-    runner_for: RunnerFor = default_runner,
+    runner_for: RunnerFor | None = None,
     bmc: BmcHook | None = None,
     max_parallel: int = 32,
 ) -> RunReport:
