@@ -20,6 +20,7 @@ from provision.redfish.ops.session import open_host
 app = typer.Typer(help="BMC inventory, drift against the spec, boot override and virtual media.",
                   no_args_is_help=True)
 NodeArg = Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")]
+PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; change nothing")]
 
 
 @app.command("inventory")
@@ -77,8 +78,12 @@ def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport) -
 @app.command("boot-once")
 def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd, Hdd, Usb, BiosSetup, ...")],
               mode: Annotated[str | None, typer.Option("--mode", help="UEFI or Legacy")] = None,
-              inventory: InventoryOpt = DEFAULT_INVENTORY, insecure: InsecureOpt = False) -> None:
+              inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only: PlanOpt = False,
+              insecure: InsecureOpt = False) -> None:
     """Set a one-time boot override."""
+    if plan_only:
+        console.print(f"{node}: would set a one-time boot from {target} (--plan: nothing changed)")
+        return
     with open_host(inventory, node, insecure) as (_, facts):
         power_ops.boot_once(facts, target, mode)
     console.print(f"{node}: next boot from {target} (once)")
@@ -88,12 +93,16 @@ def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd
 def media(node: NodeArg,
           insert: Annotated[str | None, typer.Option("--insert", help="Image URL to insert")] = None,
           eject: Annotated[bool, typer.Option("--eject", help="Eject the virtual CD")] = False,
-          inventory: InventoryOpt = DEFAULT_INVENTORY, insecure: InsecureOpt = False) -> None:
+          inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only: PlanOpt = False,
+          insecure: InsecureOpt = False) -> None:
     """Insert or eject virtual media (CD/DVD)."""
     from provision.errors import InputError
 
     if bool(insert) == eject:
         raise InputError("give exactly one of --insert URL or --eject")
+    if plan_only:
+        console.print(f"{node}: would {'eject the virtual CD' if eject else f'insert {insert}'} (--plan)")
+        return
     with open_host(inventory, node, insecure) as (_, facts):
         uri = power_ops.virtual_media(facts, None if eject else insert)
     console.print(f"{node}: {'ejected' if eject else 'inserted'} ({uri})")

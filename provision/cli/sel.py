@@ -18,13 +18,16 @@ def sel_command(
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     clear: Annotated[bool, typer.Option("--clear", help="Clear the SEL after printing it")] = False,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the last N entries")] = None,
+    plan_only: Annotated[bool, typer.Option("--plan", help="With --clear: say what would be cleared")] = False,
     as_json: JsonOpt = False,
     insecure: InsecureOpt = False,
 ) -> None:
     """Read (and optionally clear) the node's system event log."""
     with open_host(inventory, node, insecure) as (_, facts):
         rows = sel_ops.read(facts, limit)
-        cleared = sel_ops.clear(facts) if clear else None
+        cleared = sel_ops.clear(facts) if clear and not plan_only else None
+    if clear and plan_only:
+        console.print(f"{node}: --clear would remove {len(rows)} SEL entries (--plan: nothing cleared)")
     if as_json:
         emit_json({"node": node, "entries": rows, "cleared": cleared is not None})
         return
