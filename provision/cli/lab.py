@@ -11,6 +11,7 @@ from rich.table import Table
 from provision.cli.options import JsonOpt
 from provision.cli.output import console, emit_json
 from provision.lab import manager
+from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 
 app = typer.Typer(help="The built-in lab: simulated BMCs (and node twins) on this machine.", no_args_is_help=True)
 
@@ -85,7 +86,8 @@ def down(lab_dir: LabDirOpt = None, as_json: JsonOpt = False) -> None:
 @app.command("fault")
 def fault(
     node: Annotated[str, typer.Argument(help="Lab node, e.g. node01")],
-    kind: Annotated[str, typer.Argument(help="Fault kind, e.g. latency, unavailable, drop, task-fail")],
+    kind: Annotated[str, typer.Argument(help="BMC fault: " + ", ".join(sorted(BMC_FAULT_KINDS))
+                                        + "; or a twin fault kind (passed to the twins)")],
     clear: Annotated[bool, typer.Option("--clear", help="Remove the fault instead.")] = False,
     value: Annotated[float | None, typer.Option("--value", help="Fault parameter (ms, seconds, percent).")] = None,
     lab_dir: LabDirOpt = None,

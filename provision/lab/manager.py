@@ -28,6 +28,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from provision.errors import InputError, LabError
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
+from provision.lab.bmcsim.tree import load_dir
 from provision.lab.ca import make_ca_and_server
 
 STATE = "lab.json"
@@ -139,8 +140,6 @@ def _check_options(opts: UpOptions) -> None:
         raise InputError(f"--nodes {opts.nodes}: more than 250 nodes needs --bmc-only")
     if opts.speed <= 0:
         raise InputError(f"--speed {opts.speed}: must be positive")
-    if opts.as_captured and opts.bmc_tree is None:
-        raise InputError("--as-captured needs --bmc-tree DIR (the capture to serve as is)")
 
 
 def _resolve_tree(tree: Path | None) -> Path:
@@ -152,6 +151,7 @@ def _resolve_tree(tree: Path | None) -> Path:
         raise InputError(f"--bmc-tree {tree}: no such directory (built-in trees: {', '.join(builtin_trees())})")
     if not ((tree / "redfish" / "v1" / "index.json").is_file() or (tree / "index.json").is_file()):
         raise InputError(f"--bmc-tree {tree}: not a Redfish mockup (no redfish/v1/index.json or index.json)")
+    load_dir(tree)  # every file parses (InputError naming the file otherwise) before anything starts
     return tree.resolve()
 
 
