@@ -29,7 +29,7 @@ def installed_kernels() -> list[str]:
     for line in done.stdout.splitlines():
         status, _, package = line.partition(" ")
         match = _IMAGE.match(package.strip())
-        if status.startswith("ii") and match:
+        if status[1:2] == "i" and match:  # "ii" installed, "hi" installed and held
             releases.append(match[1])
     return releases
 
