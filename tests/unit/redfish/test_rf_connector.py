@@ -156,6 +156,7 @@ def test_tls_verified_by_default(certs: tuple[Path, Path, Path]) -> None:
         assert ok.get(SYS)["Id"] == "1"
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_insecure_is_explicit_and_warns(certs: tuple[Path, Path, Path]) -> None:
     _, cert, key = certs
     with Served(FakeBmc(tree=tree("supermicro")), tls=(cert, key)) as srv:
