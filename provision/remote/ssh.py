@@ -94,7 +94,7 @@ def wait_for_ssh(host: HostEntry, timeout: float = 300.0, interval: float = 2.0)
             return round(time.monotonic() - started, 3)
         except SshError as exc:
             last = str(exc)
-            if "refused:" in last and "not found in known_hosts" in last:
-                raise
+            if "refused:" in last and ("not found in known_hosts" in last or "does not match" in last):
+                raise  # an unknown or changed host key is not "not up yet"
         time.sleep(interval)
     raise SshError(f"{host.name}: SSH not up after {timeout:.0f} s ({last})")
