@@ -103,6 +103,9 @@ def test_fault_fails_exactly_its_checks(lab: tuple[Path, Path, Path, TwinInfo], 
     assert kind in twins.FAULT_KINDS
     twins.fault(twin_dir, NODE, kind, False)
     try:
+        if kind in RESTART_FM:  # the fabric manager notices within its 2 s poll, then exits: wait for that
+            ssh(info, "i=0; while systemctl -q is-active nvidia-fabricmanager && [ $i -lt 30 ]; do sleep 0.5; "
+                      "i=$((i+1)); done")
         with_fault = node_report(inventory)
     finally:
         twins.fault(twin_dir, NODE, kind, True)

@@ -3,7 +3,7 @@
 The BMCs come from `provision lab up --bmc-only` (manager), the twins from the twins API; their
 SSH settings are added to the lab inventory's host_vars. Convergence is done here MINIMALLY over
 SSH (apt install of the pinned stand-ins at their pinned versions + hold, services enabled,
-`zpool create` of the scratch stripe) instead of the Ansible roles, so these tests do not depend
+`zpool create` of the scratch stripe, one reboot onto the pinned kernel) instead of the Ansible roles, so these tests do not depend
 on `provision configure`.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,6 +77,26 @@ def converge(info: TwinInfo, spec: NodeSpec) -> None:
         "print(\" \".join(\"/dev/disk/by-id/\"+d[\"by_id\"] for d in hw[\"nvme\"] if d[\"role\"]==\"scratch\"))')",
     ])
     ssh(info, script)
+    reboot(info)  # the new kernel package runs only after a reboot, as on a real server
+
+
+def boot_id(info: TwinInfo) -> str:
+    return ssh(info, "cat /proc/sys/kernel/random/boot_id", timeout=30).strip()
+
+
+def reboot(info: TwinInfo, timeout: float = 180) -> None:
+    old = boot_id(info)
+    subprocess.run([*ssh_argv(info), "systemctl reboot"], capture_output=True, timeout=60, check=False)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if boot_id(info) != old:
+                ssh(info, "systemctl is-system-running --wait || true", timeout=120)
+                return
+        except (AssertionError, subprocess.TimeoutExpired):
+            pass
+        time.sleep(1)
+    raise AssertionError(f"{info.name} did not come back from its reboot within {timeout:.0f} s")
 
 
 def _add_ssh(inventory: Path, infos: dict[str, TwinInfo]) -> None:

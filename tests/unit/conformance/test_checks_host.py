@@ -313,8 +313,16 @@ def test_sysfs_of_another_namespace_is_not_trusted() -> None:
 
 
 def test_kernel_release_in_the_lab_is_not_run_when_it_is_the_hosts() -> None:
-    lab = run(spec(), {"kernel_release": "6.18.44-fc-v657\n", "lab_standins": "@twin\n"}, Level.QUICK)
+    host = "6.18.44-fc-v657\n6.18.44-fc-v657\n"
+    lab = run(spec(), {"kernel_release": host, "lab_standins": "@twin\n"}, Level.QUICK)
     rel = area(lab, "kernel")["kernel.release"]
     assert rel.skipped and not rel.passed and "6.18.44-fc-v657" in rel.detail
-    real = run(spec(), {"kernel_release": "6.18.44-fc-v657\n"}, Level.QUICK)
+    real = run(spec(), {"kernel_release": host}, Level.QUICK)
     assert failed(real, "kernel") == ["kernel.release"]
+    # A twin presenting its own osrelease (the factory kernel before the reboot) is judged.
+    presented = run(spec(), {"kernel_release": "6.1.0-27-amd64\n6.18.44-fc-v657\n", "lab_standins": "@twin\n"},
+                    Level.QUICK)
+    assert failed(presented, "kernel") == ["kernel.release"]
+    booted = run(spec(), {"kernel_release": "6.1.0-28-amd64\n6.18.44-fc-v657\n", "lab_standins": "@twin\n"},
+                 Level.QUICK)
+    assert area(booted, "kernel")["kernel.release"].passed
