@@ -61,10 +61,10 @@ class Result:
 
 
 # ---- clients -----------------------------------------------------------------------------------
-def ours(t: Target) -> tuple[int, int | None]:
+def ours(t: Target, expand: bool = True) -> tuple[int, int | None]:
     opts = ConnectorOptions(address=t.address, username=t.username, password=SecretStr(t.password),
                             ca_file=Path(t.ca) if isinstance(t.ca, str) else None,
-                            verify_tls=t.ca is not False)
+                            verify_tls=t.ca is not False, use_expand=expand)
     conn = Connector(opts)
     conn.open()
     inv = observe(conn)
@@ -160,7 +160,8 @@ def _sushy_chassis_pcie(root: Any, chassis: Any) -> list[Any]:
 
 
 CLIENTS: dict[str, Callable[[Target], tuple[int, int | None]]] = {
-    "provision": ours, "naive crawl": naive, "sushy": sushy_client}
+    "provision": ours, "prov. no-exp": lambda t: ours(t, expand=False), "naive crawl": naive,
+    "sushy": sushy_client}
 
 
 # ---- targets -----------------------------------------------------------------------------------
