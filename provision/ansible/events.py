@@ -44,6 +44,8 @@ def change(event: dict[str, Any]) -> Change | None:
         return None
     diffs = [res.get("diff")] + [item.get("diff") for item in res.get("results") or [] if item.get("changed")]
     text = "".join(render_diff(d) for d in diffs if d)
+    if not text and str(data.get("task_action", "")).endswith("debug") and isinstance(res.get("msg"), str):
+        text = res["msg"] + "\n"  # what a check-mode report task says would be done
     return Change(host=str(data.get("host", "")), task=str(data.get("task", "")), diff=text)
 
 

@@ -44,6 +44,14 @@ def test_change_only_for_changed_ok_results() -> None:
     assert found is not None and (found.host, found.task, found.diff) == ("node01", "Do it", "")
 
 
+def test_change_of_a_report_task_carries_its_message() -> None:
+    found = events.change(_ev("runner_on_ok", task_action="ansible.builtin.debug",
+                              res={"changed": True, "msg": "would run: zpool create scratch"}))
+    assert found is not None and found.diff == "would run: zpool create scratch\n"
+    other = events.change(_ev("runner_on_ok", task_action="ansible.builtin.command", res={"changed": True, "msg": "x"}))
+    assert other is not None and other.diff == ""
+
+
 @pytest.mark.parametrize(
     ("diff", "expected"),
     [
