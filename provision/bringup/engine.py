@@ -87,6 +87,8 @@ def _run_stage(ctx: StageContext, stage: Stage, plan_only: bool) -> StageResult:
         error = ""
     except ProvisionError as exc:
         outcome, error = Outcome.FAILED, str(exc)
+    except Exception as exc:  # a bug of ours: fail this node's stage only, and keep the journal whole
+        outcome, error = Outcome.FAILED, f"internal error: {type(exc).__name__}: {exc}"
     seconds = round(time.monotonic() - started, 3)
     if stage_id is not None and ctx.journal is not None:
         detail = error or "; ".join(a.describe() for a in plan.actions) or plan.note
