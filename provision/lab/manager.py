@@ -83,7 +83,7 @@ def read_state(lab_dir: Path) -> LabState | None:
         return None
     try:
         return LabState.model_validate_json(path.read_text())
-    except (OSError, ValidationError) as exc:
+    except (OSError, UnicodeDecodeError, ValidationError) as exc:
         raise LabError(f"{path}: unreadable lab state ({exc.__class__.__name__}); remove it by hand") from None
 
 
