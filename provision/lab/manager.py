@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from provision.ansible.lab import lab_group_vars_text, lab_host_vars
 from provision.errors import InputError, LabError
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
@@ -322,6 +323,9 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     hosts = {"all": {"children": {profile: {"hosts": {n.name: None for n in state.nodes}}}}}
     (inv / "hosts.yml").write_text("---\n# Written by `provision lab up`; removed by `provision lab down`.\n"
                                    + yaml.safe_dump(hosts, sort_keys=False))
+    if state.twins:  # the roles' lab settings: stand-in repository, drives by id, role overrides
+        (inv / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
+        (inv / "group_vars" / "all" / "lab.yml").write_text(lab_group_vars_text(), encoding="utf-8")
     secrets_by_name = {n.name: n.password.get_secret_value() for n in cfg.nodes}
     for node in state.nodes:
         hv = _host_vars(lab, node, secrets_by_name[node.name])
@@ -367,6 +371,7 @@ def _host_vars(lab: Path, node: NodeState, password: str) -> dict[str, Any]:
             ansible_ssh_common_args=f"-o UserKnownHostsFile={ssh['known_hosts']} -o StrictHostKeyChecking=yes",
             provision_ssh_known_hosts=str(ssh["known_hosts"]),
         )
+        hv.update(lab_host_vars(str(ssh["repo_url"]), lab / "twins" / node.name / "state" / "hardware.json"))
     return hv
 
 

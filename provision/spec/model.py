@@ -288,6 +288,11 @@ class FirmwareComponent(Frozen):
     apply_time: Literal["Immediate", "OnReset"] = "OnReset"
     needs_host_reset: bool = True
     order: NonNegativeInt = 50
+    updated_by: Literal["bmc", "os"] = Field(
+        default="bmc",
+        description="bmc: flashed out-of-band through Redfish; os: flashed in-band (e.g. mlxfwmanager for "
+        "ConnectX adapters the BMC marks not updateable) and checked on the node",
+    )
     match: dict[str, str] = Field(
         default_factory=dict,
         description="Per-vendor regex over FirmwareInventory Id/Name; vendors/ supply defaults",

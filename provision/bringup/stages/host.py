@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from provision.ansible.models import PlayResult, RunOptions
 from provision.ansible.runner import PlayFailed, run_playbook
 from provision.bringup.model import Action, StagePlan
@@ -67,6 +69,11 @@ class ConfigureStage:
                           forks=self.opts.forks, strategy=self.opts.strategy)
 
     def observe(self, ctx: StageContext) -> PlayResult | str:
+        """A check-mode run of site.yml; skipped (a full run planned) on a node never configured by us."""
+        if ctx.journal is not None and not any(
+            a.action == "ansible" and a.outcome == "ok" for a in ctx.journal.actions(ctx.host.name, self.name)
+        ):
+            return "never configured by provision: a full run of site.yml"
         try:
             return run_playbook(self._options(ctx, check=True))
         except PlayFailed as exc:  # e.g. a task that needs a package the run would install first
@@ -85,6 +92,14 @@ class ConfigureStage:
         ctx.side_effect(self.name, summary, lambda: run_playbook(self._options(ctx, check=False)))
 
 
+def _run_started(ctx: StageContext) -> datetime | None:
+    """When this bring-up run began: SEL entries before it are history, not findings."""
+    if ctx.journal is None or ctx.run_id is None:
+        return None
+    run = ctx.journal.run(ctx.run_id)
+    return datetime.fromtimestamp(run.started_at, UTC) if run else None
+
+
 class VerifyStage:
     """Conformance of the node (and its BMC) to the spec; a failure stops the node with the failing checks."""
 
@@ -97,8 +112,10 @@ class VerifyStage:
     def observe(self, ctx: StageContext) -> NodeReport:
         from provision.conformance.checks.bmc import run_bmc_checks
 
+        since = _run_started(ctx)
+
         def hook(cctx: object, host: object) -> None:
-            run_bmc_checks(cctx, host, None)  # type: ignore[arg-type]
+            run_bmc_checks(cctx, host, since)  # type: ignore[arg-type]
 
         return verify_node(ctx.host, Level(self.opts.verify_level), bmc=hook)
 

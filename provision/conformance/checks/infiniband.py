@@ -6,7 +6,7 @@ from provision.conformance.checks import netdev
 from provision.conformance.checks._base import Context, Unreadable
 from provision.conformance.facts import Probe
 from provision.conformance.model import Level
-from provision.conformance.parsers.infiniband import IbPort, parse_ibstat
+from provision.conformance.parsers.infiniband import IbCa, IbPort, parse_ibstat
 from provision.spec.model import InfiniBand, NodeSpec
 
 AREA = "infiniband"
@@ -38,8 +38,22 @@ def evaluate(ctx: Context) -> None:
     ctx.equal("infiniband.ports", AREA, desc, ib.count, len(ports))
     for name, port in ports:
         _port(ctx, ib, f"{name}/{port.number}", port)
+    _firmware(ctx, [ca for ca in report.cas if any(p.link_layer == ib.link_layer for p in ca.ports)])
     if ib.ipoib is not None and ctx.level is not Level.QUICK:
         _ipoib(ctx, ib)
+
+
+def _firmware(ctx: Context, cas: list[IbCa]) -> None:
+    """In-band firmware (spec component ib_nic, updated_by os) read from ibstat, at or above the baseline."""
+    from provision.redfish.vendors.versions import compare
+
+    baseline = next((f for f in ctx.spec.firmware if f.component == "ib_nic" and f.updated_by == "os"), None)
+    if baseline is None:
+        return
+    for ca in cas:
+        ok = compare(ca.firmware_version, baseline.version) >= 0
+        ctx.record(f"infiniband.{ca.name}.firmware", AREA, f"{ca.name} firmware at or above the baseline",
+                   f">= {baseline.version}", ca.firmware_version, ok)
 
 
 def _port(ctx: Context, ib: InfiniBand, label: str, port: IbPort) -> None:

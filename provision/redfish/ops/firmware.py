@@ -105,9 +105,12 @@ def observe(conn: Connector) -> FirmwareState:
 def status(
     baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin
 ) -> list[ComponentStatus]:
-    """Pure: each baseline component against the inventory entries that are its running firmware."""
+    """Pure: each out-of-band baseline component against the inventory entries that are its running firmware.
+
+    Components the spec marks `updated_by: os` are flashed in-band and checked on the node, not here.
+    """
     out = []
-    for comp in baseline:
+    for comp in (c for c in baseline if c.updated_by == "bmc"):
         entries = vendor.match_firmware(comp.component, state.entries, comp.match)
         rows = []
         for e in entries:
@@ -122,6 +125,7 @@ def status(
 def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin,
          inventory_dir: Path, allow_downgrade: bool = False) -> FirmwarePlan:
     """Pure: the updates needed, BMC first, then BIOS, then the rest (unless `order` says otherwise)."""
+    baseline = tuple(c for c in baseline if c.updated_by == "bmc")
     by_name = {c.component: c for c in baseline}
     ordered = sorted(baseline, key=lambda c: (c.order, RANK.get(c.component, 9), c.component))
     statuses = {s.component: s for s in status(baseline, state, vendor)}

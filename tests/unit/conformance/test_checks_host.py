@@ -125,7 +125,7 @@ def test_ib_capture_all_active_at_400() -> None:
     ib = area(ctx, "infiniband")
     assert failed(ctx, "infiniband") == []
     assert ib["infiniband.ports"].found == "8" and ib["infiniband.mlx5_9/1.rate"].found == "400"
-    assert len(ib) == 1 + 8 * 3 + 1 + 8 * 3
+    assert len(ib) == 1 + 8 * 3 + 8 + 1 + 8 * 3  # ports, per-port state/phys/rate, firmware, IPoIB
 
 
 def test_ib_port_down_and_slow_fail_their_own_checks() -> None:
