@@ -176,11 +176,13 @@ class Engine:
     def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
         if self._halt.is_set() or self.store.pending_request(self.catalog.name) is not None:
             return  # stays pending: a known state, taken up on resume
-        state = process_node(ctx, self.targets[node])
-        if state is NodeState.DONE:  # gate each node as it finishes: the wave's gate overlaps its flashing
-            found = self.gate.run([self.targets[node]], self.catalog)
-            with tally.lock:
-                self._gated[node] = found
+        target = self.targets[node]
+        with self.updater.session(target):
+            state = process_node(ctx, target)
+            if state is NodeState.DONE:  # gate each node as it finishes: the wave's gate overlaps its flashing
+                found = self.gate.run([target], self.catalog)
+                with tally.lock:
+                    self._gated[node] = found
         with tally.lock:
             tally.finished += 1
             tally.failed += state is NodeState.FAILED

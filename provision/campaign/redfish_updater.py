@@ -14,12 +14,13 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from provision.campaign.catalog import Component, Match, image_path
 from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
 from provision.errors import ProvisionError
-from provision.redfish.connector import ROOT, Connector
+from provision.redfish.connector import ROOT, Connector, Json
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.power import host_reset
@@ -35,8 +36,15 @@ TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
 ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 
 
+@dataclass
+class _Session:
+    node: Node
+    found: dict[str, list[SoftwareInventory]] = field(default_factory=dict)
+
+
 class RedfishUpdater:
-    """Thread-safe; one connection per node per call.
+    """Thread-safe. Calls inside `session(target)` share one connection to that BMC (a node's whole
+    turn: observe, update, observe, gate); calls outside open their own.
 
     Task polling learns: once a component's update task has been seen to take T seconds, later
     tasks of that component are first polled at ~T (then every poll_s), which keeps the load on
@@ -51,10 +59,39 @@ class RedfishUpdater:
         self.clock = Clock(poll_s=poll_s)
         self.reset_timeout_s = reset_timeout_s
         self._took: dict[str, float] = {}
+        self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
 
     @contextmanager
+    def session(self, target: Target) -> Iterator[None]:
+        with self._connect(target, None) as node:
+            with self._lock:
+                self._sessions[target.name] = _Session(node)
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self._sessions.pop(target.name, None)
+
+    @contextmanager
     def node(self, target: Target, retry: RetryPolicy | None = None) -> Iterator[Node]:
+        """The session's connection (with `retry` for the time being) or a new one."""
+        with self._lock:
+            sess = self._sessions.get(target.name)
+        if sess is None:
+            with self._connect(target, retry) as node:
+                yield node
+            return
+        saved = sess.node.conn.opts
+        if retry is not None:
+            sess.node.conn.opts = saved.model_copy(update={"retry": retry})
+        try:
+            yield sess.node
+        finally:
+            sess.node.conn.opts = saved
+
+    @contextmanager
+    def _connect(self, target: Target, retry: RetryPolicy | None) -> Iterator[Node]:
         if target.bmc is None:
             raise UpdateFailed(f"{target.name}: no BMC endpoint in the inventory")
         with connect(options_for(target.name, target.bmc, insecure=self.insecure, retry=retry)) as conn:
@@ -62,7 +99,11 @@ class RedfishUpdater:
 
     def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
         with self.node(target) as node:
-            return observe_node(node, components)
+            found = matched_entries(node, components)
+            with self._lock:
+                if target.name in self._sessions:
+                    self._sessions[target.name].found = found
+            return observe_node(node, components, found)
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
         """Flash each component in order on one connection (short retries: while a BMC reboots into
@@ -70,7 +111,7 @@ class RedfishUpdater:
         try:
             with self.node(target, FLASH_RETRY) as node:
                 service = UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
-                found = matched_entries(node, flash)
+                found = self._found(target, node, flash)
                 steps = [self._step(node, service, c, found[c.component]) for c in flash]
                 state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
                 for step in steps:
@@ -82,6 +123,15 @@ class RedfishUpdater:
             raise
         except ProvisionError as exc:
             raise UpdateFailed(str(exc)) from None
+
+    def _found(self, target: Target, node: Node, comps: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:
+        """Inventory entries per component: as the session's last observe matched them, else read now."""
+        with self._lock:
+            sess = self._sessions.get(target.name)
+            cached = dict(sess.found) if sess else {}
+        if all(c.component in cached for c in comps):
+            return cached
+        return matched_entries(node, comps)
 
     def _step(self, node: Node, service: UpdateService, comp: Component,
               entries: list[SoftwareInventory]) -> fw.FirmwareStep:
@@ -127,11 +177,12 @@ class RedfishHealth:
               conformance: bool) -> GateResult:
         problems: list[str] = []
         with self.updater.node(target) as node:
+            system = node.conn.get(node.system.uri)
             if redfish_health:
-                problems += _health_problems(node)
+                problems += _health_problems(node, system)
             if conformance:
-                if node.system.power_state != "On":
-                    problems.append(f"host power is {node.system.power_state}, expected On")
+                if system.get("PowerState") != "On":
+                    problems.append(f"host power is {system.get('PowerState')}, expected On")
                 state = observe_node(node, components)
                 if state.busy:
                     problems.append("an update task is still running")
@@ -140,31 +191,29 @@ class RedfishHealth:
         return GateResult(ok=not problems, problems=tuple(problems))
 
 
-def _health_problems(node: Node) -> list[str]:
-    """System (as already read), Manager and first Chassis: Status.HealthRollup/Health must be OK."""
-    problems = []
-    status = node.system.status
-    health = status.health if status else None
-    if health not in (None, "OK"):
-        problems.append(f"{node.system.uri} Status.Health is {health}")
-    uris = [node.manager_uri] if node.manager_uri else []
+def _health_problems(node: Node, system: Json) -> list[str]:
+    """System, Manager and first Chassis: Status.HealthRollup (else Health) must be OK."""
+    bodies = {node.system.uri: system}
+    uris = [node.system.uri] + ([node.manager_uri] if node.manager_uri else [])
     chassis = node.conn.get_optional(f"{ROOT}/Chassis") or {}
     uris += [str(m.get("@odata.id")) for m in (chassis.get("Members") or [])[:1] if isinstance(m, dict)]
+    problems = []
     for uri in uris:
-        body = node.conn.get(uri).get("Status") or {}
-        health = body.get("HealthRollup") or body.get("Health")
+        status = (bodies.get(uri) or node.conn.get(uri)).get("Status") or {}
+        health = status.get("HealthRollup") or status.get("Health")
         if health not in (None, "OK"):
             problems.append(f"{uri} Status.Health is {health}")
     return problems
 
 
-def observe_node(node: Node, components: Sequence[Component]) -> FirmwareState:
+def observe_node(node: Node, components: Sequence[Component],
+                 found: dict[str, list[SoftwareInventory]] | None = None) -> FirmwareState:
     """Versions per component, update tasks running, OnReset images awaiting activation."""
-    found = matched_entries(node, components)
+    found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
     busy, staged = _task_state(node.conn, components, versions)
-    busy = busy or node.system.power_state in TRANSITIONS  # a host reset under way
-    return FirmwareState(versions=versions, busy=busy, staged=staged)
+    power = node.conn.get(node.system.uri).get("PowerState")
+    return FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged)
 
 
 def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,6 +54,10 @@ class NodeUpdater(Protocol):
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
         """Flash `flash` in order, then reset the host once when `reset`; raise UpdateFailed on failure."""
+        ...
+
+    def session(self, target: Target) -> AbstractContextManager[object]:
+        """Calls made inside may share one connection to the target's BMC (a node's whole turn)."""
         ...
 
 

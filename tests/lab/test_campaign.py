@@ -194,3 +194,18 @@ def test_pause_from_another_process_then_resume(lab6: Lab) -> None:
     lab6.cli("campaign", "resume", "labc", "-i", inv, check_rc=0)
     assert all(lab6.at_baseline(n) for n in lab6.nodes())
     assert set(lab6.log().update_tasks().values()) == {len(LAB_COMPONENTS)}
+
+
+def test_bmc_reset_mid_update_fails_the_node_then_retry_converges(lab6: Lab) -> None:
+    manager.fault(lab6.dir, "node01", "bmc-reset-mid-update", False, None)
+    path = lab6.campaign({"waves": {"canary": 1, "batch_size": 5}, "halt": {"max_failures": 0}})
+    inv = str(lab6.inventory)
+    proc = lab6.cli("campaign", "start", str(path), "-i", inv, "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["state"] == "halted"
+    node = json.loads(lab6.cli("campaign", "report", "labc", "--json").stdout)["nodes"][0]
+    assert node["node"] == "node01" and node["outcome"] == "failed" and node["error"].startswith("update failed")
+    assert lab6.log().update_tasks() == {"node01": 1}  # the canary failed: no other node was touched
+    manager.fault(lab6.dir, "node01", "bmc-reset-mid-update", True, None)
+    lab6.cli("campaign", "resume", "labc", "-i", inv, "--retry-failed", check_rc=0)
+    assert all(lab6.at_baseline(n) for n in lab6.nodes())
+    assert all(count == 1 for count in lab6.log().flashes().values())  # each image activated once

@@ -6,6 +6,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from provision.campaign.catalog import Catalog, Component
 from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
@@ -37,6 +38,9 @@ class FakeBmcs:
         self.lock = threading.Lock()
 
     # NodeUpdater
+    def session(self, target: Target) -> AbstractContextManager[object]:
+        return nullcontext()
+
     def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
         if self.faults.get(target.name) == "unreadable":
             raise UpdateFailed(f"{target.name}: BMC unreachable")

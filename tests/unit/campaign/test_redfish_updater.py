@@ -27,8 +27,11 @@ class FakeConn:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     fetched: list[str] = field(default_factory=list)
     root: dict[str, Any] = field(default_factory=dict)
+    power: str = "On"
 
     def get(self, uri: str) -> dict[str, Any]:
+        if uri == "/redfish/v1/Systems/1":
+            return {"@odata.id": uri, "PowerState": self.power}
         assert uri == INV
         return {"Members": [{"@odata.id": f"{INV}/{m}"} for m in MEMBERS]}
 
@@ -123,7 +126,6 @@ def test_busy_and_staged(tasks: list[dict[str, Any]], busy: bool, staged: dict[s
     assert _task_state(FakeConn(tasks=tasks), CAT.ordered(), versions) == (busy, staged)  # type: ignore[arg-type]
 
 
-def test_a_host_mid_reset_is_busy() -> None:
-    node = FakeNode(FakeConn(), system=ComputerSystem.parse({"@odata.id": "/redfish/v1/Systems/1",
-                                                             "PowerState": "PoweringOn"}))
-    assert observe_node(node, CAT.ordered()).busy  # type: ignore[arg-type]
+@pytest.mark.parametrize(("power", "busy"), [("PoweringOn", True), ("PoweringOff", True), ("On", False), ("Off", False)])
+def test_a_host_mid_reset_is_busy(power: str, busy: bool) -> None:
+    assert observe_node(FakeNode(FakeConn(power=power)), CAT.ordered()).busy is busy  # type: ignore[arg-type]
