@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from provision.campaign.labkit import SimLog, write_lab_campaign  # noqa: E402
+from provision.errors import LabError  # noqa: E402
 from provision.journal import Journal  # noqa: E402
 from provision.journal.campaigns import CampaignStore  # noqa: E402
 from provision.lab import manager  # noqa: E402
@@ -74,12 +75,17 @@ def main() -> int:
                   "halt": {"max_failures": 0}, "concurrency": opts.concurrency}
         camp = write_lab_campaign(work / "campaign", "bench", policy, components=opts.components)
         env = {**os.environ, "PROVISION_STATE_DIR": str(work / "state")}
+        load = os.getloadavg()[0]
         ctl = run_controller(["campaign", "start", str(camp), "-i", str(state.inventory), "--json",
                               "--poll-seconds", str(opts.poll)], env)
         result = summarise(work, opts, ctl, lab_up_s)
+        result["loadavg_1m_before_after"] = [round(load, 1), round(os.getloadavg()[0], 1)]
     finally:
         if not opts.keep:
-            manager.down(work / "lab")
+            try:
+                manager.down(work / "lab")
+            except LabError as exc:  # report it, keep the figures
+                print(f"lab down: {exc}", file=sys.stderr)
             shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=2))
     return 0 if result["ok"] else 1
