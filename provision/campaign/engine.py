@@ -105,7 +105,12 @@ class Engine:
         run_id = self.store.journal.start_run("campaign", name, {"how": how})
         ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s)
         tally = _Tally()
-        state, reason = self._waves(ctx, tally)
+        try:
+            state, reason = self._waves(ctx, tally)
+        except KeyboardInterrupt:  # nodes in flight were finished; the rest stay pending
+            self.store.set_state(name, CampaignState.PAUSED, "interrupted")
+            self.store.journal.finish_run(run_id, "interrupted")
+            raise
         self.store.set_state(name, state, reason)
         outcome = self.outcome(state, reason)
         self.store.journal.finish_run(run_id, state.value)
@@ -171,7 +176,12 @@ class Engine:
             return
         workers = min(self.catalog.policy.concurrency, len(todo))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wave{wave}") as pool:
-            list(pool.map(lambda node: self._one(ctx, node, tally), todo))
+            try:
+                list(pool.map(lambda node: self._one(ctx, node, tally), todo))
+            except KeyboardInterrupt:
+                self._halt_reason = "interrupted"
+                self._halt.set()  # queued nodes return at once; the pool waits for those in flight
+                raise
 
     def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
         if self._halt.is_set() or self.store.pending_request(self.catalog.name) is not None:

@@ -267,3 +267,26 @@ def test_hosts_gone_from_the_inventory_are_refused(store: CampaignStore, source:
     store.create("test", str(source), "0" * 64, [["n01", "ghost"]])
     with pytest.raises(InputError, match="host\\(s\\) ghost not in the inventory"):
         engine(cat, store, FakeBmcs(NODES, OLD)).resume()
+
+
+def test_ctrl_c_finishes_nodes_in_flight_and_leaves_the_rest_pending(store: CampaignStore, source: Path) -> None:
+    import _thread
+    import threading
+
+    cat = catalog({"waves": {"canary": 0, "batch_size": 10}, "concurrency": 2})
+
+    class InterruptedBmcs(FakeBmcs):
+        def update(self, target, flash, reset):
+            if target.name == "n01":  # the operator presses Ctrl-C while n01 and n02 flash
+                threading.Timer(0.02, _thread.interrupt_main).start()
+            super().update(target, flash, reset)
+
+    bmcs = InterruptedBmcs(NODES, OLD, flash_s=0.2)
+    with pytest.raises(KeyboardInterrupt):
+        engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
+    states = {n.node: n.state for n in store.nodes("test")}
+    assert NodeState.ACTIVE not in states.values()
+    assert states["n01"] is NodeState.DONE and list(states.values()).count(NodeState.PENDING) >= 6
+    assert store.get("test").state is CampaignState.PAUSED
+    bmcs.__class__ = FakeBmcs
+    assert engine(cat, store, bmcs).resume().ok and set(bmcs.flashes.values()) == {1}
