@@ -9,8 +9,10 @@ MARKER = "LAB STAND-IN"
 TWIN = "@twin"
 TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "zpool", "zfs", "mdadm", "nvme", "lscpu", "dmidecode",
          "all_reduce_perf", "fio", "ib_write_bw")
+# One grep over every tool found on PATH (command -v is a shell builtin); prints the stand-ins' paths.
 COMMAND = (
-    f"for t in {' '.join(TOOLS)}; do p=$(command -v \"$t\") && grep -qs '{MARKER}' \"$p\" && echo \"$t\"; done; "
+    f"p=; for t in {' '.join(TOOLS)}; do c=$(command -v \"$t\") && p=\"$p $c\"; done; "
+    f"[ -n \"$p\" ] && grep -ls '{MARKER}' $p; "
     f"test -e /var/lib/provision-lab/hardware.json && echo {TWIN}; true"
 )
 
@@ -23,5 +25,5 @@ def standins(facts: NodeFacts) -> tuple[bool, tuple[str, ...]]:
     """(the node is a lab twin, the tools found to be stand-ins)."""
     section = facts.section(SECTION)
     lines = section.stdout.split() if section else []
-    tools = tuple(t for t in lines if t != TWIN)
+    tools = tuple(sorted({t.rsplit("/", 1)[-1] for t in lines if t != TWIN}))
     return (TWIN in lines or bool(tools)), tools

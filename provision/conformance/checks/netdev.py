@@ -17,11 +17,13 @@ SECTION = "netdevs"
 TOOL = "ip -j -d addr show"
 SYSFS_MARK = "@@sysfs"
 
+# sysfs is read with the shell's own `read` (no process per file: a container may list many interfaces).
 COMMAND = (
     f"ip -j -d addr show; echo; echo {SYSFS_MARK}; "
-    'for d in /sys/class/net/*; do [ -e "$d/ifindex" ] || continue; '
-    'printf \'%s %s %s %s\\n\' "${d##*/}" "$(cat "$d/ifindex")" "$(cat "$d/speed" 2>/dev/null || echo -)" '
-    '"$(cat "$d/mode" 2>/dev/null || echo -)"; done'
+    'for d in /sys/class/net/*; do [ -r "$d/ifindex" ] && read i < "$d/ifindex" || continue; '
+    's=-; read s < "$d/speed" 2>/dev/null || s=-; '
+    'm=-; if [ -r "$d/mode" ]; then read m < "$d/mode" 2>/dev/null || m=-; fi; '
+    'echo "${d##*/} $i ${s:--} ${m:--}"; done'
 )
 
 
