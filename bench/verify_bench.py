@@ -117,6 +117,7 @@ def run(args: argparse.Namespace, base: Path) -> None:
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(lambda i: converge(i, spec), infos.values()))
         print(f"lab: {args.nodes} twins up and converged ({time.monotonic() - t0:.1f} s converge)", flush=True)
+        time.sleep(args.settle)  # let the reboots' services settle before measuring
         fleet = load_fleet(inventory)
         all_hosts = fleet.select(sorted(infos))
         one = fleet.select(["node01"])
@@ -163,6 +164,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--naive-nodes", type=int, default=1)
+    parser.add_argument("--settle", type=float, default=20.0, help="seconds to wait after converging")
     parser.add_argument("--keep-lab", type=Path, default=None, help="lab directory (default: a temp dir)")
     args = parser.parse_args()
     if args.keep_lab:

@@ -79,7 +79,7 @@ def _natural(section: Section) -> list[object]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", section.name)]
 
 
-# Probes run concurrently, at most _L at a time (a token FIFO): on the node's CPU count by default,
+# Probes run concurrently, at most _L at a time (a token FIFO): the node's CPU count, 8..32, by default,
 # so a small (or shared) machine is not flooded with every probe at once.
 _PRELUDE = r"""export LC_ALL=C PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 _t=$(mktemp -d) || exit 97
@@ -92,7 +92,7 @@ _i=0
 _run() { _n=$1; shift; _i=$((_i+1)); echo "$_n" >"$_t/$_i.n"; read _tok <&3
   ( sh -c "$1" sh "$2" >"$_t/$_i.o" 2>"$_t/$_i.e" </dev/null 3>&-; echo $? >"$_t/$_i.r"; echo >&3 ) & }
 """
-DEFAULT_LANES = '$(n=$(nproc 2>/dev/null || echo 4); [ "$n" -gt 32 ] && n=32; [ "$n" -lt 4 ] && n=4; echo $n)'
+DEFAULT_LANES = '$(n=$(nproc 2>/dev/null || echo 8); [ "$n" -gt 32 ] && n=32; [ "$n" -lt 8 ] && n=8; echo $n)'
 
 _EPILOGUE = r"""wait
 _j=1
