@@ -209,7 +209,7 @@ def lab_clock(speed: float, poll_s: float = 0.2) -> Clock:
 
 
 def run_stages(lab: FaultLab, node: str, names: list[str], speed: float, *, ssh_wait_s: float = 60.0,
-               timeout: float = 240.0, inventory: Path | None = None) -> StageRun:
+               timeout: float = 900.0, inventory: Path | None = None) -> StageRun:
     """Run the named bring-up stages for one node in-process (journaled); never raises."""
     inv = inventory or lab.inventory
     opts = BringupOptions(inventory=inv, poll_s=0.2, ssh_wait_s=ssh_wait_s)
