@@ -17,4 +17,4 @@ if [ -f .ansible-lint ] && [ -n "$(ls -A roles 2>/dev/null)" ]; then
 fi
 
 echo "== tests"
-exec python -m pytest -p no:cacheprovider "$@"
+exec python -m pytest -p no:cacheprovider --durations=25 "$@"
