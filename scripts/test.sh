@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # The project's test command: installs what it needs, lints, then runs every test tier.
-#   scripts/test.sh            lint + unit tests + lab tests (root: the lab needs nspawn and netns)
-#   scripts/test.sh -m "not lab"   pass pytest arguments through (e.g. only the fast tier)
+#   scripts/test.sh                 lint, then unit + lab tests, then the heavy tier (time allowing)
+#   scripts/test.sh ARGS...         lint, then `pytest ARGS...` (e.g. -m "not lab", or one module)
+# The lab tiers need root (systemd-nspawn, network namespaces). The heavy tier (marker `heavy`: the
+# node-side fault matrix, kill -9 resume of a bring-up, the secret-hygiene bring-up) runs after the rest
+# when the run so far took less than PROVISION_HEAVY_START_BUDGET seconds (default 2400), so that the
+# whole command stays well inside CI's limit on a slow machine; PROVISION_TEST_HEAVY=1 forces it,
+# PROVISION_TEST_HEAVY=0 skips it. Either way the skip is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 scripts/bootstrap.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
@@ -16,5 +22,21 @@ if [ -f .ansible-lint ] && [ -n "$(ls -A roles 2>/dev/null)" ]; then
   ansible-lint --offline -q
 fi
 
-echo "== tests"
-exec python -m pytest -p no:cacheprovider --durations=25 "$@"
+pytest_args=(-p no:cacheprovider --durations=25)
+if [ "$#" -gt 0 ]; then
+  echo "== tests: $*"
+  exec python -m pytest "${pytest_args[@]}" "$@"
+fi
+
+echo "== tests: unit and lab tiers"
+python -m pytest "${pytest_args[@]}" -m "not heavy"
+
+elapsed=$(( $(date +%s) - started ))
+budget=${PROVISION_HEAVY_START_BUDGET:-2400}
+heavy=${PROVISION_TEST_HEAVY:-auto}
+if [ "$heavy" = "0" ] || { [ "$heavy" = "auto" ] && [ "$elapsed" -ge "$budget" ]; }; then
+  echo "== heavy tier SKIPPED (elapsed ${elapsed}s, budget ${budget}s, PROVISION_TEST_HEAVY=${heavy})"
+  exit 0
+fi
+echo "== tests: heavy tier (elapsed so far ${elapsed}s)"
+python -m pytest "${pytest_args[@]}" -m heavy

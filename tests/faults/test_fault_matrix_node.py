@@ -40,7 +40,7 @@ from tests.faults.faultkit import (
     write_section,
 )
 
-pytestmark = [pytest.mark.lab, pytest.mark.twins]
+pytestmark = [pytest.mark.lab, pytest.mark.twins, pytest.mark.heavy]
 SPEED = 60.0
 NODE = "node01"
 ROWS: list[Row] = []

@@ -109,6 +109,7 @@ def _wait_for_new_action(journal: Path, node: str, action: str, before: int, tim
     raise AssertionError(f"{node}: no new {action} action within {timeout} s")
 
 
+@pytest.mark.heavy
 def test_resume_after_kill_9_at_several_points(lab: manager.LabState, tmp_path: Path) -> None:
     """Kill the controller right after each kind of side effect starts, resume each time: the end state
     is converged, every firmware component was sent once, and the host was reset once."""

@@ -24,7 +24,7 @@ import yaml
 from provision.campaign.labkit import write_lab_campaign
 from provision.lab import manager
 
-pytestmark = [pytest.mark.lab, pytest.mark.twins]
+pytestmark = [pytest.mark.lab, pytest.mark.twins, pytest.mark.heavy]
 ROOT = Path(__file__).resolve().parents[2]
 CLI = (sys.executable, "-c", "from provision.cli import run; run()")
 SITE_VAR = "provision_site_token"
