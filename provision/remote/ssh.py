@@ -66,6 +66,9 @@ def connect(host: HostEntry, timeout: float = 10.0) -> Connection:
         conn.open()
     except paramiko.SSHException as exc:
         raise SshError(f"{host.name}: SSH to {ssh.host}:{ssh.port} refused: {exc}") from None
+    except EOFError:  # sshd closed the connection mid-handshake (still starting, or going down)
+        raise SshError(f"{host.name}: SSH to {ssh.host}:{ssh.port} failed: connection closed during handshake") \
+            from None
     except (TimeoutError, OSError) as exc:
         raise SshError(f"{host.name}: SSH to {ssh.host}:{ssh.port} failed: {exc}") from None
     return conn
@@ -96,5 +99,7 @@ def wait_for_ssh(host: HostEntry, timeout: float = 300.0, interval: float = 2.0)
             last = str(exc)
             if "refused:" in last and ("not found in known_hosts" in last or "does not match" in last):
                 raise  # an unknown or changed host key is not "not up yet"
+        except (paramiko.SSHException, EOFError, OSError) as exc:  # the session dropped: still booting
+            last = f"session dropped: {type(exc).__name__}"
         time.sleep(interval)
     raise SshError(f"{host.name}: SSH not up after {timeout:.0f} s ({last})")
