@@ -99,7 +99,7 @@ def wait_for_ssh(host: HostEntry, timeout: float = 300.0, interval: float = 2.0)
             last = str(exc)
             if "refused:" in last and ("not found in known_hosts" in last or "does not match" in last):
                 raise  # an unknown or changed host key is not "not up yet"
-        except (paramiko.SSHException, EOFError, OSError) as exc:  # the session dropped: still booting
-            last = f"session dropped: {type(exc).__name__}"
+        except Exception as exc:
+            last = f"session dropped: {type(exc).__name__}: {exc}"
         time.sleep(interval)
     raise SshError(f"{host.name}: SSH not up after {timeout:.0f} s ({last})")
