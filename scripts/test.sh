@@ -3,8 +3,8 @@
 #   scripts/test.sh                 lint, then unit + lab tests, then the heavy tier (time allowing)
 #   scripts/test.sh ARGS...         lint, then `pytest ARGS...` (e.g. -m "not lab", or one module)
 # The lab tiers need root (systemd-nspawn, network namespaces). The heavy tier (marker `heavy`: the
-# node-side fault matrix, kill -9 resume of a bring-up, the secret-hygiene bring-up) runs after the rest
-# when the run so far took less than PROVISION_HEAVY_START_BUDGET seconds (default 2400), so that the
+# node-side fault matrix, the roles on twins, kill -9 resume of a bring-up, the secret-hygiene bring-up) runs after the rest
+# when the run so far took less than PROVISION_HEAVY_START_BUDGET seconds (default 1800), so that the
 # whole command stays well inside CI's limit on a slow machine; PROVISION_TEST_HEAVY=1 forces it,
 # PROVISION_TEST_HEAVY=0 skips it. Either way the skip is printed.
 set -euo pipefail
@@ -32,7 +32,7 @@ echo "== tests: unit and lab tiers"
 python -m pytest "${pytest_args[@]}" -m "not heavy"
 
 elapsed=$(( $(date +%s) - started ))
-budget=${PROVISION_HEAVY_START_BUDGET:-2400}
+budget=${PROVISION_HEAVY_START_BUDGET:-1800}
 heavy=${PROVISION_TEST_HEAVY:-auto}
 if [ "$heavy" = "0" ] || { [ "$heavy" = "auto" ] && [ "$elapsed" -ge "$budget" ]; }; then
   echo "== heavy tier SKIPPED (elapsed ${elapsed}s, budget ${budget}s, PROVISION_TEST_HEAVY=${heavy})"

@@ -35,6 +35,7 @@ pytestmark = [
     pytest.mark.twins,
     pytest.mark.timeout(3600),
     pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"), reason="node twins need root"),
+    pytest.mark.heavy,
 ]
 
 
