@@ -41,7 +41,11 @@ class _Server(paramiko.ServerInterface):
             channel.send_exit_status(0)
             channel.close()
 
-        threading.Thread(target=answer, daemon=True).start()
+        # Answer after paramiko has acknowledged the exec request: closing the channel before that ack
+        # makes the client see "Channel closed" (a race of this test server, not of the code under test).
+        timer = threading.Timer(0.2, answer)
+        timer.daemon = True
+        timer.start()
         return True
 
 
