@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from provision.campaign.catalog import Catalog, load_catalog
 from provision.errors import InputError
 from tests.conftest import ROOT
+from tests.unit.fuzz.mutate import DELETE, paths, set_path
 
 CATALOG = ROOT / "campaigns" / "ml_prod_v4_2026q4.yml"
 BASE: dict[str, Any] = yaml.safe_load(CATALOG.read_text())
@@ -27,30 +28,13 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.flo
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8),
                                                                                            inner, max_size=3),
                       max_leaves=8)
-_DELETE = object()
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
 
 
-ALL_PATHS = _paths(BASE)
+ALL_PATHS = paths(BASE)
 
 
-def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
-    for key in path[:-1]:
-        doc = doc[key]
-    if value is _DELETE:
-        del doc[path[-1]]
-    else:
-        doc[path[-1]] = value
 
 
 @pytest.fixture(scope="module")
@@ -80,13 +64,13 @@ def test_the_shipped_catalog_loads(campaign_dir: Path) -> None:
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(mutations=st.lists(st.tuples(st.sampled_from(ALL_PATHS), values | st.just(_DELETE)), min_size=1, max_size=4))
+@given(mutations=st.lists(st.tuples(st.sampled_from(ALL_PATHS), values | st.just(DELETE)), min_size=1, max_size=4))
 def test_mutated_catalog_loads_or_raises_input_error(campaign_dir: Path,
                                                      mutations: list[tuple[tuple[Any, ...], Any]]) -> None:
     doc = copy.deepcopy(BASE)
     for path, value in mutations:
         try:
-            _set(doc, path, value)
+            set_path(doc, path, value)
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation removed or replaced the parent
     catalog = _load(campaign_dir, yaml.safe_dump(doc, sort_keys=False))

@@ -16,6 +16,7 @@ from provision.spec import load_fleet
 from provision.spec.loader import _build_spec
 from provision.spec.strict_yaml import load_strict
 from tests.conftest import EXAMPLE_INVENTORY
+from tests.unit.fuzz.mutate import DELETE, paths, set_path
 
 PROFILE_FILE = EXAMPLE_INVENTORY / "group_vars" / "all" / "profile_ml_prod_v4.yml"
 BASE_SPEC: dict[str, Any] = yaml.safe_load(PROFILE_FILE.read_text())["provision_profile_ml_prod_v4"]
@@ -27,39 +28,22 @@ values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.di
                       max_leaves=8)
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
 
 
-ALL_PATHS = _paths(BASE_SPEC)
+ALL_PATHS = paths(BASE_SPEC)
 
 
-def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
-    for key in path[:-1]:
-        doc = doc[key]
-    if value is _DELETE:
-        del doc[path[-1]]
-    else:
-        doc[path[-1]] = value
 
 
-_DELETE = object()
 
 
 @settings(max_examples=300, deadline=None)
-@given(mutations=st.lists(st.tuples(st.sampled_from(ALL_PATHS), values | st.just(_DELETE)), min_size=1, max_size=4))
+@given(mutations=st.lists(st.tuples(st.sampled_from(ALL_PATHS), values | st.just(DELETE)), min_size=1, max_size=4))
 def test_mutated_spec_validates_or_raises_spec_error(mutations: list[tuple[tuple[Any, ...], Any]]) -> None:
     doc = copy.deepcopy(BASE_SPEC)
     for path, value in mutations:
         try:
-            _set(doc, path, value)
+            set_path(doc, path, value)
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation removed or replaced the parent
     try:
