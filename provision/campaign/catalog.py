@@ -216,7 +216,8 @@ def describe(exc: ValidationError, raw: dict[str, Any] | None = None) -> str:
     """
     errors = exc.errors()
     first = errors[0]
-    loc = ".".join(_loc_parts(first["loc"], raw or {})) or "(top level)"
+    # A key may hold any character (even a newline); repr-escape it so the error stays one line.
+    loc = ".".join(repr(p)[1:-1] for p in _loc_parts(first["loc"], raw or {})) or "(top level)"
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key"

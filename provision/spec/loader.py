@@ -152,7 +152,7 @@ def _describe(exc: ValidationError, prefix: str) -> str:
     """First validation error as `key.path: message (got value)`, plus a count of the rest."""
     errors = exc.errors()
     first = errors[0]
-    path = ".".join(str(p) for p in (prefix, *first["loc"]))
+    path = ".".join(repr(str(p))[1:-1] for p in (prefix, *first["loc"]))  # escaped: the error stays one line
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
