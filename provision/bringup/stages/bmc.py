@@ -17,9 +17,7 @@ from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power
-from provision.redfish.ops.converge import ConvergeOptions, ConvergePlan
-from provision.redfish.ops.converge import _verify_after_reset as verify_after_reset
-from provision.redfish.ops.converge import _wait_bmc_reset as wait_bmc_reset
+from provision.redfish.ops.converge import ConvergeOptions, ConvergePlan, send_step, verify_after_reset
 from provision.redfish.ops.session import Node, connect, node_facts, options_for
 from provision.redfish.ops.waiting import Clock
 
@@ -108,14 +106,7 @@ class FirmwareStage(_BmcStage):
                     ctx.side_effect(self.name, action, _bind(self._send, node, step, server))
 
     def _send(self, node: Node, step: fw.FirmwareStep, server: ImageServer | None) -> None:
-        resp = fw.send(node, step, fw.observe(node.conn), server)
-        uri = fw.task_uri(resp)
-        if uri:
-            fw.monitor(node, uri, step.timeout_s, self.clock)
-        if step.apply_time == "Immediate" and not step.needs_host_reset:
-            if step.component == "bmc":
-                wait_bmc_reset(node, ConvergeOptions(), self.clock)
-            fw.verify(node, [step], _baseline(node, step), self.clock, 300)
+        send_step(node, step, server, ConvergeOptions(), self.clock)
 
 
 def _bind(fn: Callable[[Node, fw.FirmwareStep, ImageServer | None], None], node: Node, step: fw.FirmwareStep,
@@ -125,13 +116,6 @@ def _bind(fn: Callable[[Node, fw.FirmwareStep, ImageServer | None], None], node:
 
 def _kind(step: fw.FirmwareStep) -> str:
     return STAGE_KIND if step.needs_host_reset or step.apply_time == "OnReset" else "flash"
-
-
-def _baseline(node: Node, step: fw.FirmwareStep) -> Any:
-    from provision.spec.model import FirmwareComponent
-
-    return (FirmwareComponent(component=step.component, version=step.version, image=str(step.image),
-                              sha256=step.sha256),)
 
 
 class BiosStage(_BmcStage):

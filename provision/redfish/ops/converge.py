@@ -82,7 +82,7 @@ def apply(node: Node, spec: NodeSpec, cplan: ConvergePlan, opts: ConvergeOptions
     if cplan.host_reset and opts.reset:
         power.host_reset(node, clock, opts.host_reset_timeout_s)
         resets = 1
-        _verify_after_reset(node, spec, cplan, opts, clock)
+        verify_after_reset(node, spec, cplan, opts, clock)
     return ConvergeResult(firmware_sent=sent, bios_written=written, host_resets=resets,
                           verified=resets == 1 or not cplan.host_reset)
 
@@ -95,17 +95,22 @@ def _firmware(node: Node, fplan: fw.FirmwarePlan, opts: ConvergeOptions, clock: 
     sent: list[str] = []
     with server if server is not None else contextlib.nullcontext():
         for step in fplan.steps:
-            state = fw.observe(node.conn)
-            resp = fw.send(node, step, state, server)
-            uri = fw.task_uri(resp)
-            if uri:
-                fw.monitor(node, uri, step.timeout_s, clock)
+            send_step(node, step, server, opts, clock)
             sent.append(step.component)
-            if not step.needs_host_reset and step.apply_time == "Immediate":
-                if step.component == "bmc":
-                    _wait_bmc_reset(node, opts, clock)
-                fw.verify(node, [step], _baseline_of(node, step), clock, opts.verify_timeout_s)
     return sent
+
+
+def send_step(node: Node, step: fw.FirmwareStep, server: ImageServer | None, opts: ConvergeOptions,
+              clock: Clock) -> None:
+    """Send one update and follow its task; an Immediate image (BMC) is waited out and verified now."""
+    resp = fw.send(node, step, fw.observe(node.conn), server)
+    uri = fw.task_uri(resp)
+    if uri:
+        fw.monitor(node, uri, step.timeout_s, clock)
+    if not step.needs_host_reset and step.apply_time == "Immediate":
+        if step.component == "bmc":
+            wait_bmc_reset(node, opts, clock)
+        fw.verify(node, [step], _baseline_of(node, step), clock, opts.verify_timeout_s)
 
 
 def _baseline_of(node: Node, step: fw.FirmwareStep) -> tuple[FirmwareComponent, ...]:
@@ -113,7 +118,7 @@ def _baseline_of(node: Node, step: fw.FirmwareStep) -> tuple[FirmwareComponent, 
                               sha256=step.sha256),)
 
 
-def _wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:
+def wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:
     """A BMC image reboots the BMC: wait briefly to see it go away (it may already have been and come
     back while the task was polled), then for it to answer; verify() then polls for the new version."""
     conn = node.conn
@@ -130,7 +135,7 @@ def _wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:
     fw.wait_bmc(conn, opts.bmc_reset_timeout_s, clock)
 
 
-def _verify_after_reset(node: Node, spec: NodeSpec, cplan: ConvergePlan, opts: ConvergeOptions,
+def verify_after_reset(node: Node, spec: NodeSpec, cplan: ConvergePlan, opts: ConvergeOptions,
                         clock: Clock) -> None:
     staged = [s for s in cplan.firmware.steps if s.needs_host_reset or s.apply_time == "OnReset"]
     if staged:
