@@ -80,7 +80,11 @@ def _natural(section: Section) -> list[object]:
 
 
 # Probes run concurrently, at most _L at a time (a token FIFO): the node's CPU count, 8..32, by default,
-# so a small (or shared) machine is not flooded with every probe at once.
+# so a small (or shared) machine is not flooded with every probe at once. Forks are what a gather costs on
+# the node, so each probe is one subshell that `eval`s its command (an EXIT trap records the status even
+# when the command calls `exit`; it hands its token back through the FIFO's path,
+# as the command may leave any fd closed), and the epilogue frames every section with two processes in all: one
+# `wc -c` for every size, one `cat` for every header and body.
 _PRELUDE = r"""export LC_ALL=C PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 _t=$(mktemp -d) || exit 97
 trap 'rm -rf "$_t"' EXIT
@@ -89,19 +93,27 @@ _L=%(lanes)s
 mkfifo "$_t/tokens" && exec 3<>"$_t/tokens" || exit 97
 _k=0; while [ "$_k" -lt "$_L" ]; do echo >&3; _k=$((_k+1)); done
 _i=0
-_run() { _n=$1; shift; _i=$((_i+1)); echo "$_n" >"$_t/$_i.n"; read _tok <&3
-  ( sh -c "$1" sh "$2" >"$_t/$_i.o" 2>"$_t/$_i.e" </dev/null 3>&-; echo $? >"$_t/$_i.r"; echo >&3 ) & }
+_run() { _i=$((_i+1)); eval "_n$_i=\$1"; read _tok <&3
+  ( exec 3>&-; trap "echo \$? >'$_t/$_i.r'; echo >'$_t/tokens'" EXIT; _c=$2; set -- "$3"; eval "$_c"
+  ) >"$_t/$_i.o" 2>"$_t/$_i.e" </dev/null & }
 """
 DEFAULT_LANES = '$(n=$(nproc 2>/dev/null || echo 8); [ "$n" -gt 32 ] && n=32; [ "$n" -lt 8 ] && n=8; echo $n)'
 
 _EPILOGUE = r"""wait
-_j=1
-while [ "$_j" -le "$_i" ]; do
-  printf '@@PROVISION %s %s %s %s\n' "$(cat "$_t/$_j.n")" "$(cat "$_t/$_j.r")" \
-    "$(wc -c <"$_t/$_j.o")" "$(wc -c <"$_t/$_j.e")"
-  cat "$_t/$_j.o" "$_t/$_j.e"
-  _j=$((_j+1))
-done
+[ "$_i" -gt 0 ] || exit 0
+set --; _j=1
+while [ "$_j" -le "$_i" ]; do set -- "$@" "$_t/$_j.o" "$_t/$_j.e"; _j=$((_j+1)); done
+_s=$(wc -c "$@" </dev/null) || exit 97
+set --; _j=1
+while [ "$_j" -le "$_i" ] && read -r _a _x && read -r _b _x; do
+  read -r _r <"$_t/$_j.r" || _r=-1
+  eval "_n=\$_n$_j"
+  printf '@@PROVISION %s %s %s %s\n' "$_n" "$_r" "$_a" "$_b" >"$_t/$_j.h"
+  set -- "$@" "$_t/$_j.h" "$_t/$_j.o" "$_t/$_j.e"; _j=$((_j+1))
+done <<_PV_SIZES_
+$_s
+_PV_SIZES_
+cat "$@"
 """
 
 

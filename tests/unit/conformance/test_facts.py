@@ -123,3 +123,20 @@ def test_lanes_bound_how_many_probes_run_at_once(tmp_path: Path) -> None:
                 for i in range(6)]
     raw = run_local("n1", build_script(together, lanes=6))
     assert [int(s.stdout) for s in split_sections(raw).values()] == [6] * 6
+
+
+@pytest.mark.parametrize("shell", [["sh", "-s"], ["bash", "--posix", "-s"], ["bash", "-s"]])
+def test_probes_that_exit_hand_their_lane_back_in_every_shell(shell: list[str]) -> None:
+    # More probes than lanes, each ending with `exit`: a lane not handed back would hang the script.
+    probes = [Probe(name=f"x{i}", command=f"echo {i}; exit {i}") for i in range(5)]
+    probes.append(Probe(name="vars", command="_t=/nonexistent; _i=99; _n1=clobbered; echo ok"))
+    raw = subprocess.run(shell, input=build_script(probes, lanes=2).encode(), capture_output=True, check=True,
+                         timeout=30).stdout
+    got = split_sections(raw)
+    assert [(s.rc, s.stdout, s.stderr) for s in got.values()] == [(i, f"{i}\n", "") for i in range(5)] + [
+        (0, "ok\n", "")]
+    assert list(got) == [f"x{i}" for i in range(5)] + ["vars"]
+
+
+def test_no_probes_gives_no_sections() -> None:
+    assert split_sections(run_local("n1", build_script([]))) == {}

@@ -18,6 +18,12 @@ CTK_VERSIONS = ("1.16.2-1", "1.17.3-1", "1.17.4-1")
 LIBNVC_VERSIONS = CTK_VERSIONS
 
 LAB_TOOLS_DIR = "/usr/lib/provision-lab/tools"
+TOOL_HEADER = "# LAB STAND-IN: simulated hardware, not the real tool"
+
+
+def entry_point(impl: str) -> str:
+    """The script installed as a stand-in tool: the shell front (data/tools/front.sh) of `impl`.py."""
+    return f"#!/bin/sh\n{TOOL_HEADER}\n_pv_tool={impl}; . {LAB_TOOLS_DIR}/front.sh\n"
 
 
 class Service(BaseModel):

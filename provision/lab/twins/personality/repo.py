@@ -15,10 +15,18 @@ import tempfile
 from pathlib import Path
 
 from provision.errors import LabError
-from provision.lab.twins.personality.packages import CATALOG, LAB_TOOLS_DIR, Service, StandIn, upstream
+from provision.lab.twins.personality.packages import (
+    CATALOG,
+    LAB_TOOLS_DIR,
+    TOOL_HEADER,
+    Service,
+    StandIn,
+    entry_point,
+    upstream,
+)
 
 _STAMP = ".provision-lab-repo"
-_HEADER = "# LAB STAND-IN: simulated hardware, not the real tool"
+_HEADER = TOOL_HEADER
 _MAINTAINER = "provision lab <lab@provision.invalid>"
 
 
@@ -73,7 +81,7 @@ def _unit(svc: Service) -> str:
 
 
 def _daemon(svc: Service) -> str:
-    body = (f'exec /usr/bin/python3 {LAB_TOOLS_DIR}/{svc.lab_impl}.py "$@"' if svc.lab_impl
+    body = (f'exec /usr/bin/python3 -S -I {LAB_TOOLS_DIR}/{svc.lab_impl}.py "$@"' if svc.lab_impl
             else "exec sleep infinity")
     return f"#!/bin/sh\n{_HEADER} (a daemon that idles)\n{body}\n"
 
@@ -104,7 +112,7 @@ def stage_package(pkg: StandIn, version: str, arch: str, root: Path) -> None:
     up = upstream(version)
     _write(root, "DEBIAN/control", _control(pkg, version, arch))
     for path, impl in pkg.tools.items():
-        _write(root, path, f'#!/bin/sh\n{_HEADER}\nexec /usr/bin/python3 {LAB_TOOLS_DIR}/{impl}.py "$@"\n', 0o755)
+        _write(root, path, entry_point(impl), 0o755)
     for svc in pkg.services:
         _write(root, f"/lib/systemd/system/{svc.unit}", _unit(svc))
         if not svc.exec_start:

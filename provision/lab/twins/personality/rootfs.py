@@ -17,10 +17,16 @@ from importlib import resources
 from pathlib import Path
 
 from provision.errors import LabError
-from provision.lab.twins.personality.packages import FACTORY_PACKAGES, LAB_TOOLS_DIR, catalog_by_name
+from provision.lab.twins.personality.packages import (
+    FACTORY_PACKAGES,
+    LAB_TOOLS_DIR,
+    TOOL_HEADER,
+    catalog_by_name,
+    entry_point,
+)
 from provision.lab.twins.personality.repo import stage_package
 
-HEADER = "# LAB STAND-IN: simulated hardware, not the real tool"
+HEADER = TOOL_HEADER
 # Tools of the factory image that no stand-in package provides: path -> implementation module.
 BASE_TOOLS = {
     "/usr/local/sbin/lscpu": "lscpu",
@@ -50,8 +56,7 @@ def _entry_points(root: Path) -> None:
     for path, impl in BASE_TOOLS.items():
         dest = root / path.lstrip("/")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(f'#!/bin/sh\n{HEADER}\nexec /usr/bin/python3 {LAB_TOOLS_DIR}/{impl}.py "$@"\n',
-                        encoding="utf-8")
+        dest.write_text(entry_point(impl), encoding="utf-8")
         dest.chmod(0o755)
 
 

@@ -1,0 +1,154 @@
+"""The stand-in tools' shell front (data/tools/front.sh): a read-only call is rendered once by the Python
+and then served as kept, until something it is rendered from changes (state, faults, dpkg, units, /dev).
+
+Each tool runs as the twin runs it: a `#!/bin/sh` entry point sourcing the front, against a temp lab
+state. The Python the front starts is a wrapper that logs each start, so a test sees which calls were
+rendered and which were served.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from test_personality_helpers import CONVERGED_UNITS, TOOLS, Twin
+from test_personality_state import FAULT_EFFECTS, _stable
+
+from provision.lab.twins.personality import apply_fault
+from provision.lab.twins.personality.packages import LAB_TOOLS_DIR, entry_point
+
+
+class FrontTwin(Twin):
+    """A Twin whose tools run through their entry points and the front, logging every Python start."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self.log = base / "python.log"
+        self.units_dir = base / "systemd-units"
+        self.units_dir.mkdir()
+        python = base / "bin" / "logged-python"
+        python.write_text(f'#!/bin/sh\necho "$*" >>{self.log}\nexec {sys.executable} "$@"\n')
+        python.chmod(0o755)
+        self.entries = base / "entries"
+        self.entries.mkdir()
+
+    def set_units(self, *units: str) -> None:
+        """Active units, as systemd shows them: is-active (the systemctl double) and invocation links."""
+        super().set_units(*units)
+        for link in self.units_dir.iterdir():
+            link.unlink()
+        for unit in units:
+            (self.units_dir / f"invocation:{unit}").symlink_to(uuid.uuid4().hex)
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env.update(PROVISION_LAB_TOOLS=str(TOOLS), PROVISION_LAB_PYTHON=str(self.base / "bin" / "logged-python"),
+                   PROVISION_LAB_UNITS=str(self.units_dir))
+        return env
+
+    def run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        entry = self.entries / tool
+        if not entry.exists():
+            entry.write_text(entry_point(tool).replace(LAB_TOOLS_DIR, str(TOOLS)))
+            entry.chmod(0o755)
+        done = subprocess.run([str(entry), *args], capture_output=True, text=True, env=self.env(), timeout=60,
+                              check=False)
+        if check and done.returncode != 0:
+            raise AssertionError(f"{tool} {' '.join(args)} exited {done.returncode}: {done.stderr or done.stdout}")
+        return done
+
+    def renders(self) -> int:
+        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+
+@pytest.fixture
+def twin(tmp_path: Path) -> FrontTwin:
+    t = FrontTwin(tmp_path)
+    t.converge()
+    t.set_units(*CONVERGED_UNITS)
+    return t
+
+
+def direct(twin: Twin, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return Twin.run(twin, tool, *args, check=False)
+
+
+@pytest.mark.parametrize("argv", [
+    ("nvidia_smi", "-q"), ("nvidia_smi", "-q", "-x"), ("nvidia_smi", "nvlink", "-s"), ("nvidia_smi", "-L"),
+    ("nvidia_smi", "--query-gpu=index,name,memory.total", "--format=csv,noheader"),
+    ("nvme", "list", "-o", "json"), ("nvme", "smart-log", "/dev/nvme3n1", "-o", "json"),
+    ("smartctl", "-a", "-j", "/dev/nvme6"), ("ibstat",), ("lscpu",), ("dmidecode", "-t", "memory"),
+    ("mdadm", "--detail", "/dev/md0"),
+])
+def test_served_output_is_the_rendered_output(twin: FrontTwin, argv: tuple[str, ...]) -> None:
+    want = direct(twin, *argv)
+    first = twin.run(*argv, check=False)
+    assert twin.renders() == 1
+    second = twin.run(*argv, check=False)
+    assert twin.renders() == 1  # served, not rendered again
+    for got in (first, second):
+        assert (got.returncode, _stable(got.stdout), got.stderr) == (want.returncode, _stable(want.stdout), "")
+    assert second.stdout == first.stdout
+
+
+@pytest.mark.parametrize("kind", sorted(FAULT_EFFECTS))
+def test_a_fault_and_its_clear_change_what_is_served(twin: FrontTwin, kind: str) -> None:
+    argv, _marker = FAULT_EFFECTS[kind]
+    before = _stable(twin.out(*argv))
+    assert _stable(twin.out(*argv)) == before
+    apply_fault(twin.state, kind, clear=False)
+    during = twin.run(*argv, check=False)
+    assert _stable(during.stdout) == _stable(direct(twin, *argv).stdout) != before
+    apply_fault(twin.state, kind, clear=True)
+    assert _stable(twin.out(*argv)) == before
+
+
+def test_package_and_unit_changes_are_seen(twin: FrontTwin) -> None:
+    assert "Driver Version                            : 550.127.08" in twin.out("nvidia_smi", "-q")
+    twin.set_packages({"nvidia-driver": "560.35.03-1", "nvidia-kernel-open-dkms": "560.35.03-1"})
+    assert "Driver Version                            : 560.35.03" in twin.out("nvidia_smi", "-q")
+    twin.converge()
+    twin.set_units(*CONVERGED_UNITS)
+    assert "In Progress" not in twin.out("nvidia_smi", "-q")
+    twin.set_units("nvidia-dcgm.service", "nvidia-persistenced.service")  # fabric manager stopped
+    assert "In Progress" in twin.out("nvidia_smi", "-q")
+    twin.set_units(*CONVERGED_UNITS)  # started again: a new invocation
+    assert "In Progress" not in twin.out("nvidia_smi", "-q")
+
+
+def test_writes_always_run_and_reads_see_them(twin: FrontTwin) -> None:
+    twin.set_units("nvidia-fabricmanager.service")
+    assert "Persistence Mode                      : Disabled" in twin.out("nvidia_smi", "-q")
+    for _ in range(2):
+        assert twin.out("nvidia_smi", "-pm", "1").endswith("All done.\n")
+    assert twin.renders() == 3
+    assert "Persistence Mode                      : Enabled" in twin.out("nvidia_smi", "-q")
+
+
+def test_errors_and_odd_arguments_are_never_kept(twin: FrontTwin) -> None:
+    for _ in range(2):
+        done = twin.run("nvme", "smart-log", "/dev/nvme99n1", "-o", "json", check=False)
+        assert done.returncode == 1 and "Failed to open /dev/nvme99n1" in done.stderr
+    for _ in range(2):
+        assert twin.run("zpool", "status", "no pool", check=False).returncode != 0
+    assert twin.renders() == 4
+    assert not [p for p in (twin.base / "run" / "render").iterdir() if "99" in p.name or "no pool" in p.name]
+
+
+def test_a_removed_rendering_is_rendered_again(twin: FrontTwin) -> None:
+    want = twin.out("ibstat")
+    for kept in (twin.base / "run" / "render").iterdir():
+        if kept.name.startswith("ibstat.") and not kept.name.startswith("."):
+            kept.unlink()
+    assert twin.out("ibstat") == want and twin.renders() == 2
+
+
+def test_entry_point_is_a_shell_script_that_sources_the_front() -> None:
+    text = entry_point("nvme")
+    assert text.startswith("#!/bin/sh\n# LAB STAND-IN: simulated hardware, not the real tool\n")
+    assert f". {LAB_TOOLS_DIR}/front.sh" in text
+    assert os.access(TOOLS / "nvme.py", os.R_OK) and (TOOLS / "front.sh").is_file()
