@@ -47,7 +47,10 @@ def run_bringup(
 
     def one(host: HostEntry) -> NodeResult:
         ctx = StageContext(host=host, journal=journal, run_id=run_id, progress=say)
-        return _run_node(ctx, stages, plan_only)
+        try:
+            return _run_node(ctx, stages, plan_only)
+        finally:
+            _close(ctx)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="bringup") as pool:
         results = list(pool.map(one, hosts))
@@ -72,6 +75,14 @@ def _run_node(ctx: StageContext, stages: Sequence[Stage], plan_only: bool) -> No
         if stage_result.outcome is Outcome.FAILED:
             break
     return result
+
+
+def _close(ctx: StageContext) -> None:
+    """Close what the node's stages kept open (BMC sessions); a failure to log out is not the node's failure."""
+    try:
+        ctx.resources.close()
+    except Exception as exc:  # logged out or not, the node's outcome stands
+        ctx.say("done", f"closing sessions: {type(exc).__name__}")
 
 
 def _run_stage(ctx: StageContext, stage: Stage, plan_only: bool) -> StageResult:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from provision.bringup.model import Action, StagePlan
 from provision.journal import Journal
 from provision.spec import HostEntry
 
 Progress = Callable[[str, str, str], None]  # (node, stage, message)
+T = TypeVar("T")
 
 
 @dataclass
@@ -21,6 +23,15 @@ class StageContext:
     journal: Journal | None
     run_id: int | None
     progress: Progress = field(default=lambda node, stage, msg: None)
+    resources: ExitStack = field(default_factory=ExitStack)
+    _kept: dict[str, Any] = field(default_factory=dict)
+
+    def keep(self, key: str, opener: Callable[[], AbstractContextManager[T]]) -> T:
+        """A resource opened once for this node's run (e.g. its BMC session), closed when the run ends."""
+        if key not in self._kept:
+            self._kept[key] = self.resources.enter_context(opener())
+        value: T = self._kept[key]
+        return value
 
     def say(self, stage: str, message: str) -> None:
         self.progress(self.host.name, stage, message)

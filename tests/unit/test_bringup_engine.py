@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,3 +102,48 @@ def test_select_stages(start: str | None, only: str | None, expected: list[str])
 def test_unknown_stage_is_input_error() -> None:
     with pytest.raises(InputError, match="unknown stage 'bois'"):
         select_stages(_stages({}), "bois")
+
+
+@dataclass
+class SessionStage:
+    """A stage that uses the node's kept session in observe and apply, like the BMC stages."""
+
+    name: str
+    opened: list[str]
+    closed: list[str]
+
+    def _session(self, ctx: StageContext) -> Any:
+        node = ctx.host.name
+
+        @contextmanager
+        def opener() -> Iterator[str]:
+            self.opened.append(node)
+            try:
+                yield f"session-{node}"
+            finally:
+                self.closed.append(node)
+
+        return ctx.keep("bmc", opener)
+
+    def observe(self, ctx: StageContext) -> Any:
+        assert self._session(ctx) == f"session-{ctx.host.name}"
+        return "bad"
+
+    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
+        return StagePlan(stage=self.name, node=ctx.host.name,
+                         actions=(Action(kind="set", target=self.name, before=observed, after="good"),))
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        self._session(ctx)
+        if self.name == "bios" and ctx.host.name == "node02":
+            raise RedfishError("node02: BMC said no")
+
+
+def test_one_session_per_node_per_run_closed_even_on_failure(hosts) -> None:  # type: ignore[no-untyped-def]
+    opened: list[str] = []
+    closed: list[str] = []
+    stages = [SessionStage(n, opened, closed) for n in ("preflight", "firmware", "bios")]
+    result = run_bringup(hosts, stages, journal=None, concurrency=3)
+    assert not result.ok
+    assert sorted(opened) == ["node01", "node02", "node03"]
+    assert sorted(closed) == sorted(opened)

@@ -24,7 +24,13 @@ from provision.redfish.ops.waiting import Clock
 
 @contextmanager
 def bmc(ctx: StageContext, opts: BringupOptions) -> Iterator[Node]:
-    """A logged-in BMC session for the stage's node."""
+    """The node's BMC session: logged in once per run and shared by its stages (the connector logs in
+    again by itself when a BMC reset ends the session)."""
+    yield ctx.keep("bmc", lambda: _session(ctx, opts))
+
+
+@contextmanager
+def _session(ctx: StageContext, opts: BringupOptions) -> Iterator[Node]:
     with connect(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)) as conn:
         yield node_facts(conn)
 
