@@ -31,6 +31,7 @@ from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimC
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 from provision.lab.bmcsim.tree import load_dir
 from provision.lab.ca import make_ca_and_server
+from provision.lab.twins.models import TwinInfo, TwinRequest
 
 STATE = "lab.json"
 SIM_CONFIG = "bmcsim.json"
@@ -45,7 +46,7 @@ class NodeState(BaseModel):
     name: str
     https_port: int | None
     http_port: int | None
-    ssh: dict[str, Any] | None = None
+    ssh: TwinInfo | None = None
 
 
 class LabState(BaseModel):
@@ -291,18 +292,17 @@ def _twins_module() -> ModuleType:
     return mod
 
 
-def _twins_up(lab: Path, opts: UpOptions) -> dict[str, dict[str, Any]]:
+def _twins_up(lab: Path, opts: UpOptions) -> dict[str, TwinInfo]:
     twins = _twins_module()
-    models = importlib.import_module("provision.lab.twins.models")
-    reqs = [models.TwinRequest(name=f"node{i:02d}", index=i, profile=opts.profile) for i in range(1, opts.nodes + 1)]
+    reqs = [TwinRequest(name=f"node{i:02d}", index=i, profile=opts.profile) for i in range(1, opts.nodes + 1)]
     from provision.spec import load_fleet  # twins need each profile's NodeSpec (spec_for)
 
     profiles = load_fleet(_source_inventory(opts.source_inventory)).profiles
-    infos = twins.up(lab, reqs, profiles.__getitem__)
-    return {info.name: info.model_dump(mode="json") for info in infos}
+    infos: list[TwinInfo] = twins.up(lab, reqs, profiles.__getitem__)
+    return {info.name: info for info in infos}
 
 
-def _state(lab: Path, opts: UpOptions, tree: Path, ready: Ready, twins: dict[str, dict[str, Any]]) -> LabState:
+def _state(lab: Path, opts: UpOptions, tree: Path, ready: Ready, twins: dict[str, TwinInfo]) -> LabState:
     nodes = [NodeState(name=n.name, https_port=n.https_port, http_port=n.http_port, ssh=twins.get(n.name))
              for n in ready.nodes]
     return LabState(lab_dir=lab, pid=ready.pid, control_port=ready.control_port, profile=opts.profile,
@@ -366,12 +366,12 @@ def _host_vars(lab: Path, node: NodeState, password: str) -> dict[str, Any]:
     if node.ssh:
         ssh = node.ssh
         hv.update(
-            ansible_host=ssh["address"], ansible_port=ssh.get("port", 22), ansible_user=ssh.get("user", "root"),
-            ansible_ssh_private_key_file=str(ssh["key_file"]),
-            ansible_ssh_common_args=f"-o UserKnownHostsFile={ssh['known_hosts']} -o StrictHostKeyChecking=yes",
-            provision_ssh_known_hosts=str(ssh["known_hosts"]),
+            ansible_host=ssh.address, ansible_port=ssh.port, ansible_user=ssh.user,
+            ansible_ssh_private_key_file=str(ssh.key_file),
+            ansible_ssh_common_args=f"-o UserKnownHostsFile={ssh.known_hosts} -o StrictHostKeyChecking=yes",
+            provision_ssh_known_hosts=str(ssh.known_hosts),
         )
-        hv.update(lab_host_vars(str(ssh["repo_url"]), lab / "twins" / node.name / "state" / "hardware.json"))
+        hv.update(lab_host_vars(ssh.repo_url, lab / "twins" / node.name / "state" / "hardware.json"))
     return hv
 
 
@@ -416,7 +416,8 @@ def status(lab_dir: Path) -> dict[str, Any]:
             "name": n.name,
             "bmc": f"https://127.0.0.1:{n.https_port}" if n.https_port else None,
             "bmc_http": f"http://127.0.0.1:{n.http_port}" if n.http_port else None,
-            "power": info.get("power"), "faults": info.get("faults"), "ssh": n.ssh,
+            "power": info.get("power"), "faults": info.get("faults"),
+            "ssh": n.ssh.model_dump(mode="json") if n.ssh else None,
         })
     return {"state": "up", "lab_dir": str(lab), "inventory": str(state.inventory), "pid": state.pid,
             "profile": state.profile, "tree": state.tree, "as_captured": state.as_captured,

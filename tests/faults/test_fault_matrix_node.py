@@ -90,7 +90,9 @@ def _ssh_up(lab: FaultLab) -> None:
 
 
 def _twin_netns_inode(lab: FaultLab) -> int:
-    slot = int(str(lab.state.nodes[0].ssh["address"]).split(".")[2])  # type: ignore[index]
+    twin = lab.state.nodes[0].ssh
+    assert twin is not None
+    slot = int(twin.address.split(".")[2])
     return os.stat(f"/run/netns/pl-node{slot:02d}").st_ino
 
 

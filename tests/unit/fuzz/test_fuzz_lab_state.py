@@ -19,6 +19,7 @@ from provision.errors import LabError, ProvisionError
 from provision.journal import Journal
 from provision.lab import manager
 from provision.lab.twins import state as twins_state
+from provision.lab.twins.models import TwinInfo
 from provision.lab.twins.personality.faults import load_faults
 from provision.lab.twins.personality.state import load_hardware
 
@@ -26,7 +27,8 @@ LAB_STATE = manager.LabState(
     lab_dir=Path("/tmp/lab"), pid=4242, control_port=40000, profile="ml_prod_v4", tree="/trees/supermicro",
     as_captured=False, twins=True, inventory=Path("/tmp/lab/inventory/hosts.yml"),
     nodes=[manager.NodeState(name="node01", https_port=40001, http_port=40002,
-                             ssh={"address": "10.203.1.2", "key_file": "/k", "known_hosts": "/kh"})],
+                             ssh=TwinInfo(name="node01", address="10.203.1.2", key_file=Path("/k"),
+                                          known_hosts=Path("/kh"), repo_url="file:/srv/repo"))],
 ).model_dump(mode="json")
 TWINS_STATE: dict[str, Any] = {"rootfs": "/var/cache/rootfs", "twins": [
     {"name": "node01", "index": 1, "profile": "ml_prod_v4", "slot": 1, "twin_dir": "/tmp/lab/twins/node01"}]}
