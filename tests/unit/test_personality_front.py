@@ -152,3 +152,17 @@ def test_entry_point_is_a_shell_script_that_sources_the_front() -> None:
     assert text.startswith("#!/bin/sh\n# LAB STAND-IN: simulated hardware, not the real tool\n")
     assert f". {LAB_TOOLS_DIR}/front.sh" in text
     assert os.access(TOOLS / "nvme.py", os.R_OK) and (TOOLS / "front.sh").is_file()
+
+
+def test_fabric_manager_daemon_stops_when_a_fault_is_set(twin: FrontTwin) -> None:
+    proc = subprocess.Popen([sys.executable, str(TOOLS / "fabricmanager.py")], env=twin.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=3)  # healthy: keeps running across unchanged polls
+        apply_fault(twin.state, "fabric_manager_failed", clear=False)
+        assert proc.wait(timeout=30) == 1
+        assert "LAB FAULT fabric_manager_failed" in (proc.stdout.read() if proc.stdout else "")
+    finally:
+        proc.kill()
+        proc.wait()
