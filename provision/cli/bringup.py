@@ -91,3 +91,6 @@ def _render(result: BringupResult) -> None:
             console.print(f"[green]{node.node}: already converged, nothing to do[/green]")
         elif not result.plan_only:
             console.print(f"[green]{node.node}: done[/green]")
+        verified = next((s for s in node.stages if s.stage == "verify" and s.outcome is Outcome.CONVERGED), None)
+        if verified is not None:
+            console.print(f"{node.node} conformance: {escape(verified.plan.note)}")

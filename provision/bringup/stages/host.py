@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 
 from provision.ansible.models import PlayResult, RunOptions
@@ -126,8 +127,10 @@ class VerifyStage:
             shown = "; ".join(f"{r.id}: expected {r.expected}, found {r.found}" for r in observed.failed[:5])
             raise CheckFailed(f"{ctx.host.name}: {len(observed.failed)} check(s) failed: {shown}")
         passed = len(observed.results) - len(observed.skipped)
+        areas = Counter(r.area for r in observed.results if not r.skipped)
+        by_area = ", ".join(f"{area} {count}" for area, count in sorted(areas.items()))
         return StagePlan(stage=self.name, node=ctx.host.name,
-                         note=f"{passed} checks passed, {len(observed.skipped)} not run")
+                         note=f"{passed} checks passed, {len(observed.skipped)} not run ({by_area})")
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:  # verification changes nothing
         return None
