@@ -25,7 +25,9 @@ class Action(BaseModel):
             return f"{self.kind} {self.target}"
         if self.target.endswith(f" {self.after}"):  # firmware: "gpu 96.00.9F.00.04"
             return f"{self.kind} {self.target.removesuffix(' ' + self.after)} {self.before or '-'} -> {self.after}"
-        return f"{self.kind} {self.target} {self.before or '-'} -> {self.after}"
+        if not self.before:  # nothing to compare with: say what it does ("host-reset host: applies ...")
+            return f"{self.kind} {self.target}: {self.after}"
+        return f"{self.kind} {self.target} {self.before} -> {self.after}"
 
 
 class StagePlan(BaseModel):

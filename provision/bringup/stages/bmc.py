@@ -176,7 +176,7 @@ class ResetStage(_BmcStage):
             return StagePlan(stage=self.name, node=ctx.host.name, note="nothing staged")
         what = sorted(staged) + [f"bios {a}" for a in pending_bios]
         return StagePlan(stage=self.name, node=ctx.host.name,
-                         actions=(Action(kind=RESET_KIND, target="host", after="; ".join(what)),))
+                         actions=(Action(kind=RESET_KIND, target="host", after="applies " + "; ".join(what)),))
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
         with bmc(ctx, self.opts) as node:
