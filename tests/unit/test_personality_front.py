@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -28,8 +27,8 @@ class FrontTwin(Twin):
     def __init__(self, base: Path) -> None:
         super().__init__(base)
         self.log = base / "python.log"
-        self.units_dir = base / "systemd-units"
-        self.units_dir.mkdir()
+        self.cgroup = base / "system.slice"
+        self.cgroup.mkdir()
         python = base / "bin" / "logged-python"
         python.write_text(f'#!/bin/sh\necho "$*" >>{self.log}\nexec {sys.executable} "$@"\n')
         python.chmod(0o755)
@@ -37,17 +36,17 @@ class FrontTwin(Twin):
         self.entries.mkdir()
 
     def set_units(self, *units: str) -> None:
-        """Active units, as systemd shows them: is-active (the systemctl double) and invocation links."""
+        """Active units, as systemd shows them: is-active (the systemctl double) and a cgroup made at each start."""
         super().set_units(*units)
-        for link in self.units_dir.iterdir():
-            link.unlink()
+        for group in self.cgroup.iterdir():
+            group.rmdir()
         for unit in units:
-            (self.units_dir / f"invocation:{unit}").symlink_to(uuid.uuid4().hex)
+            (self.cgroup / unit).mkdir()
 
     def env(self) -> dict[str, str]:
         env = super().env()
         env.update(PROVISION_LAB_TOOLS=str(TOOLS), PROVISION_LAB_PYTHON=str(self.base / "bin" / "logged-python"),
-                   PROVISION_LAB_UNITS=str(self.units_dir))
+                   PROVISION_LAB_CGROUP=str(self.cgroup))
         return env
 
     def run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -139,12 +138,31 @@ def test_errors_and_odd_arguments_are_never_kept(twin: FrontTwin) -> None:
     assert not [p for p in (twin.base / "run" / "render").iterdir() if "99" in p.name or "no pool" in p.name]
 
 
-def test_a_removed_rendering_is_rendered_again(twin: FrontTwin) -> None:
+def test_a_lost_entry_or_marker_is_rendered_again(twin: FrontTwin) -> None:
     want = twin.out("ibstat")
-    for kept in (twin.base / "run" / "render").iterdir():
-        if kept.name.startswith("ibstat.") and not kept.name.startswith("."):
-            kept.unlink()
+    render = twin.base / "run" / "render"
+    (entry,) = [p for p in render.iterdir() if p.name == "ibstat"]
+    (marker,) = [p for p in render.iterdir() if p.name.startswith(".ibstat.") and p.name.endswith(".m")]
+    marker.unlink()
     assert twin.out("ibstat") == want and twin.renders() == 2
+    entry.unlink()
+    assert twin.out("ibstat") == want and twin.renders() == 3
+    assert twin.out("ibstat") == want and twin.renders() == 3
+    assert all(p.name.endswith(".m") for p in render.iterdir() if p.name.startswith("."))  # no output left behind
+
+
+def test_outputs_with_quotes_and_no_final_newline_are_served_exactly(twin: FrontTwin, tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "front.sh").write_text((TOOLS / "front.sh").read_text())
+    text = "it's \\ 'quoted' $HOME `x` %s\n\ttab\n\nend"
+    (tools / "lscpu.py").write_text(f"import sys\nsys.stdout.write({text!r})\n")
+    env = {**twin.env(), "PROVISION_LAB_TOOLS": str(tools)}
+    entry = twin.entries / "lscpu-quoted"
+    entry.write_text(entry_point("lscpu").replace(LAB_TOOLS_DIR, str(tools)))
+    entry.chmod(0o755)
+    got = [subprocess.run([str(entry)], capture_output=True, env=env, check=True).stdout for _ in range(3)]
+    assert got == [text.encode()] * 3 and twin.renders() == 1
 
 
 def test_entry_point_is_a_shell_script_that_sources_the_front() -> None:
