@@ -42,10 +42,15 @@ def ideal_node_seconds(components: int, speed: float) -> float:
     return (components * t.flash + t.bmc_reboot + reset) / speed
 
 
-def run_controller(args: list[str], env: dict[str, str]) -> dict[str, float | int]:
-    """Run the CLI as a child; wall time, exit code, peak RSS (MiB) and CPU seconds from wait4."""
+def run_controller(args: list[str], env: dict[str, str], profile: str | None = None) -> dict[str, float | int]:
+    """Run the CLI as a child; wall time, exit code, peak RSS (MiB) and CPU seconds from wait4.
+    With `profile`, py-spy samples every thread of it into that file (figures then include py-spy)."""
+    cmd = [*CLI, *args]
+    if profile:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        cmd = [spy, "record", "--gil", "-r", "50", "-f", "raw", "-o", profile, "--", *cmd]
     start = time.monotonic()
-    pid = os.posix_spawn(CLI[0], [*CLI, *args], env)
+    pid = os.posix_spawn(cmd[0], cmd, env)
     _, status, usage = os.wait4(pid, 0)
     return {
         "rc": os.waitstatus_to_exitcode(status), "wall_s": round(time.monotonic() - start, 2),
@@ -63,6 +68,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=256)
     p.add_argument("--poll", type=float, default=0.5, help="controller poll interval (s)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (and the lab up)")
+    p.add_argument("--profile", metavar="FILE", help="sample the controller with py-spy (raw folded stacks)")
     opts = p.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="h8-campaign-bench-"))
@@ -77,7 +83,7 @@ def main() -> int:
         env = {**os.environ, "PROVISION_STATE_DIR": str(work / "state")}
         load = os.getloadavg()[0]
         ctl = run_controller(["campaign", "start", str(camp), "-i", str(state.inventory), "--json",
-                              "--poll-seconds", str(opts.poll)], env)
+                              "--poll-seconds", str(opts.poll)], env, opts.profile)
         result = summarise(work, opts, ctl, lab_up_s)
         result["loadavg_1m_before_after"] = [round(load, 1), round(os.getloadavg()[0], 1)]
     finally:

@@ -111,6 +111,8 @@ class Engine:
             self.store.set_state(name, CampaignState.PAUSED, "interrupted")
             self.store.journal.finish_run(run_id, "interrupted")
             raise
+        finally:
+            self.updater.release()
         self.store.set_state(name, state, reason)
         outcome = self.outcome(state, reason)
         self.store.journal.finish_run(run_id, state.value)
@@ -118,13 +120,14 @@ class Engine:
 
     def _waves(self, ctx: NodeContext, tally: _Tally) -> tuple[CampaignState, str]:
         name = self.catalog.name
-        for wave in self.store.waves(name):
-            if wave.state is WaveState.DONE:
-                continue
+        waves = [w for w in self.store.waves(name) if w.state is not WaveState.DONE]
+        for i, wave in enumerate(waves):
             stop = self._before_wave(wave.wave)
             if stop:
                 return stop
             self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
+            if i + 1 < len(waves):  # connects while this wave flashes; the next one's turns still observe first
+                self.updater.prepare([self.targets[n] for n in self._todo(waves[i + 1].wave)])
             self._run_wave(ctx, wave.wave, tally)
             if self._halt.is_set():
                 return CampaignState.HALTED, self._halt_reason
@@ -169,9 +172,12 @@ class Engine:
         self.store.wave_state(name, wave, WaveState.DONE, "ok")
         return None
 
-    def _run_wave(self, ctx: NodeContext, wave: int, tally: _Tally) -> None:
-        todo = [n.node for n in self.store.nodes(self.catalog.name, wave)
+    def _todo(self, wave: int) -> list[str]:
+        return [n.node for n in self.store.nodes(self.catalog.name, wave)
                 if n.state in (NodeState.PENDING, NodeState.ACTIVE)]
+
+    def _run_wave(self, ctx: NodeContext, wave: int, tally: _Tally) -> None:
+        todo = self._todo(wave)
         if not todo:
             return
         workers = min(self.catalog.policy.concurrency, len(todo))

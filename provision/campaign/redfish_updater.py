@@ -6,6 +6,10 @@ the TaskService: a running task means "busy", a finished OnReset update awaiting
 "staged" (a resumed campaign then resets instead of flashing again). update(): one step per
 component through provision.redfish.ops.firmware (push or SimpleUpdate, Task monitored, BMC
 reset waited out), then the one host reset (provision.redfish.ops.power).
+
+prepare(): while a wave flashes (the controller idles), the next wave's BMCs are logged in to in the
+background, so a wave's start burst is only its fresh FirmwareInventory reads and update requests.
+The gate of a node reuses the observation its turn made just before (at most FRESH_S old).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +25,11 @@ from pathlib import Path
 from provision.campaign.catalog import Component, Match, image_path
 from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
 from provision.errors import ProvisionError
-from provision.redfish.connector import ROOT, Connector, Json
+from provision.redfish.connector import ROOT, Connector, Json, is_expanded
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.power import host_reset
-from provision.redfish.ops.session import Node, connect, node_facts, options_for
+from provision.redfish.ops.session import Node, node_facts, options_for
 from provision.redfish.ops.waiting import Clock
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.retry import RetryPolicy
@@ -34,12 +39,31 @@ TASKS = f"{ROOT}/TaskService/Tasks"
 FLASH_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
 ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
+FRESH_S = 5.0  # an observation this recent (same session) is reused by the node's gate
+PREPARE_WORKERS = 2  # few: preparing must not compete with the nodes at work
+PREPARE_WAIT_S = 60.0  # preparing waits (at most this long) until the nodes now starting have sent their updates
 
 
 @dataclass
 class _Session:
     node: Node
     found: dict[str, list[SoftwareInventory]] = field(default_factory=dict)
+    observed: FirmwareState | None = None
+    observed_at: float = 0.0
+    system: Json = field(default_factory=dict)  # the ComputerSystem as that observation read it
+    service: UpdateService | None = None
+    starting: bool = True  # opened, first update not sent yet
+
+
+@dataclass
+class _Prepared:
+    """Connections opened ahead of their nodes' turn (see RedfishUpdater.prepare)."""
+
+    ready: dict[str, tuple[Node, UpdateService | None]] = field(default_factory=dict)
+    claimed: set[str] = field(default_factory=set)
+    threads: list[threading.Thread] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    opened: int = 0  # sessions opened so far
 
 
 class RedfishUpdater:
@@ -58,20 +82,92 @@ class RedfishUpdater:
         self.images = images
         self.clock = Clock(poll_s=poll_s)
         self.reset_timeout_s = reset_timeout_s
+        self.max_parallel = 1  # requests per BMC at once: the fleet is the parallelism (one connection each)
         self._took: dict[str, float] = {}
         self._sessions: dict[str, _Session] = {}
+        self._prepared = _Prepared()
         self._lock = threading.Lock()
 
     @contextmanager
     def session(self, target: Target) -> Iterator[None]:
-        with self._connect(target, None) as node:
+        with self._lock:
+            self._prepared.claimed.add(target.name)
+            self._prepared.opened += 1
+            ready = self._prepared.ready.pop(target.name, None)
+        node, service = ready if ready else (self._open(target), None)
+        with self._lock:
+            self._sessions[target.name] = _Session(node, service=service)
+        try:
+            yield
+        finally:
             with self._lock:
-                self._sessions[target.name] = _Session(node)
-            try:
-                yield
-            finally:
-                with self._lock:
-                    self._sessions.pop(target.name, None)
+                self._sessions.pop(target.name, None)
+            node.conn.close()
+
+    # -- connections ahead of time -------------------------------------------------------------
+    def prepare(self, targets: Sequence[Target]) -> None:
+        """Log in to these BMCs in the background (best effort: a node that is not ready connects at
+        its turn), once the sessions now starting have sent their first update."""
+        with self._lock:
+            todo = [t for t in targets if t.bmc is not None and t.name not in self._prepared.ready]
+            self._prepared.claimed.difference_update(t.name for t in todo)
+            opened = self._prepared.opened
+        if todo:
+            thread = threading.Thread(target=self._prepare, args=(todo, opened), name="prepare", daemon=True)
+            self._prepared.threads.append(thread)
+            thread.start()
+
+    def release(self) -> None:
+        """Stop preparing; log out of the connections prepared but not used."""
+        prep = self._prepared
+        prep.stop.set()
+        for thread in prep.threads:
+            thread.join()
+        with self._lock:
+            ready, prep.ready = prep.ready, {}
+            prep.threads.clear()
+        for node, _ in ready.values():
+            node.conn.close()
+        prep.stop.clear()
+
+    def _prepare(self, todo: list[Target], opened: int) -> None:
+        deadline = time.monotonic() + PREPARE_WAIT_S
+        while self._starting(opened) and time.monotonic() < deadline and not self._prepared.stop.is_set():
+            time.sleep(self.clock.poll_s)
+        with ThreadPoolExecutor(max_workers=PREPARE_WORKERS, thread_name_prefix="prepare") as pool:
+            list(pool.map(self._prepare_one, todo))
+
+    def _starting(self, opened: int) -> bool:
+        """No session opened since `opened`, or one opened has not sent its first update yet."""
+        with self._lock:
+            return self._prepared.opened == opened or any(s.starting for s in self._sessions.values())
+
+    def _prepare_one(self, target: Target) -> None:
+        with self._lock:
+            if self._prepared.stop.is_set() or target.name in self._prepared.claimed:
+                return
+        try:
+            node = self._open(target)
+            service = UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
+        except ProvisionError:
+            return  # its turn connects (and reports) as usual
+        with self._lock:
+            if not self._prepared.stop.is_set() and target.name not in self._prepared.claimed:
+                self._prepared.ready[target.name] = (node, service)
+                return
+        node.conn.close()
+
+    def _open(self, target: Target, retry: RetryPolicy | None = None) -> Node:
+        if target.bmc is None:
+            raise UpdateFailed(f"{target.name}: no BMC endpoint in the inventory")
+        conn = Connector(options_for(target.name, target.bmc, insecure=self.insecure, retry=retry,
+                                     max_parallel=self.max_parallel))
+        try:
+            conn.open()
+            return node_facts(conn)
+        except BaseException:
+            conn.close()
+            raise
 
     @contextmanager
     def node(self, target: Target, retry: RetryPolicy | None = None) -> Iterator[Node]:
@@ -92,30 +188,42 @@ class RedfishUpdater:
 
     @contextmanager
     def _connect(self, target: Target, retry: RetryPolicy | None) -> Iterator[Node]:
-        if target.bmc is None:
-            raise UpdateFailed(f"{target.name}: no BMC endpoint in the inventory")
-        with connect(options_for(target.name, target.bmc, insecure=self.insecure, retry=retry)) as conn:
-            yield node_facts(conn)
+        node = self._open(target, retry)
+        try:
+            yield node
+        finally:
+            node.conn.close()
 
     def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
         with self.node(target) as node:
             found = matched_entries(node, components)
+            state, system = _observe(node, components, found)
             with self._lock:
-                if target.name in self._sessions:
-                    self._sessions[target.name].found = found
-            return observe_node(node, components, found)
+                sess = self._sessions.get(target.name)
+                if sess is not None:
+                    sess.found, sess.observed, sess.system = found, state, system
+                    sess.observed_at = time.monotonic()
+            return state
+
+    def recent(self, target: Target) -> tuple[FirmwareState, Json] | None:
+        """The observation (and the System it read) this node's session made in the last FRESH_S seconds."""
+        with self._lock:
+            sess = self._sessions.get(target.name)
+            if sess is None or sess.observed is None or time.monotonic() - sess.observed_at > FRESH_S:
+                return None
+            return sess.observed, sess.system
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
         """Flash each component in order on one connection (short retries: while a BMC reboots into
         its new image, polls fail fast and are repeated), then the one host reset."""
         try:
             with self.node(target, FLASH_RETRY) as node:
-                service = UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
+                service = self._service(target) or UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
                 found = self._found(target, node, flash)
                 steps = [self._step(node, service, c, found[c.component]) for c in flash]
                 state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
                 for step in steps:
-                    self._flash(node, state, step)
+                    self._flash(node, state, step, target)
                     fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock)
                 if reset:
                     host_reset(node, self.clock, self.reset_timeout_s)
@@ -123,6 +231,17 @@ class RedfishUpdater:
             raise
         except ProvisionError as exc:
             raise UpdateFailed(str(exc)) from None
+
+    def _service(self, target: Target) -> UpdateService | None:
+        with self._lock:
+            sess = self._sessions.get(target.name)
+            return sess.service if sess else None
+
+    def _started(self, target: Target) -> None:
+        with self._lock:
+            sess = self._sessions.get(target.name)
+            if sess is not None:
+                sess.starting = False
 
     def _found(self, target: Target, node: Node, comps: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:
         """Inventory entries per component: as the session's last observe matched them, else read now."""
@@ -148,8 +267,9 @@ class RedfishUpdater:
             entries=[e.id for e in entries],
         )
 
-    def _flash(self, node: Node, state: fw.FirmwareState, step: fw.FirmwareStep) -> None:
+    def _flash(self, node: Node, state: fw.FirmwareState, step: fw.FirmwareStep, target: Target) -> None:
         resp = fw.send(node, step, state, self.images)
+        self._started(target)
         uri = fw.task_uri(resp)
         if uri:
             self._monitor(node, uri, step)
@@ -172,31 +292,40 @@ class RedfishHealth:
 
     def __init__(self, updater: RedfishUpdater) -> None:
         self.updater = updater
+        self._chassis: dict[str, list[str]] = {}  # node -> its first Chassis (a static link, read once)
+        self._lock = threading.Lock()
 
     def check(self, target: Target, components: Sequence[Component], *, redfish_health: bool,
               conformance: bool) -> GateResult:
         problems: list[str] = []
         with self.updater.node(target) as node:
-            system = node.conn.get(node.system.uri)
+            state, system = self.updater.recent(target) or _observe(node, components)
             if redfish_health:
-                problems += _health_problems(node, system)
+                problems += _health_problems(node, system, self._first_chassis(target, node))
             if conformance:
                 if system.get("PowerState") != "On":
                     problems.append(f"host power is {system.get('PowerState')}, expected On")
-                state = observe_node(node, components)
                 if state.busy:
                     problems.append("an update task is still running")
                 problems += [f"{c.component} is {state.versions.get(c.component)}, expected {c.version}"
                              for c in components if state.versions.get(c.component) != c.version]
         return GateResult(ok=not problems, problems=tuple(problems))
 
+    def _first_chassis(self, target: Target, node: Node) -> list[str]:
+        with self._lock:
+            known = self._chassis.get(target.name)
+        if known is None:
+            chassis = node.conn.get_optional(f"{ROOT}/Chassis") or {}
+            known = [str(m.get("@odata.id")) for m in (chassis.get("Members") or [])[:1] if isinstance(m, dict)]
+            with self._lock:
+                self._chassis[target.name] = known
+        return known
 
-def _health_problems(node: Node, system: Json) -> list[str]:
+
+def _health_problems(node: Node, system: Json, chassis: list[str]) -> list[str]:
     """System, Manager and first Chassis: Status.HealthRollup (else Health) must be OK."""
     bodies = {node.system.uri: system}
-    uris = [node.system.uri] + ([node.manager_uri] if node.manager_uri else [])
-    chassis = node.conn.get_optional(f"{ROOT}/Chassis") or {}
-    uris += [str(m.get("@odata.id")) for m in (chassis.get("Members") or [])[:1] if isinstance(m, dict)]
+    uris = [node.system.uri] + ([node.manager_uri] if node.manager_uri else []) + chassis
     problems = []
     for uri in uris:
         status = (bodies.get(uri) or node.conn.get(uri)).get("Status") or {}
@@ -209,21 +338,32 @@ def _health_problems(node: Node, system: Json) -> list[str]:
 def observe_node(node: Node, components: Sequence[Component],
                  found: dict[str, list[SoftwareInventory]] | None = None) -> FirmwareState:
     """Versions per component, update tasks running, OnReset images awaiting activation."""
+    return _observe(node, components, found)[0]
+
+
+def _observe(node: Node, components: Sequence[Component],
+             found: dict[str, list[SoftwareInventory]] | None = None) -> tuple[FirmwareState, Json]:
     found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
     busy, staged = _task_state(node.conn, components, versions)
-    power = node.conn.get(node.system.uri).get("PowerState")
-    return FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged)
+    system = node.conn.get(node.system.uri)
+    power = system.get("PowerState")
+    return FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged), system
 
 
 def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:
-    """FirmwareInventory entries per component; fetches only the members whose Id can match a rule."""
+    """FirmwareInventory entries per component: one expanded read where the BMC offers $expand, else
+    the collection and then only the members whose Id can match a rule."""
     link = (node.conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
-    coll = node.conn.get(f"{str(link).rstrip('/')}/FirmwareInventory")
-    uris = [str(m.get("@odata.id")).rstrip("/") for m in coll.get("Members", []) if isinstance(m, dict)]
+    coll = node.conn.get(f"{str(link).rstrip('/')}/FirmwareInventory", args=node.conn.expand_args(1))
+    members = [m for m in coll.get("Members", []) if isinstance(m, dict)]
+    inline = {str(m.get("@odata.id")).rstrip("/"): m for m in members if is_expanded(m)}
+    uris = [str(m.get("@odata.id")).rstrip("/") for m in members]
     rules: dict[str, Match | None] = {c.component: c.matcher(node.vendor.name) for c in components}
     wanted = [u for u in uris if any(r is None or r.id_may_match(u.rsplit("/", 1)[-1]) for r in rules.values())]
-    entries = [SoftwareInventory.parse(body) for body in node.conn.get_many(wanted).values() if body]
+    bodies: dict[str, Json | None] = {u: inline[u] for u in wanted if u in inline}
+    bodies |= node.conn.get_many([u for u in wanted if u not in inline])
+    entries = [SoftwareInventory.parse(bodies[u]) for u in wanted if bodies.get(u)]
     out: dict[str, list[SoftwareInventory]] = {}
     for comp in components:
         rule = rules[comp.component]

@@ -60,6 +60,14 @@ class NodeUpdater(Protocol):
         """Calls made inside may share one connection to the target's BMC (a node's whole turn)."""
         ...
 
+    def prepare(self, targets: Sequence[Target]) -> None:
+        """These nodes' turn comes next: connect ahead of time if that helps (best effort, background)."""
+        ...
+
+    def release(self) -> None:
+        """Drop whatever prepare() opened and no turn used."""
+        ...
+
 
 class HealthGate(Protocol):
     """Redfish-side health and the BMC-side conformance subset for one node after its wave."""

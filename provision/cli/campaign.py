@@ -6,6 +6,8 @@ already in the journal. Exit 0: done (or paused/nothing to do); 1: halted or a n
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -13,16 +15,19 @@ import typer
 from rich.table import Table
 
 from provision.campaign import control
+from provision.campaign.catalog import Catalog
 from provision.campaign.engine import Engine, Outcome
 from provision.campaign.gates import GateRunner
 from provision.campaign.plan import CampaignPlan, build_plan, observe_all
 from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
 from provision.campaign.report import build_report, render_html
+from provision.cli.firmware import AdvertiseOpt, BindOpt
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
 from provision.cli.output import console, emit_json, err_console
 from provision.errors import CheckFailed, InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, Request
+from provision.redfish.image_server import ImageServer
 from provision.spec import load_fleet
 
 app = typer.Typer(help="Firmware rollout campaigns: waves, canaries, health gates, halt and resume.",
@@ -37,8 +42,19 @@ InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify BMC
 PollOpt = Annotated[float, typer.Option("--poll-seconds", min=0.05, help="How often BMC tasks and power are polled")]
 
 
-def _updater(source: Path, insecure: bool, poll_s: float = 1.0) -> RedfishUpdater:
-    return RedfishUpdater(source, insecure=insecure, poll_s=poll_s)
+def _updater(source: Path, insecure: bool, poll_s: float = 1.0, images: ImageServer | None = None) -> RedfishUpdater:
+    return RedfishUpdater(source, insecure=insecure, poll_s=poll_s, images=images)
+
+
+@contextmanager
+def _images(catalog: Catalog, bind: str, advertise: str | None) -> Iterator[ImageServer | None]:
+    """While the campaign runs, the catalog's image files are offered to BMCs that only take SimpleUpdate
+    (BMCs with a push URI get them uploaded instead and never touch this server)."""
+    if all(c.is_url for c in catalog.components):
+        yield None
+        return
+    with ImageServer(bind=bind, advertise=advertise) as server:
+        yield server
 
 
 @app.command("plan")
@@ -59,7 +75,7 @@ def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, lim
 @app.command("start")
 def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, limit: LimitOpt = None,
           journal: JournalOpt = None, insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0,
-          as_json: JsonOpt = False) -> None:
+          image_bind: BindOpt = "127.0.0.1", image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False) -> None:
     """Plan, record the waves in the journal, and run the campaign in the foreground."""
     with Journal(journal) as jr:
         store = CampaignStore(jr)
@@ -68,19 +84,22 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
             raise InputError(f"campaign {resolved.catalog.name} already exists in {jr.path}; use resume")
         catalog = resolved.catalog
         targets = control.targets(load_fleet(inventory), catalog, limit)
-        updater = _updater(resolved.source, insecure, poll_seconds)
-        planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
-        if not planned.waves:
-            console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do")
-            return
-        engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)), poll_s=poll_seconds)
-        _finish(engine.start(resolved.source, planned.waves), as_json)
+        with _images(catalog, image_bind, image_advertise) as images:
+            updater = _updater(resolved.source, insecure, poll_seconds, images)
+            planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
+            if not planned.waves:
+                console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do")
+                return
+            engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)), poll_s=poll_seconds)
+            outcome = engine.start(resolved.source, planned.waves)
+    _finish(outcome, as_json)
 
 
 @app.command("resume")
 def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, journal: JournalOpt = None,
            retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Try failed nodes again")] = False,
-           insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0, as_json: JsonOpt = False) -> None:
+           insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0, image_bind: BindOpt = "127.0.0.1",
+           image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False) -> None:
     """Continue a paused, halted or interrupted campaign; every node is observed again first."""
     with Journal(journal) as jr:
         store = CampaignStore(jr)
@@ -92,10 +111,12 @@ def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, j
         if control.controller_alive(record):
             raise InputError(f"campaign {record.name} is running in process {record.pid}")
         targets = control.planned_targets(load_fleet(inventory), store, record.name)
-        updater = _updater(resolved.source, insecure, poll_seconds)
-        engine = Engine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)),
-                        poll_s=poll_seconds)
-        _finish(engine.resume(retry_failed=retry_failed), as_json)
+        with _images(resolved.catalog, image_bind, image_advertise) as images:
+            updater = _updater(resolved.source, insecure, poll_seconds, images)
+            engine = Engine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)),
+                            poll_s=poll_seconds)
+            outcome = engine.resume(retry_failed=retry_failed)
+    _finish(outcome, as_json)
 
 
 @app.command("pause")

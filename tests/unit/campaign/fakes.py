@@ -35,11 +35,21 @@ class FakeBmcs:
         self.order: list[str] = []
         self.busy_until: dict[str, float] = {}
         self.staged: dict[str, dict[str, str]] = {}
+        self.prepared: list[str] = []
+        self.released = 0
         self.lock = threading.Lock()
 
     # NodeUpdater
     def session(self, target: Target) -> AbstractContextManager[object]:
         return nullcontext()
+
+    def prepare(self, targets: Sequence[Target]) -> None:
+        with self.lock:
+            self.prepared.extend(t.name for t in targets)
+
+    def release(self) -> None:
+        with self.lock:
+            self.released += 1
 
     def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
         if self.faults.get(target.name) == "unreadable":

@@ -290,3 +290,24 @@ def test_ctrl_c_finishes_nodes_in_flight_and_leaves_the_rest_pending(store: Camp
     assert store.get("test").state is CampaignState.PAUSED
     bmcs.__class__ = FakeBmcs
     assert engine(cat, store, bmcs).resume().ok and set(bmcs.flashes.values()) == {1}
+
+
+def test_each_wave_prepares_the_next_ones_pending_nodes_and_releases_at_the_end(
+        store: CampaignStore, source: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "batch_size": 4}})
+    bmcs = FakeBmcs(NODES, OLD)
+    bmcs.versions["n03"] = {"bmc": "2.0", "bios": "3.0"}  # at the baseline: in no wave, never prepared
+    waves = waves_for([n for n in NODES if n != "n03"], cat)
+    out = engine(cat, store, bmcs).start(source, waves)
+    assert out.ok
+    assert bmcs.prepared == [n for wave in waves[1:] for n in wave]  # never the first wave, each node once
+    assert bmcs.released == 1
+
+
+def test_a_halt_still_releases_what_was_prepared(store: CampaignStore, source: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "batch_size": 3}, "halt": {"max_failures": 0}})
+    bmcs = FakeBmcs(NODES, OLD)
+    bmcs.faults["n01"] = "fail"
+    out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
+    assert out.state is CampaignState.HALTED
+    assert bmcs.prepared == ["n02", "n03", "n04"] and bmcs.released == 1

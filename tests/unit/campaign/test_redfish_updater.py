@@ -3,14 +3,18 @@ FirmwareInventory members are fetched and matched, versions in vendor formats, b
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from provision.campaign.redfish_updater import _task_state, _version, matched_entries, observe_node
+from provision.campaign.redfish_updater import RedfishUpdater, _task_state, _version, matched_entries, observe_node
+from provision.campaign.updater import Target
 from provision.redfish.resources import ComputerSystem, SoftwareInventory
 from provision.redfish.vendors import by_name
+from provision.spec.model import BmcEndpoint
 from tests.unit.campaign.fakes import catalog
 
 INV = "/redfish/v1/UpdateService/FirmwareInventory"
@@ -29,23 +33,31 @@ class FakeConn:
     root: dict[str, Any] = field(default_factory=dict)
     power: str = "On"
 
-    def get(self, uri: str) -> dict[str, Any]:
+    expand: bool = False
+
+    def expand_args(self, levels: int) -> dict[str, str] | None:
+        return {"$expand": f".($levels={levels})"} if self.expand else None
+
+    def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
         if uri == "/redfish/v1/Systems/1":
             return {"@odata.id": uri, "PowerState": self.power}
         assert uri == INV
+        if args:
+            return {"Members": [_member(f"{INV}/{m}") for m in MEMBERS]}
         return {"Members": [{"@odata.id": f"{INV}/{m}"} for m in MEMBERS]}
 
     def get_many(self, uris: list[str]) -> dict[str, dict[str, Any] | None]:
         self.fetched += uris
-        out = {}
-        for uri in uris:
-            ident = uri.rsplit("/", 1)[1]
-            name, version = MEMBERS[ident]
-            out[uri] = {"@odata.id": uri, "Id": ident, "Name": name, "Version": version}
-        return out
+        return {uri: _member(uri) for uri in uris}
 
     def members(self, uri: str) -> list[dict[str, Any]]:
         return self.tasks
+
+
+def _member(uri: str) -> dict[str, Any]:
+    ident = uri.rsplit("/", 1)[1]
+    name, version = MEMBERS[ident]
+    return {"@odata.id": uri, "Id": ident, "Name": name, "Version": version}
 
 
 @dataclass
@@ -72,6 +84,14 @@ def test_only_candidate_members_are_fetched_and_matched() -> None:
     found = matched_entries(FakeNode(conn), CAT.ordered())  # type: ignore[arg-type]
     assert sorted(u.rsplit("/", 1)[1] for u in conn.fetched) == [
         "BIOS", "BMC", "HGX_FW_GPU_SXM_1", "HGX_FW_GPU_SXM_2", "NIC1", "NIC9"]
+    assert {k: [e.id for e in v] for k, v in found.items()} == {
+        "bmc": ["BMC"], "bios": ["BIOS"], "gpu": ["HGX_FW_GPU_SXM_1", "HGX_FW_GPU_SXM_2"], "ib_nic": ["NIC1"]}
+
+
+def test_an_expanded_inventory_is_read_in_one_request_and_matched_alike() -> None:
+    conn = FakeConn(expand=True)
+    found = matched_entries(FakeNode(conn), CAT.ordered())  # type: ignore[arg-type]
+    assert conn.fetched == []  # no member fetched one by one
     assert {k: [e.id for e in v] for k, v in found.items()} == {
         "bmc": ["BMC"], "bios": ["BIOS"], "gpu": ["HGX_FW_GPU_SXM_1", "HGX_FW_GPU_SXM_2"], "ib_nic": ["NIC1"]}
 
@@ -129,3 +149,98 @@ def test_busy_and_staged(tasks: list[dict[str, Any]], busy: bool, staged: dict[s
 @pytest.mark.parametrize(("power", "busy"), [("PoweringOn", True), ("PoweringOff", True), ("On", False), ("Off", False)])
 def test_a_host_mid_reset_is_busy(power: str, busy: bool) -> None:
     assert observe_node(FakeNode(FakeConn(power=power)), CAT.ordered()).busy is busy  # type: ignore[arg-type]
+
+
+# -- connections opened ahead of a wave ------------------------------------------------------------
+@dataclass
+class ClosingConn(FakeConn):
+    closed: int = 0
+    opts: Any = None
+
+    def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
+        if uri == "/redfish/v1/UpdateService":
+            return {"@odata.id": uri, "Id": "UpdateService"}
+        return super().get(uri, args)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeNode]:
+    """RedfishUpdater._open without a BMC: every call logs in to a fresh fake (kept here by node)."""
+    import provision.campaign.redfish_updater as ru
+
+    made: dict[str, FakeNode] = {}
+
+    def fake_open(self: ru.RedfishUpdater, target: Target, retry: object = None) -> FakeNode:
+        made[target.name] = FakeNode(ClosingConn())
+        return made[target.name]
+
+    monkeypatch.setattr(ru.RedfishUpdater, "_open", fake_open)
+    monkeypatch.setattr(ru, "PREPARE_WAIT_S", 0.0)
+    return made
+
+
+def _updater() -> RedfishUpdater:
+    return RedfishUpdater(Path("campaign.yml"), poll_s=0.01)
+
+
+def _targets(*names: str) -> list[Target]:
+    bmc = BmcEndpoint(address="https://127.0.0.1:1", username="u", password="p")  # never contacted
+    return [Target(name=n, bmc=bmc) for n in names]
+
+
+def test_a_prepared_connection_serves_the_turn_and_is_closed_after_it(opened: dict[str, FakeNode]) -> None:
+    up = _updater()
+    a, b = _targets("a", "b")
+    up.prepare([a, b])
+    _join(up)
+    first = opened["a"]
+    with up.session(a):
+        assert opened["a"] is first  # the turn did not log in again
+        with up.node(a) as node:
+            assert node is first
+    assert first.conn.closed == 1
+    up.release()
+    assert opened["b"].conn.closed == 1  # prepared, never used: logged out
+
+
+def test_preparing_waits_for_the_starting_turns_and_skips_nodes_already_taken(
+        opened: dict[str, FakeNode], monkeypatch: pytest.MonkeyPatch) -> None:
+    import provision.campaign.redfish_updater as ru
+
+    monkeypatch.setattr(ru, "PREPARE_WAIT_S", 30.0)
+    up = _updater()
+    a, b = _targets("a", "b")
+    up.prepare([a, b])
+    with up.session(a):  # a turn starts (its update not sent yet): preparing holds back
+        turn = opened["a"]
+        time.sleep(0.3)  # the preparer's chance to (wrongly) go ahead
+        assert "b" not in opened and not up._prepared.ready
+    _join(up)
+    assert opened["a"] is turn and turn.conn.closed == 1  # a was taken by its turn: not opened again
+    assert list(up._prepared.ready) == ["b"]
+    up.release()
+    assert opened["b"].conn.closed == 1 and not up._prepared.ready
+
+
+def test_the_gate_reuses_the_turns_fresh_observation(opened: dict[str, FakeNode],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import provision.campaign.redfish_updater as ru
+
+    up = _updater()
+    (a,) = _targets("a")
+    comps = CAT.ordered()[:2]
+    with up.session(a):
+        assert up.recent(a) is None
+        seen = up.observe(a, comps)
+        assert up.recent(a) == (seen, {"@odata.id": "/redfish/v1/Systems/1", "PowerState": "On"})
+        monkeypatch.setattr(ru, "FRESH_S", -1.0)
+        assert up.recent(a) is None  # too old: the gate reads again
+    assert up.recent(a) is None  # outside a session nothing is reused
+
+
+def _join(up: RedfishUpdater) -> None:
+    for thread in list(up._prepared.threads):
+        thread.join(timeout=10)
