@@ -244,3 +244,47 @@ def test_the_gate_reuses_the_turns_fresh_observation(opened: dict[str, FakeNode]
 def _join(up: RedfishUpdater) -> None:
     for thread in list(up._prepared.threads):
         thread.join(timeout=10)
+
+
+# -- SimpleUpdate-only BMCs fetch the image from the campaign's image server ----------------------
+def test_a_bmc_without_a_push_uri_gets_the_image_from_the_campaign_image_server(tmp_path: Path) -> None:
+    import hashlib
+    import urllib.request
+
+    from provision.cli.campaign import _images
+    from provision.redfish.connector import Response
+    from provision.redfish.ops import firmware as fw
+    from provision.redfish.resources import UpdateService
+
+    image = tmp_path / "bmc.bin"
+    image.write_bytes(b"lab image")
+    cat = catalog(components=[{"component": "bmc", "version": "11.02.05", "image": "bmc.bin",
+                               "sha256": hashlib.sha256(b"lab image").hexdigest()}])
+    posted: list[tuple[str, Any]] = []
+
+    @dataclass
+    class SimpleOnly(FakeConn):
+        opts: Any = None
+
+        def post(self, uri: str, body: Any) -> Response:
+            posted.append((uri, body))
+            return Response(202, {"location": "/redfish/v1/TaskService/Tasks/1"}, {})
+
+    with _images(cat, "127.0.0.1", None) as images:
+        assert images is not None
+        up = RedfishUpdater(tmp_path / "c.yml", images=images)
+        node = FakeNode(SimpleOnly())
+        service = UpdateService.parse({"@odata.id": "/redfish/v1/UpdateService", "Actions": {
+            "#UpdateService.SimpleUpdate": {"target": "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"}}})
+        found = matched_entries(node, cat.ordered())  # type: ignore[arg-type]
+        step = up._step(node, service, cat.ordered()[0], found["bmc"])  # type: ignore[arg-type]
+        assert step.method == "simple"
+        fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service), images)  # type: ignore[arg-type]
+        (uri, body), = posted
+        assert uri.endswith("UpdateService.SimpleUpdate") and body["TransferProtocol"] == "HTTP"
+        with urllib.request.urlopen(body["ImageURI"], timeout=5) as resp:  # what the BMC downloads
+            assert resp.read() == b"lab image"
+    url_only = catalog(components=[{"component": "bmc", "version": "1", "image": "https://images.invalid/b.bin",
+                                    "sha256": "0" * 64}])
+    with _images(url_only, "127.0.0.1", None) as none:
+        assert none is None  # nothing local to serve: no server started
