@@ -53,4 +53,6 @@ def base_env(root: Path, config: Path | None) -> dict[str, str]:
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        # ansible-runner sets this to False unless given: ssh would get StrictHostKeyChecking=no first.
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
