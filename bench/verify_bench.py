@@ -14,11 +14,16 @@ own: the twins' stand-in tools render their outputs then, and serve them until t
     no ControlPath: no multiplexing) on --naive-nodes twins, and with ControlPath set for reference.
 BMC-side checks are left out (they go over Redfish, not SSH). Needs root (twins). Prints a table and
 writes the rows, with the load average, to --out (bench/results/verify_bench.json).
+
+The CPU column is the CPU time the measured run used on this machine, both ends: this process and its
+ssh clients (os.times) plus the twins' cgroups (cpu.stat). Other work on a shared machine inflates the
+wall figures but not this one; on an idle machine a run needs at least CPU / cores seconds of wall.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -35,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from provision.conformance.facts import close_master, control_dir  # noqa: E402
 from provision.conformance.model import Level, RunReport  # noqa: E402
 from provision.conformance.runner import verify  # noqa: E402
+from provision.lab.twins import cgroup as twin_cgroup  # noqa: E402
 from provision.lab.twins.models import TwinInfo  # noqa: E402
 from provision.spec import load_fleet  # noqa: E402
 from provision.spec.model import HostEntry  # noqa: E402
@@ -47,12 +53,36 @@ def _close(hosts: list[HostEntry]) -> None:
             close_master(h.ssh)
 
 
+class CpuMeter:
+    """CPU seconds used by this process, its waited-for children (ssh clients) and the twins' cgroups."""
+
+    def __init__(self, infos: dict[str, TwinInfo]) -> None:
+        root = twin_cgroup.v2_root()
+        slots = [int(i.address.split(".")[2]) for i in infos.values()]
+        self.stats = [root / twin_cgroup.LAB_GROUP / f"pl-node{n:02d}" / "cpu.stat" for n in slots] if root else []
+
+    def read(self) -> float:
+        t = os.times()
+        twins = 0
+        for stat in self.stats:
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                twins += int(stat.read_text().split()[1])  # usage_usec
+        return t.user + t.system + t.children_user + t.children_system + twins / 1e6
+
+
+METER: CpuMeter | None = None
+LAST_CPU: dict[str, float] = {}
+
+
 def timed_verify(hosts: list[HostEntry], fresh: bool) -> tuple[float, RunReport]:
     if fresh:
         _close(hosts)
+    c0 = METER.read() if METER else 0.0
     t0 = time.monotonic()
     report = verify(hosts, Level.FULL)
-    return time.monotonic() - t0, report
+    elapsed = time.monotonic() - t0
+    LAST_CPU["verify"] = (METER.read() - c0) if METER else float("nan")
+    return elapsed, report
 
 
 def fast_kex(hosts: list[HostEntry]) -> list[HostEntry]:
@@ -71,19 +101,25 @@ def timed_connects(hosts: list[HostEntry]) -> float:
 
     _close(hosts)
     runners = [(h.name, ssh_runner(h.ssh)) for h in hosts if h.ssh is not None]
+    c0 = METER.read() if METER else 0.0
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(runners)) as pool:
         list(pool.map(lambda nr: nr[1](nr[0], "true\n"), runners))
-    return time.monotonic() - t0
+    elapsed = time.monotonic() - t0
+    LAST_CPU["verify"] = (METER.read() - c0) if METER else float("nan")
+    return elapsed
 
 
 def series(hosts: list[HostEntry], fresh: bool, repeat: int) -> tuple[float, float, RunReport]:
-    """(first run, median of the next `repeat` runs, last report)."""
+    """(first run, median of the next `repeat` runs, last report); LAST_CPU: first and median CPU s."""
     first, report = timed_verify(hosts, fresh)
-    rest = []
+    LAST_CPU["first"] = LAST_CPU["verify"]
+    rest, cpu = [], []
     for _ in range(repeat):
         t, report = timed_verify(hosts, fresh)
         rest.append(t)
+        cpu.append(LAST_CPU["verify"])
+    LAST_CPU["median"] = median(cpu)
     return first, median(rest), report
 
 
@@ -160,35 +196,48 @@ def run(args: argparse.Namespace, base: Path) -> None:
         fleet = load_fleet(inventory)
         all_hosts = fleet.select(sorted(infos))
         one = fleet.select(["node01"])
-        rows: list[tuple[str, float, str]] = []
+        global METER
+        METER = CpuMeter(infos)
+        nan = float("nan")
+        rows: list[tuple[str, float, float, str]] = []
         first1, one_fresh, rep1 = series(one, True, args.repeat)
-        _first_w, one_warm, _ = series(one, False, args.repeat)
-        first_n, all_fresh, rep_n = series(all_hosts, True, args.repeat)
+        cpu1 = dict(LAST_CPU)
         node = rep1.nodes[0]
         checks = f"{len(node.results)} checks ({len(node.failed)} failed, {len(node.skipped)} not run)"
+        rows.append(("verify, 1 node, fresh connection, first run (stand-ins render)", first1, cpu1["first"], checks))
+        rows.append(("verify, 1 node, fresh connection", one_fresh, cpu1["median"], checks))
+        _first_w, one_warm, _ = series(one, False, args.repeat)
+        rows.append(("verify, 1 node, established ControlMaster", one_warm, LAST_CPU["median"],
+                     f"gather {node.gather_seconds:.2f} s"))
+        first_n, all_fresh, rep_n = series(all_hosts, True, args.repeat)
         failed = sum(len(n.failed) for n in rep_n.nodes)
         fleet_checks = f"{sum(len(n.results) for n in rep_n.nodes)} checks, {failed} failed"
-        rows.append(("verify, 1 node, fresh connection, first run (stand-ins render)", first1, checks))
-        rows.append(("verify, 1 node, fresh connection", one_fresh, checks))
-        rows.append(("verify, 1 node, established ControlMaster", one_warm, f"gather {node.gather_seconds:.2f} s"))
-        rows.append((f"verify, {args.nodes} nodes in parallel, fresh, first run", first_n, fleet_checks))
-        rows.append((f"verify, {args.nodes} nodes in parallel, fresh", all_fresh, fleet_checks))
-        rows.append((f"{args.nodes} fresh ssh connections in parallel, empty script",
-                     median([timed_connects(all_hosts) for _ in range(args.repeat)]), ""))
+        rows.append((f"verify, {args.nodes} nodes in parallel, fresh, first run", first_n, LAST_CPU["first"],
+                     fleet_checks))
+        rows.append((f"verify, {args.nodes} nodes in parallel, fresh", all_fresh, LAST_CPU["median"], fleet_checks))
+        _f, all_warm, _r = series(all_hosts, False, args.repeat)
+        rows.append((f"verify, {args.nodes} nodes in parallel, established ControlMasters", all_warm,
+                     LAST_CPU["median"], ""))
+        conn = []
+        for _ in range(args.repeat):
+            conn.append((timed_connects(all_hosts), LAST_CPU["verify"]))
+        rows.append((f"{args.nodes} fresh ssh connections in parallel, empty script", median([w for w, _ in conn]),
+                     median([c for _, c in conn]), ""))
         _f, kex1, _r = series(fast_kex(one), True, args.repeat)
-        rows.append(("verify, 1 node, fresh, KexAlgorithms=curve25519-sha256 (opt-in)", kex1, ""))
+        rows.append(("verify, 1 node, fresh, KexAlgorithms=curve25519-sha256 (opt-in)", kex1, LAST_CPU["median"], ""))
         _f, kex_n, rep_k = series(fast_kex(all_hosts), True, args.repeat)
         rows.append((f"verify, {args.nodes} nodes, fresh, KexAlgorithms=curve25519-sha256 (opt-in)", kex_n,
-                     f"{sum(len(n.failed) for n in rep_k.nodes)} failed"))
-        rows += decomposition(one[0], rep1)
+                     LAST_CPU["median"], f"{sum(len(n.failed) for n in rep_k.nodes)} failed"))
+        rows += [(w, t, nan, n) for w, t, n in decomposition(one[0], rep1)]
         _close(all_hosts)
         naive_names = sorted(infos)[: args.naive_nodes]
         plain = ssh_config(base / "ssh_config.plain", infos, multiplex=False)
         muxed = ssh_config(base / "ssh_config.mux", infos, multiplex=True)
         t_naive, s_naive = timed_testinfra(naive_names, inventory, plain)
-        rows.append((f"testinfra as shipped (one ssh per command), {len(naive_names)} node(s)", t_naive, s_naive))
+        rows.append((f"testinfra as shipped (one ssh per command), {len(naive_names)} node(s)", t_naive, nan,
+                     s_naive))
         t_mux, s_mux = timed_testinfra(naive_names, inventory, muxed)
-        rows.append((f"testinfra with ControlPath, {len(naive_names)} node(s)", t_mux, s_mux))
+        rows.append((f"testinfra with ControlPath, {len(naive_names)} node(s)", t_mux, nan, s_mux))
         print_table(rows, args, t_naive / len(naive_names), one_fresh, all_fresh)
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -196,16 +245,18 @@ def run(args: argparse.Namespace, base: Path) -> None:
                 "nodes": args.nodes, "repeat": args.repeat, "cpus": os.cpu_count(),
                 "loadavg_start": [round(x, 2) for x in load_start],
                 "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-                "rows": [{"what": w, "seconds": round(t, 3), "notes": n} for w, t, n in rows],
+                "rows": [{"what": w, "seconds": round(t, 3), "cpu_seconds": None if c != c else round(c, 3),
+                          "notes": n} for w, t, c, n in rows],
             }, indent=1) + "\n")
 
 
-def print_table(rows: list[tuple[str, float, str]], args: argparse.Namespace, naive_per_node: float,
+def print_table(rows: list[tuple[str, float, float, str]], args: argparse.Namespace, naive_per_node: float,
                 one: float, fleet: float) -> None:
     width = max(len(r[0]) for r in rows)
-    print(f"\n{'method':<{width}}  {'wall s':>8}  notes")
-    for name, seconds, note in rows:
-        print(f"{name:<{width}}  {seconds:8.2f}  {note}")
+    print(f"\n{'method':<{width}}  {'wall s':>8}  {'CPU s':>7}  notes")
+    for name, seconds, cpu, note in rows:
+        shown = "" if cpu != cpu else f"{cpu:7.2f}"
+        print(f"{name:<{width}}  {seconds:8.2f}  {shown:>7}  {note}")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (host has {os.cpu_count()} CPUs)")
     print(f"\nper node, 1 node fresh: {one:.2f} s (goal <= 0.5 s); {args.nodes} nodes: {fleet:.2f} s "
           f"(goal <= 3 s for 16); naive per node {naive_per_node:.1f} s -> {naive_per_node / one:.0f}x faster "
