@@ -1,0 +1,76 @@
+"""Reads without the HTTP stack of requests and the DMTF library: one urllib3 pool per connector.
+
+A GET through requests + the `redfish` library costs ~0.8 ms of CPU here; the same GET on a plain
+urllib3 pool ~0.4 ms (measured against the lab simulator, see bench/campaign_scale.py). Campaigns over
+hundreds of BMCs are bound by that CPU (one GIL), so the connector sends its GETs here. Everything that
+changes a BMC (POST, PATCH, PUT, DELETE, login, logout) stays on the DMTF library. Same semantics: the
+library's own auth headers, its query-string encoding, TLS verified with the same CA file (one shared
+SSLContext per CA file), errors raised as the library would raise them (RetriesExhaustedError caused by
+the requests exception of the same kind), redirects left to the library.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import ssl
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import requests
+import urllib3
+from redfish.rest.v1 import RetriesExhaustedError
+
+
+@functools.lru_cache(maxsize=16)
+def ssl_context(cafile: str | None) -> ssl.SSLContext:
+    """Verifying context for `cafile`; unverified (verification OFF) when None. Shared: thread-safe."""
+    if cafile is None:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+    return ssl.create_default_context(cafile=cafile)
+
+
+def make_pool(address: str, cafile: str | None, maxsize: int) -> urllib3.HTTPConnectionPool:
+    url = urllib3.util.parse_url(address)
+    host = str(url.host)
+    if url.scheme == "https":
+        return urllib3.HTTPSConnectionPool(host, url.port or 443, ssl_context=ssl_context(cafile), maxsize=maxsize,
+                                           block=False, retries=False,
+                                           cert_reqs="CERT_REQUIRED" if cafile else "CERT_NONE")
+    return urllib3.HTTPConnectionPool(host, url.port or 80, maxsize=maxsize, block=False, retries=False)
+
+
+def query(args: dict[str, str | None] | None) -> str:
+    """The query string as the DMTF library builds it (`$expand=.($levels=1)` left readable)."""
+    if not args:
+        return ""
+    text = urlencode({k: v for k, v in args.items() if v is not None}, quote_via=quote, safe="/?:!$'()*+,;\\=")
+    bare = [k for k, v in args.items() if v is None]
+    return "&".join([p for p in (text, *bare) if p])
+
+
+def get(pool: urllib3.HTTPConnectionPool, path: str, headers: dict[str, str], timeout: float) -> Any | None:
+    """One GET; None when it redirected (the caller then asks the library, which follows redirects)."""
+    try:
+        raw = pool.urlopen("GET", path, headers=headers, timeout=timeout, retries=False, redirect=False)
+    except urllib3.exceptions.SSLError as exc:
+        raise RetriesExhaustedError() from requests.exceptions.SSLError(str(exc))
+    except urllib3.exceptions.ReadTimeoutError as exc:
+        raise RetriesExhaustedError() from requests.exceptions.ReadTimeout(str(exc))
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise RetriesExhaustedError() from requests.exceptions.ConnectionError(str(exc))
+    if 300 <= raw.status < 400:
+        return None
+    return raw
+
+
+def body(data: bytes) -> Any:
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
