@@ -88,7 +88,7 @@ def _natural(section: Section) -> list[object]:
 _PRELUDE = r"""export LC_ALL=C PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 _t=$(mktemp -d) || exit 97
 trap 'rm -rf "$_t"' EXIT
-_L=%(lanes)s
+%(lanes)s
 [ "$_L" -ge 1 ] 2>/dev/null || _L=2
 mkfifo "$_t/tokens" && exec 3<>"$_t/tokens" || exit 97
 _k=0; while [ "$_k" -lt "$_L" ]; do echo >&3; _k=$((_k+1)); done
@@ -97,7 +97,7 @@ _run() { _i=$((_i+1)); eval "_n$_i=\$1"; read _tok <&3
   ( exec 3>&-; trap "echo \$? >'$_t/$_i.r'; echo >'$_t/tokens'" EXIT; _c=$2; set -- "$3"; eval "$_c"
   ) >"$_t/$_i.o" 2>"$_t/$_i.e" </dev/null & }
 """
-DEFAULT_LANES = '$(n=$(nproc 2>/dev/null || echo 8); [ "$n" -gt 32 ] && n=32; [ "$n" -lt 8 ] && n=8; echo $n)'
+DEFAULT_LANES = '_L=$(nproc 2>/dev/null); [ "$_L" -gt 32 ] 2>/dev/null && _L=32; [ "$_L" -ge 8 ] 2>/dev/null || _L=8'
 
 _EPILOGUE = r"""wait
 [ "$_i" -gt 0 ] || exit 0
@@ -119,7 +119,7 @@ cat "$@"
 
 def build_script(probes: Sequence[Probe], lanes: int | None = None) -> str:
     """The POSIX sh script that runs the probes concurrently (`lanes` at a time) and frames their output."""
-    lines = [_PRELUDE % {"lanes": DEFAULT_LANES if lanes is None else int(lanes)}]
+    lines = [_PRELUDE % {"lanes": DEFAULT_LANES if lanes is None else f"_L={int(lanes)}"}]
     for probe in probes:
         if not _NAME.match(probe.name):
             raise ValueError(f"probe name {probe.name!r} has characters the framing cannot carry")
