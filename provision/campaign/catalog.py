@@ -18,6 +18,7 @@ Every problem is one InputError line naming the file and the key.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -147,7 +148,11 @@ class Catalog(_Frozen):
         return self
 
     def ordered(self) -> list[Component]:
-        return apply_order(self.components)
+        return list(self._order)
+
+    @functools.cached_property
+    def _order(self) -> tuple[Component, ...]:  # asked for on every observation: computed once
+        return tuple(apply_order(self.components))
 
     def component(self, name: str) -> Component:
         for comp in self.components:
