@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -40,6 +41,31 @@ def ideal_node_seconds(components: int, speed: float) -> float:
     t = Timings()
     reset = t.power_off + 0.5 + t.power_on
     return (components * t.flash + t.bmc_reboot + reset) / speed
+
+
+class LoadSampler:
+    """The 1-minute load average every 5 s while the controller runs (the CPU is shared)."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(5.0):
+            self.samples.append(os.getloadavg()[0])
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, float]:
+        s = self.samples or [os.getloadavg()[0]]
+        return {"min": round(min(s), 1), "mean": round(sum(s) / len(s), 1), "max": round(max(s), 1)}
 
 
 def run_controller(args: list[str], env: dict[str, str], profile: str | None = None) -> dict[str, float | int]:
@@ -82,10 +108,12 @@ def main() -> int:
         camp = write_lab_campaign(work / "campaign", "bench", policy, components=opts.components)
         env = {**os.environ, "PROVISION_STATE_DIR": str(work / "state")}
         load = os.getloadavg()[0]
-        ctl = run_controller(["campaign", "start", str(camp), "-i", str(state.inventory), "--json",
-                              "--poll-seconds", str(opts.poll)], env, opts.profile)
+        with LoadSampler() as sampler:
+            ctl = run_controller(["campaign", "start", str(camp), "-i", str(state.inventory), "--json",
+                                  "--poll-seconds", str(opts.poll)], env, opts.profile)
         result = summarise(work, opts, ctl, lab_up_s)
         result["loadavg_1m_before_after"] = [round(load, 1), round(os.getloadavg()[0], 1)]
+        result["loadavg_1m_during"] = sampler.summary()
     finally:
         if not opts.keep:
             try:
