@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from provision.bringup import failpoint
 from provision.bringup.model import Action, StagePlan
 from provision.journal import Journal
 from provision.spec import HostEntry
@@ -41,11 +42,13 @@ class StageContext:
         if self.journal is None or self.run_id is None:
             return do()
         action_id = self.journal.action_started(self.run_id, self.host.name, stage, action.kind, action.target)
+        failpoint.hit(action.kind, "before")
         try:
             result = do()
         except BaseException as exc:
             self.journal.action_finished(action_id, "failed", type(exc).__name__)
             raise
+        failpoint.hit(action.kind, "after")
         self.journal.action_finished(action_id, "ok", action.describe())
         return result
 

@@ -7,12 +7,12 @@ stack (an older driver from the factory image). Only the hardware is simulated.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,11 +41,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.LabState]:
         manager.down(lab_dir)
 
 
-def _bringup(lab: manager.LabState, journal: Path, *args: str) -> subprocess.Popen[str]:
+def _bringup(lab: manager.LabState, journal: Path, *args: str, failpoint: str = "") -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "provision.cli", "bringup", *args, "-i", str(lab.inventory),
            "--journal", str(journal), "--poll-seconds", "0.2", "--log-dir", str(journal.parent / "logs"), "--json"]
+    env = {**os.environ, "PROVISION_FAILPOINT": failpoint} if failpoint else None
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 def _finish(proc: subprocess.Popen[str], timeout: float = 900) -> dict:  # type: ignore[type-arg]
@@ -93,33 +94,19 @@ def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path
     assert all(not n["changed"] for n in again["nodes"]), json.dumps(again, indent=1)[-3000:]
 
 
-def _action_count(journal: Path, node: str, action: str) -> int:
-    if not journal.exists():
-        return 0
-    with Journal(journal) as jr:
-        return sum(a.action == action for a in jr.actions(node))
-
-
-def _wait_for_new_action(journal: Path, node: str, action: str, before: int, timeout: float = 600) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _action_count(journal, node, action) > before:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{node}: no new {action} action within {timeout} s")
-
-
 @pytest.mark.heavy
 def test_resume_after_kill_9_at_several_points(lab: manager.LabState, tmp_path: Path) -> None:
-    """Kill the controller right after each kind of side effect starts, resume each time: the end state
-    is converged, every firmware component was sent once, and the host was reset once."""
+    """Kill the controller with SIGKILL at exact points (provision/bringup/failpoint.py): after a firmware
+    image was staged, the BIOS written and the host reset, each before its outcome reached the journal, and
+    as Ansible was about to run; resume each time: the end state is converged, every firmware component
+    was sent once, and the host was reset once."""
     node, journal = "node03", tmp_path / "journal.db"
-    for kill_after in ("stage-firmware", "bios-write", "host-reset", "ansible"):
-        before = _action_count(journal, node, kill_after)
-        proc = _bringup(lab, journal, node)
-        _wait_for_new_action(journal, node, kill_after, before)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+    for point in ("stage-firmware:after", "bios-write:after", "host-reset:after", "ansible:before"):
+        proc = _bringup(lab, journal, node, failpoint=point)
+        _out, err = proc.communicate(timeout=900)
+        with contextlib.suppress(ProcessLookupError):  # children it left behind (none expected)
+            os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == -signal.SIGKILL, f"{point}: not killed there (exit {proc.returncode}): {err[-1500:]}"
     summary = _finish(_bringup(lab, journal, node))
     assert summary["ok"], json.dumps(summary, indent=1)[-4000:]
     messages = _sel_messages(lab, node)
