@@ -3,7 +3,7 @@
 #   scripts/test.sh                 lint, then unit + lab tests, then the heavy tier (time allowing)
 #   scripts/test.sh ARGS...         lint, then `pytest ARGS...` (e.g. -m "not lab", or one module)
 # The lab tiers need root (systemd-nspawn, network namespaces). The heavy tier (marker `heavy`: the
-# node-side fault matrix, the roles on twins, kill -9 resume of a bring-up, the secret-hygiene bring-up) runs after the rest
+# node-side fault matrix, the roles on twins, the secret-hygiene bring-up) runs after the rest
 # when the run so far took less than PROVISION_HEAVY_START_BUDGET seconds (default 1800), so that the
 # whole command stays well inside CI's limit on a slow machine; PROVISION_TEST_HEAVY=1 forces it,
 # PROVISION_TEST_HEAVY=0 skips it. Either way the skip is printed.

@@ -94,7 +94,6 @@ def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path
     assert all(not n["changed"] for n in again["nodes"]), json.dumps(again, indent=1)[-3000:]
 
 
-@pytest.mark.heavy
 def test_resume_after_kill_9_at_several_points(lab: manager.LabState, tmp_path: Path) -> None:
     """Kill the controller with SIGKILL at exact points (provision/bringup/failpoint.py): after a firmware
     image was staged, the BIOS written and the host reset, each before its outcome reached the journal, and
