@@ -263,7 +263,7 @@ def _inventory(tmp_path: Path, infos: dict[str, TwinInfo]) -> Path:
 
 def _ansible(tmp_path: Path, inventory: Path, module: str, args: str) -> str:
     env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="True", ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_CONTROL_PATH_DIR=str(tmp_path / "cp"))
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_SSH_CONTROL_PATH_DIR=str(tmp_path / "cp"))
     ansible = shutil.which("ansible") or str(Path(sys.executable).with_name("ansible"))
     proc = subprocess.run([ansible, "-i", str(inventory), "all", "-m", module, "-a", args],
                           capture_output=True, text=True, timeout=180, env=env, check=False)
