@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from provision.campaign.catalog import Component, Match, image_path
 from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
@@ -256,10 +257,12 @@ class RedfishUpdater:
               entries: list[SoftwareInventory]) -> fw.FirmwareStep:
         if not entries:
             raise UpdateFailed(f"{node.conn.opts.name}: {comp.component}: no FirmwareInventory entry matches")
-        push = node.vendor.multipart_uri(service)
+        push = None if comp.is_url else node.vendor.multipart_uri(service)  # a URL image: the BMC fetches it
         simple = service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
+        local = None if comp.is_url else image_path(self.campaign_file, comp).resolve()
+        image = local or Path(Path(urlsplit(comp.image).path).name)
         return fw.FirmwareStep(
-            component=comp.component, version=comp.version, image=image_path(self.campaign_file, comp).resolve(),
+            component=comp.component, version=comp.version, image=image, image_url=comp.image if comp.is_url else None,
             sha256=comp.sha256, method="multipart" if push else "simple", uri=push or simple,
             targets=node.vendor.update_targets(comp.component, entries), apply_time=comp.apply_time,
             needs_host_reset=comp.needs_host_reset,

@@ -79,6 +79,7 @@ class FirmwareStep(BaseModel):
     timeout_s: float
     downgrade: bool = False
     entries: list[str] = Field(default_factory=list)
+    image_url: str | None = None  # an image the BMC fetches itself (SimpleUpdate); `image` is then only its name
 
 
 class FirmwarePlan(BaseModel):
@@ -187,9 +188,12 @@ def check_image(step: FirmwareStep) -> bytes:
 
 def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServer | None) -> Response:
     """Start one update; returns the BMC's answer (normally 202 with a Task)."""
-    data = check_image(step)
     params = {"Targets": step.targets, "@Redfish.OperationApplyTime": step.apply_time}
     conn = node.conn
+    if step.image_url is not None:  # the BMC downloads it; its integrity is the image's own signature
+        scheme = urlsplit(step.image_url).scheme.upper()
+        return conn.post(step.uri, {"ImageURI": step.image_url, "TransferProtocol": scheme, **params})
+    data = check_image(step)
     if step.method == "multipart":
         parts = {"UpdateParameters": (None, json.dumps(params), "application/json"),
                  "UpdateFile": (step.image.name, data, "application/octet-stream")}

@@ -288,3 +288,34 @@ def test_a_bmc_without_a_push_uri_gets_the_image_from_the_campaign_image_server(
                                     "sha256": "0" * 64}])
     with _images(url_only, "127.0.0.1", None) as none:
         assert none is None  # nothing local to serve: no server started
+
+
+def test_a_url_image_is_fetched_by_the_bmc_itself_even_where_push_is_offered(tmp_path: Path) -> None:
+    from provision.redfish.connector import Response
+    from provision.redfish.ops import firmware as fw
+    from provision.redfish.resources import UpdateService
+
+    url = "https://images.invalid/fw/bmc_11.02.05.bin"
+    cat = catalog(components=[{"component": "bmc", "version": "11.02.05", "image": url, "sha256": "0" * 64}])
+    posted: list[tuple[str, Any]] = []
+
+    @dataclass
+    class Recorder(FakeConn):
+        opts: Any = None
+
+        def post(self, uri: str, body: Any) -> Response:
+            posted.append((uri, body))
+            return Response(202, {"location": "/redfish/v1/TaskService/Tasks/1"}, {})
+
+    up = RedfishUpdater(tmp_path / "c.yml")
+    node = FakeNode(Recorder())
+    service = UpdateService.parse({"@odata.id": "/redfish/v1/UpdateService",
+                                   "MultipartHttpPushUri": "/redfish/v1/UpdateService/upload", "Actions": {
+        "#UpdateService.SimpleUpdate": {"target": "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"}}})
+    found = matched_entries(node, cat.ordered())  # type: ignore[arg-type]
+    step = up._step(node, service, cat.ordered()[0], found["bmc"])  # type: ignore[arg-type]
+    assert (step.method, step.image_url, step.image.name) == ("simple", url, "bmc_11.02.05.bin")
+    fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service), None)  # type: ignore[arg-type]
+    (uri, body), = posted
+    assert uri.endswith("UpdateService.SimpleUpdate")
+    assert (body["ImageURI"], body["TransferProtocol"]) == (url, "HTTPS")
