@@ -247,12 +247,25 @@ def _join(up: RedfishUpdater) -> None:
 
 
 # -- SimpleUpdate-only BMCs fetch the image from the campaign's image server ----------------------
+@dataclass
+class PostRecorder(FakeConn):
+    """A BMC connection that records POSTs and answers each with a Task."""
+
+    opts: Any = None
+    posted: list[tuple[str, Any]] = field(default_factory=list)
+
+    def post(self, uri: str, body: Any) -> Any:
+        from provision.redfish.connector import Response
+
+        self.posted.append((uri, body))
+        return Response(202, {"location": "/redfish/v1/TaskService/Tasks/1"}, {})
+
+
 def test_a_bmc_without_a_push_uri_gets_the_image_from_the_campaign_image_server(tmp_path: Path) -> None:
     import hashlib
     import urllib.request
 
     from provision.cli.campaign import _images
-    from provision.redfish.connector import Response
     from provision.redfish.ops import firmware as fw
     from provision.redfish.resources import UpdateService
 
@@ -260,27 +273,18 @@ def test_a_bmc_without_a_push_uri_gets_the_image_from_the_campaign_image_server(
     image.write_bytes(b"lab image")
     cat = catalog(components=[{"component": "bmc", "version": "11.02.05", "image": "bmc.bin",
                                "sha256": hashlib.sha256(b"lab image").hexdigest()}])
-    posted: list[tuple[str, Any]] = []
-
-    @dataclass
-    class SimpleOnly(FakeConn):
-        opts: Any = None
-
-        def post(self, uri: str, body: Any) -> Response:
-            posted.append((uri, body))
-            return Response(202, {"location": "/redfish/v1/TaskService/Tasks/1"}, {})
-
     with _images(cat, "127.0.0.1", None) as images:
         assert images is not None
         up = RedfishUpdater(tmp_path / "c.yml", images=images)
-        node = FakeNode(SimpleOnly())
+        conn = PostRecorder()
+        node = FakeNode(conn)
         service = UpdateService.parse({"@odata.id": "/redfish/v1/UpdateService", "Actions": {
             "#UpdateService.SimpleUpdate": {"target": "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"}}})
         found = matched_entries(node, cat.ordered())  # type: ignore[arg-type]
         step = up._step(node, service, cat.ordered()[0], found["bmc"])  # type: ignore[arg-type]
         assert step.method == "simple"
         fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service), images)  # type: ignore[arg-type]
-        (uri, body), = posted
+        (uri, body), = conn.posted
         assert uri.endswith("UpdateService.SimpleUpdate") and body["TransferProtocol"] == "HTTP"
         with urllib.request.urlopen(body["ImageURI"], timeout=5) as resp:  # what the BMC downloads
             assert resp.read() == b"lab image"
@@ -291,24 +295,14 @@ def test_a_bmc_without_a_push_uri_gets_the_image_from_the_campaign_image_server(
 
 
 def test_a_url_image_is_fetched_by_the_bmc_itself_even_where_push_is_offered(tmp_path: Path) -> None:
-    from provision.redfish.connector import Response
     from provision.redfish.ops import firmware as fw
     from provision.redfish.resources import UpdateService
 
     url = "https://images.invalid/fw/bmc_11.02.05.bin"
     cat = catalog(components=[{"component": "bmc", "version": "11.02.05", "image": url, "sha256": "0" * 64}])
-    posted: list[tuple[str, Any]] = []
-
-    @dataclass
-    class Recorder(FakeConn):
-        opts: Any = None
-
-        def post(self, uri: str, body: Any) -> Response:
-            posted.append((uri, body))
-            return Response(202, {"location": "/redfish/v1/TaskService/Tasks/1"}, {})
-
     up = RedfishUpdater(tmp_path / "c.yml")
-    node = FakeNode(Recorder())
+    conn = PostRecorder()
+    node = FakeNode(conn)
     service = UpdateService.parse({"@odata.id": "/redfish/v1/UpdateService",
                                    "MultipartHttpPushUri": "/redfish/v1/UpdateService/upload", "Actions": {
         "#UpdateService.SimpleUpdate": {"target": "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"}}})
@@ -316,6 +310,6 @@ def test_a_url_image_is_fetched_by_the_bmc_itself_even_where_push_is_offered(tmp
     step = up._step(node, service, cat.ordered()[0], found["bmc"])  # type: ignore[arg-type]
     assert (step.method, step.image_url, step.image.name) == ("simple", url, "bmc_11.02.05.bin")
     fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service), None)  # type: ignore[arg-type]
-    (uri, body), = posted
+    (uri, body), = conn.posted
     assert uri.endswith("UpdateService.SimpleUpdate")
     assert (body["ImageURI"], body["TransferProtocol"]) == (url, "HTTPS")
