@@ -28,7 +28,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/pip install -q -e '.[test]' 2>&1 | grep -v -E "^WARNING: Location|^$" || true
+.venv/bin/pip install -q -e '.[test,fast]' 2>&1 | grep -v -E "^WARNING: Location|^$" || true
 .venv/bin/python -c "import provision, redfish, ansible_runner, testinfra, pydantic" \
   || { echo "bootstrap: python dependencies did not install" >&2; exit 1; }
 echo "bootstrap: ready"
