@@ -30,7 +30,7 @@ from provision.redfish.connector import ROOT, Connector, Json, is_expanded
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.power import host_reset
-from provision.redfish.ops.session import Node, node_facts, options_for
+from provision.redfish.ops.session import Node, open_node, options_for
 from provision.redfish.ops.waiting import Clock
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.retry import RetryPolicy
@@ -161,14 +161,8 @@ class RedfishUpdater:
     def _open(self, target: Target, retry: RetryPolicy | None = None) -> Node:
         if target.bmc is None:
             raise UpdateFailed(f"{target.name}: no BMC endpoint in the inventory")
-        conn = Connector(options_for(target.name, target.bmc, insecure=self.insecure, retry=retry,
+        return open_node(options_for(target.name, target.bmc, insecure=self.insecure, retry=retry,
                                      max_parallel=self.max_parallel))
-        try:
-            conn.open()
-            return node_facts(conn)
-        except BaseException:
-            conn.close()
-            raise
 
     @contextmanager
     def node(self, target: Target, retry: RetryPolicy | None = None) -> Iterator[Node]:

@@ -49,6 +49,17 @@ def node_facts(conn: Connector) -> Node:
                 vendor=detect(root, system))
 
 
+def open_node(opts: ConnectorOptions) -> Node:
+    """Log in and read the node facts; the caller closes `node.conn` (nothing is left open on failure)."""
+    conn = Connector(opts)
+    try:
+        conn.open()
+        return node_facts(conn)
+    except BaseException:
+        conn.close()
+        raise
+
+
 @contextmanager
 def connect(opts: ConnectorOptions) -> Iterator[Connector]:
     conn = Connector(opts)
