@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.campaign_phases import wave_phases  # noqa: E402
 from provision.campaign.labkit import SimLog, write_lab_campaign  # noqa: E402
 from provision.errors import LabError  # noqa: E402
 from provision.journal import Journal  # noqa: E402
@@ -112,6 +113,8 @@ def main() -> int:
             ctl = run_controller(["campaign", "start", str(camp), "-i", str(state.inventory), "--json",
                                   "--poll-seconds", str(opts.poll)], env, opts.profile)
         result = summarise(work, opts, ctl, lab_up_s)
+        if opts.components == 2 and result["state"] == "done":
+            result["phases"] = wave_phases(work, "bench", Timings().bmc_reboot / opts.speed)
         result["loadavg_1m_before_after"] = [round(load, 1), round(os.getloadavg()[0], 1)]
         result["loadavg_1m_during"] = sampler.summary()
     finally:
