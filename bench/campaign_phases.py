@@ -23,16 +23,18 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from provision.campaign.labkit import SimLog
+from provision.journal.campaigns import CampaignNode, WaveRecord
+
 PHASES = ("start", "flash1", "back", "flash2", "reset", "power", "finish")
 
 
-def node_events(log_path: Path) -> dict[str, dict[str, list[float]]]:
+def node_events(log: SimLog) -> dict[str, dict[str, list[float]]]:
     """node -> event key -> times; keys: task.start, task.done, power.<State>."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for line in log_path.read_text().splitlines():
-        if not line.strip():
-            continue
-        e = json.loads(line)
+    for e in log.events:
         key = e["event"] if e["event"] != "power" else f"power.{e.get('state')}"
         if key in ("task.start", "task.done") or key.startswith("power."):
             out[e["node"]][key].append(float(e["t"]))
@@ -49,33 +51,35 @@ def node_phases(ev: dict[str, list[float]], wave_start: float, ended: float, reb
     }
 
 
-def wave_phases(work: Path, campaign: str, reboot_s: float) -> list[dict]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from provision.journal import Journal
-    from provision.journal.campaigns import CampaignStore
-
-    with Journal(work / "state" / "provision.db") as j:
-        store = CampaignStore(j)
-        waves, nodes = store.waves(campaign), store.nodes(campaign)
-    events = node_events(work / "lab" / "bmcsim.log")
+def wave_phases(waves: list[WaveRecord], nodes: list[CampaignNode], log: SimLog, reboot_s: float) -> list[dict]:
+    """Per wave: mean, max and last node's seconds in each phase, and the tail."""
+    events = node_events(log)
     rows = []
     for w in waves:
         members = [n for n in nodes if n.wave == w.wave and n.ended_at is not None]
-        per = {n.node: node_phases(events[n.node], w.started_at or 0, n.ended_at or 0, reboot_s) for n in members}
+        if not members or w.started_at is None or w.ended_at is None:
+            continue
+        per = {n.node: node_phases(events[n.node], w.started_at, n.ended_at or 0, reboot_s) for n in members}
         last = max(members, key=lambda n: n.ended_at or 0)
         rows.append({
             "wave": w.wave, "nodes": len(members),
             "mean": {p: round(statistics.fmean(v[p] for v in per.values()), 2) for p in PHASES},
             "max": {p: round(max(v[p] for v in per.values()), 2) for p in PHASES},
             "last_node": {p: round(per[last.node][p], 2) for p in PHASES},
-            "tail": round((w.ended_at or 0) - (last.ended_at or 0), 2),
+            "tail": round(w.ended_at - (last.ended_at or 0), 2),
         })
     return rows
 
 
 if __name__ == "__main__":
+    from provision.journal import Journal
+    from provision.journal.campaigns import CampaignStore
     from provision.lab.bmcsim.config import Timings
 
     work_dir = Path(sys.argv[1])
     speed = float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
-    print(json.dumps(wave_phases(work_dir, "bench", Timings().bmc_reboot / speed), indent=2))
+    with Journal(work_dir / "state" / "provision.db") as journal:
+        store = CampaignStore(journal)
+        rows = wave_phases(store.waves("bench"), store.nodes("bench"), SimLog(work_dir / "lab" / "bmcsim.log"),
+                           Timings().bmc_reboot / speed)
+    print(json.dumps(rows, indent=2))

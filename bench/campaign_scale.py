@@ -113,8 +113,6 @@ def main() -> int:
             ctl = run_controller(["campaign", "start", str(camp), "-i", str(state.inventory), "--json",
                                   "--poll-seconds", str(opts.poll)], env, opts.profile)
         result = summarise(work, opts, ctl, lab_up_s)
-        if opts.components == 2 and result["state"] == "done":
-            result["phases"] = wave_phases(work, "bench", Timings().bmc_reboot / opts.speed)
         result["loadavg_1m_before_after"] = [round(load, 1), round(os.getloadavg()[0], 1)]
         result["loadavg_1m_during"] = sampler.summary()
     finally:
@@ -146,6 +144,8 @@ def summarise(work: Path, opts: argparse.Namespace, ctl: dict[str, float | int],
     log = SimLog(work / "lab" / "bmcsim.log")
     tasks, resets = log.update_tasks(), log.host_resets()
     names = [n.node for n in nodes]
+    phases = wave_phases(waves, nodes, log, Timings().bmc_reboot / opts.speed) \
+        if opts.components == 2 and record.state.value == "done" else []  # the phases assume bmc + bios
     checks = {
         "all_done": all(n.state.value == "done" for n in nodes),
         "one_task_per_component": all(tasks[n] == opts.components for n in names),
@@ -154,7 +154,7 @@ def summarise(work: Path, opts: argparse.Namespace, ctl: dict[str, float | int],
     return {
         "nodes": opts.nodes, "speed": opts.speed, "components": opts.components, "poll_s": opts.poll,
         "concurrency": opts.concurrency, "lab_up_s": round(lab_up_s, 1), "controller": ctl,
-        "state": record.state.value, "waves": rows,
+        "state": record.state.value, "waves": rows, "phases": phases,
         "campaign_waves_s": round(span, 2), "sum_of_waves_s": round(measured, 2), "ideal_s": round(ideal, 2),
         "overhead_pct": round(100 * (span / ideal - 1), 2),
         "plan_and_startup_s": round(float(ctl["wall_s"]) - span, 2), "checks": checks,
