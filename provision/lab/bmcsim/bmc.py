@@ -7,10 +7,8 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from email.parser import BytesParser
-from email.policy import HTTP
 
-from provision.lab.bmcsim import events, expand, vmedia
+from provision.lab.bmcsim import events, expand, multipart, vmedia
 from provision.lab.bmcsim.auth import Sessions
 from provision.lab.bmcsim.bios import Bios
 from provision.lab.bmcsim.clock import SimClock
@@ -231,17 +229,17 @@ class Bmc:
         return success()
 
     def _multipart(self, ctype: str, raw: bytes) -> Reply:
-        msg = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
+        try:
+            parts = multipart.parse(ctype, raw)
+        except multipart.MultipartError:
+            return error(400, "GeneralError")
         params: Json = {}
         image: bytes | None = None
-        for part in msg.iter_parts():
-            name = part.get_param("name", header="content-disposition")
-            raw_payload = part.get_payload(decode=True)
-            payload = raw_payload if isinstance(raw_payload, bytes) else b""
-            if name == "UpdateParameters":
-                params = _json(payload) or {}
-            elif name == "UpdateFile" or part.get_filename():
-                image = payload
+        for part in parts:
+            if part.name == "UpdateParameters":
+                params = _json(part.payload) or {}
+            elif part.name == "UpdateFile" or part.filename:
+                image = part.payload
         if image is None:
             return error(400, "ActionParameterMissing", "MultipartHttpPushUri", "UpdateFile")
         return self.updater.push(image, params)

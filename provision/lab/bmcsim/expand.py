@@ -30,6 +30,8 @@ def expand(obj: Json, kind: str, levels: int, fetch: Callable[[str], Json | None
 
 
 def _walk(node: Any, kind: str, levels: int, fetch: Callable[[str], Json | None], in_links: bool) -> Any:
+    if levels <= 0:
+        return node  # nothing left to expand below: shared, not copied (the reply is only encoded)
     if isinstance(node, dict):
         if set(node) == {"@odata.id"} and levels > 0 and _wanted(kind, in_links):
             target = fetch(norm(str(node["@odata.id"])))

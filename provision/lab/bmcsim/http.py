@@ -111,7 +111,7 @@ def to_response(reply: Reply, head: bool) -> web.Response:
     if reply.raw is not None:
         data = reply.raw
     elif reply.body is not None:
-        data = json.dumps(reply.body, indent=1).encode()
+        data = json.dumps(reply.body).encode()  # compact: the C encoder, ~5x faster than indent=
     else:
         return web.Response(status=reply.status, headers=headers)
     headers["Content-Type"] = reply.content_type

@@ -7,7 +7,6 @@ small per-BMC delta (copy-on-write), so a thousand BMCs cost a thousand deltas, 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Iterator
@@ -71,12 +70,17 @@ def compute_etag(obj: Json) -> str:
     return f'"{digest.hexdigest()[:20]}"'
 
 
+def clone(obj: Json) -> Json:
+    """A deep copy of a JSON resource (a C round trip: several times faster than copy.deepcopy)."""
+    return json.loads(json.dumps(obj))
+
+
 def encode(obj: Json) -> tuple[bytes, str]:
     """Serialized body and strong ETag of one resource (the body carries @odata.etag when it had one)."""
     etag = compute_etag(obj)
     if "@odata.etag" in obj:
         obj = {**obj, "@odata.etag": etag}
-    return json.dumps(obj, indent=1).encode(), etag
+    return json.dumps(obj).encode(), etag  # compact: the C encoder (indent= takes the ~5x slower Python one)
 
 
 class SeedTree:
@@ -171,7 +175,7 @@ class Resources:
             base = self.seed.get(uri)
             if base is None or uri in self._deleted:
                 raise KeyError(uri)
-            self._delta[uri] = copy.deepcopy(base)
+            self._delta[uri] = clone(base)
         self._enc.pop(uri, None)
         return self._delta[uri]
 
