@@ -71,11 +71,11 @@ def _handler(owner: ImageServer) -> type[BaseHTTPRequestHandler]:
                 self.send_error(404)
                 return
             data = path.read_bytes()
+            owner.served.append(path.name)  # before the body: a client that has it sees it recorded
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-            owner.served.append(path.name)
 
     return Handler
