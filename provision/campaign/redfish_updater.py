@@ -31,12 +31,13 @@ from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.power import host_reset
 from provision.redfish.ops.session import Node, open_node, options_for
-from provision.redfish.ops.waiting import Clock
+from provision.redfish.ops.waiting import Clock, Durations
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors.versions import compare
 
 TASKS = f"{ROOT}/TaskService/Tasks"
+HOST_RESET = "host reset"  # a Durations kind beside the component names
 FLASH_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
 ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
@@ -71,9 +72,9 @@ class RedfishUpdater:
     """Thread-safe. Calls inside `session(target)` share one connection to that BMC (a node's whole
     turn: observe, update, observe, gate); calls outside open their own.
 
-    Task polling learns: once a component's update task has been seen to take T seconds, later
-    tasks of that component are first polled at ~T (then every poll_s), which keeps the load on
-    many BMCs low without finishing later.
+    Polling learns (Durations): once a component's update task, or the host reset, has been seen to
+    take T seconds, later ones are first polled at T (then every poll_s), which keeps the load on
+    many BMCs low and sees each end sooner than a fixed poll interval would.
     """
 
     def __init__(self, campaign_file: Path, *, insecure: bool = False, images: ImageServer | None = None,
@@ -84,7 +85,7 @@ class RedfishUpdater:
         self.clock = Clock(poll_s=poll_s)
         self.reset_timeout_s = reset_timeout_s
         self.max_parallel = 1  # requests per BMC at once: the fleet is the parallelism (one connection each)
-        self._took: dict[str, float] = {}
+        self.took = Durations()  # learned: see the class docstring
         self._sessions: dict[str, _Session] = {}
         self._prepared = _Prepared()
         self._lock = threading.Lock()
@@ -221,7 +222,7 @@ class RedfishUpdater:
                     self._flash(node, state, step, target)
                     fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock)
                 if reset:
-                    host_reset(node, self.clock, self.reset_timeout_s)
+                    self._host_reset(node)
         except UpdateFailed:
             raise
         except ProvisionError as exc:
@@ -273,14 +274,14 @@ class RedfishUpdater:
 
     def _monitor(self, node: Node, uri: str, step: fw.FirmwareStep) -> None:
         start = time.monotonic()
-        with self._lock:
-            expected = self._took.get(step.component)
-        if expected:
-            time.sleep(max(0.0, 0.97 * expected - self.clock.poll_s))
+        self.clock.sleep(self.took.expected(step.component))
         fw.monitor(node, uri, step.timeout_s, self.clock)
-        took = time.monotonic() - start
-        with self._lock:
-            self._took[step.component] = min(took, self._took.get(step.component, took))
+        self.took.seen(step.component, time.monotonic() - start)
+
+    def _host_reset(self, node: Node) -> None:
+        start = time.monotonic()
+        host_reset(node, self.clock, self.reset_timeout_s, settle_s=self.took.expected(HOST_RESET))
+        self.took.seen(HOST_RESET, time.monotonic() - start)
 
 
 class RedfishHealth:

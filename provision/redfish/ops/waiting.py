@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -31,3 +32,24 @@ def wait_for(probe: Callable[[], T | None], timeout_s: float, what: str, clock: 
         if clock.now() >= deadline:
             raise RedfishTimeout(f"{what}: not done after {timeout_s:.0f}s")
         clock.sleep(clock.poll_s)
+
+
+class Durations:
+    """Thread-safe: the shortest time each kind of wait (a component's update task, a host reset) has
+    taken. A later wait of that kind sleeps that long before its first poll: it then needs about one
+    poll, and the end is seen within the detection latency of the fastest one so far rather than
+    within a poll interval. The shortest, since every measurement includes its own detection delay
+    and so is never shorter than the work itself."""
+
+    def __init__(self) -> None:
+        self._shortest: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def expected(self, kind: str) -> float:
+        """Seconds to wait before polling (0 until one was seen)."""
+        with self._lock:
+            return self._shortest.get(kind, 0.0)
+
+    def seen(self, kind: str, took: float) -> None:
+        with self._lock:
+            self._shortest[kind] = min(took, self._shortest.get(kind, took))
