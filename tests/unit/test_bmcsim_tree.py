@@ -51,6 +51,23 @@ def test_views_are_copy_on_write_and_isolated() -> None:
     assert a.get("/r") is None and b.get("/r") is not None
 
 
+def test_adding_members_leaves_the_seed_and_other_bmcs_alone_then_a_full_write_copies_deep() -> None:
+    entry = {"@odata.id": "/log/1", "Message": "captured"}
+    seed = SeedTree("t", {"/log": {"@odata.id": "/log", "Members": [entry], "Members@odata.count": 1,
+                                   "Oem": {"Note": "seed"}}})
+    a, b = Resources(seed), Resources(seed)
+    a.add_member("/log", "/log/2")
+    assert [m["@odata.id"] for m in a.get("/log")["Members"]] == ["/log/1", "/log/2"]
+    assert a.get("/log")["Members@odata.count"] == 2
+    assert len(b.get("/log")["Members"]) == len(seed.get("/log")["Members"]) == 1
+    a.mutable("/log")["Oem"]["Note"] = "mine"  # a nested write after the shallow member copy
+    a.mutable("/log")["Members"][0]["Message"] = "changed"
+    assert seed.get("/log")["Oem"]["Note"] == "seed" and entry["Message"] == "captured"
+    assert a.get("/log")["Members"][1] == {"@odata.id": "/log/2"}
+    a.remove_member("/log", "/log/1")
+    assert a.get("/log")["Members@odata.count"] == 1 and b.get("/log")["Members@odata.count"] == 1
+
+
 @pytest.mark.parametrize(("ids", "template", "want"), [
     (["1", "2"], "2", "3"),
     (["Disk.Bay.0", "Disk.Bay.3"], "Disk.Bay.3", "Disk.Bay.4"),

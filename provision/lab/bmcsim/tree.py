@@ -137,13 +137,14 @@ def _actions(res: Json) -> Iterator[tuple[str, Json]]:
 class Resources:
     """One BMC's view of a seed tree: reads fall through, writes are copy-on-write deltas."""
 
-    __slots__ = ("_deleted", "_delta", "_enc", "seed")
+    __slots__ = ("_deleted", "_delta", "_enc", "_shallow", "seed")
 
     def __init__(self, seed: SeedTree) -> None:
         self.seed = seed
         self._delta: dict[str, Json] = {}
         self._deleted: set[str] = set()
         self._enc: dict[str, tuple[bytes, str]] = {}
+        self._shallow: set[str] = set()  # deltas that still share their nested objects with the seed
 
     def get(self, uri: str) -> Json | None:
         if uri in self._delta:
@@ -171,32 +172,51 @@ class Resources:
 
     def mutable(self, uri: str) -> Json:
         """The BMC's own copy of a resource, created on first write; call `touched` after changing it."""
-        if uri not in self._delta:
-            base = self.seed.get(uri)
-            if base is None or uri in self._deleted:
-                raise KeyError(uri)
-            self._delta[uri] = clone(base)
+        if uri in self._shallow:
+            self._delta[uri] = clone(self._delta[uri])
+            self._shallow.discard(uri)
+        elif uri not in self._delta:
+            self._delta[uri] = clone(self._base(uri))
         self._enc.pop(uri, None)
         return self._delta[uri]
+
+    def _base(self, uri: str) -> Json:
+        base = self.seed.get(uri)
+        if base is None or uri in self._deleted:
+            raise KeyError(uri)
+        return base
+
+    def _own_members(self, collection: str) -> Json:
+        """The collection as this BMC's own top level with its own Members list; the members themselves
+        stay shared (never changed in place). A captured SEL with its entries inline is tens of kB:
+        cloning it whole on a BMC's first log entry was most of the simulator's work when a wave starts."""
+        if collection not in self._delta:
+            base = self._base(collection)
+            self._delta[collection] = {**base, "Members": list(base.get("Members") or [])}
+            self._shallow.add(collection)
+        self._enc.pop(collection, None)
+        return self._delta[collection]
 
     def put(self, uri: str, obj: Json) -> None:
         self._delta[uri] = obj
         self._deleted.discard(uri)
+        self._shallow.discard(uri)
         self._enc.pop(uri, None)
 
     def delete(self, uri: str) -> None:
         self._delta.pop(uri, None)
         self._enc.pop(uri, None)
+        self._shallow.discard(uri)
         self._deleted.add(uri)
 
     def add_member(self, collection: str, member: str) -> None:
-        coll = self.mutable(collection)
+        coll = self._own_members(collection)
         members = coll.setdefault("Members", [])
         members.append({"@odata.id": member})
         coll["Members@odata.count"] = len(members)
 
     def remove_member(self, collection: str, member: str) -> None:
-        coll = self.mutable(collection)
+        coll = self._own_members(collection)
         coll["Members"] = [m for m in coll.get("Members", []) if m.get("@odata.id") != member]
         coll["Members@odata.count"] = len(coll["Members"])
 
