@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ from provision.campaign.hooks import run_hook
 from provision.campaign.node import HookRunner, NodeContext, process_node
 from provision.campaign.updater import NodeUpdater, Target
 from provision.campaign.window import inside, next_opening
+from provision.campaign.workers import Workers
 from provision.errors import InputError
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
 
@@ -80,6 +81,14 @@ class Engine:
         self._halt = threading.Event()
         self._halt_reason = ""
         self._gated: dict[str, list[str]] = {}
+        self._pool: Workers | None = None
+
+    def _workers(self) -> Workers:
+        """As many threads as the largest wave can use, started before its first wave."""
+        name = self.catalog.name
+        largest = max((len(self._todo(w.wave)) for w in self.store.waves(name)), default=1)
+        self._pool = Workers(min(self.catalog.policy.concurrency, largest), prefix="node")
+        return self._pool
 
     # -- entry points ------------------------------------------------------------------------
     def start(self, source: Path, waves: list[list[str]]) -> Outcome:
@@ -106,7 +115,8 @@ class Engine:
         ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s)
         tally = _Tally()
         try:
-            state, reason = self._waves(ctx, tally)
+            with self._workers():
+                state, reason = self._waves(ctx, tally)
         except KeyboardInterrupt:  # nodes in flight were finished; the rest stay pending
             self.store.set_state(name, CampaignState.PAUSED, "interrupted")
             self.store.journal.finish_run(run_id, "interrupted")
@@ -180,14 +190,19 @@ class Engine:
         todo = self._todo(wave)
         if not todo:
             return
-        workers = min(self.catalog.policy.concurrency, len(todo))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wave{wave}") as pool:
-            try:
-                list(pool.map(lambda node: self._one(ctx, node, tally), todo))
-            except KeyboardInterrupt:
-                self._halt_reason = "interrupted"
-                self._halt.set()  # queued nodes return at once; the pool waits for those in flight
-                raise
+        assert self._pool is not None
+        futures = self._pool.submit(lambda node: self._one(ctx, node, tally), todo)
+        try:
+            pending = set(futures)
+            while pending:  # wakes on each node's end (and each second): a Ctrl-C is seen at once
+                pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED).not_done
+        except KeyboardInterrupt:
+            self._halt_reason = "interrupted"
+            self._halt.set()  # queued nodes return at once; those in flight are waited for
+            wait(futures)
+            raise
+        for future in futures:
+            future.result()  # a bug in a node's turn surfaces here, as before
 
     def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
         if self._halt.is_set() or self.store.pending_request(self.catalog.name) is not None:
