@@ -456,7 +456,10 @@ class Connector:
 
 def is_expanded(obj: Any) -> bool:
     """True when a link object carries the resource itself, not only its @odata.id."""
-    return isinstance(obj, dict) and any(k not in ("@odata.id", "@odata.etag", "@odata.type") for k in obj)
+    return isinstance(obj, dict) and not obj.keys() <= _LINK_KEYS
+
+
+_LINK_KEYS = frozenset({"@odata.id", "@odata.etag", "@odata.type"})
 
 
 def _wrap(raw: Any) -> Response:
