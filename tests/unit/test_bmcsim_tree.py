@@ -68,6 +68,25 @@ def test_adding_members_leaves_the_seed_and_other_bmcs_alone_then_a_full_write_c
     assert a.get("/log")["Members@odata.count"] == 1 and b.get("/log")["Members@odata.count"] == 1
 
 
+def test_an_expansion_is_shared_by_untouched_bmcs_and_rebuilt_for_one_that_changed_a_member() -> None:
+    import json
+
+    from provision.lab.bmcsim import expand
+
+    seed = SeedTree("t", {"/fi": {"@odata.id": "/fi", "Members": [{"@odata.id": "/fi/bmc"}]},
+                          "/fi/bmc": {"@odata.id": "/fi/bmc", "Version": "1.0"}})
+    a, b = Resources(seed), Resources(seed)
+    first = expand.encoded(a, "/fi", ".", 1)
+    assert json.loads(first)["Members"][0]["Version"] == "1.0"
+    assert expand.encoded(b, "/fi", ".", 1) is first  # the seed's, not built again
+    b.mutable("/fi/bmc")["Version"] = "2.0"
+    assert json.loads(expand.encoded(b, "/fi", ".", 1))["Members"][0]["Version"] == "2.0"
+    assert expand.encoded(a, "/fi", ".", 1) is first
+    b.add_member("/fi", "/fi/new")  # a changed collection is this BMC's own too
+    b.put("/fi/new", {"@odata.id": "/fi/new", "Version": "9"})
+    assert [m["Version"] for m in json.loads(expand.encoded(b, "/fi", ".", 1))["Members"]] == ["2.0", "9"]
+
+
 @pytest.mark.parametrize(("ids", "template", "want"), [
     (["1", "2"], "2", "3"),
     (["Disk.Bay.0", "Disk.Bay.3"], "Disk.Bay.3", "Disk.Bay.4"),

@@ -140,7 +140,7 @@ class Bmc:
         raw, etag = hit
         wanted = expand.parse(req.query, self._max_expand()) if req and req.query else None
         if wanted is not None:
-            return Reply(200, expand.expand(self.res.get(path) or {}, *wanted, fetch=self.res.get))
+            return Reply(200, raw=expand.encoded(self.res, path, *wanted))
         return Reply(200, raw=raw, headers={"ETag": etag})
 
     def _max_expand(self) -> int:

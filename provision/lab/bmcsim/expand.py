@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from provision.lab.bmcsim.tree import Json, norm
+from provision.lab.bmcsim.tree import Json, Resources, norm
 
 _EXPR = re.compile(r"^([*.~])(?:\(\$levels=(\d+)\))?$")
 
@@ -22,6 +23,26 @@ def parse(query: str, max_levels: int) -> tuple[str, int] | None:
         return None
     levels = int(m.group(2) or 1)
     return m.group(1), max(1, min(levels, max_levels))
+
+
+def encoded(res: Resources, uri: str, kind: str, levels: int) -> bytes:
+    """The expanded body of `uri`, encoded. Remembered per seed while none of the resources it took
+    in is this BMC's own: a thousand BMCs of one model then share one expansion of an unchanged
+    FirmwareInventory (a hundred members) instead of building it a thousand times."""
+    key = (uri, kind, levels)
+    hit = res.seed.expansions.get(key)
+    if hit is not None and not any(res.own(u) for u in hit[1]):
+        return hit[0]
+    seen = {uri}
+
+    def fetch(link: str) -> Json | None:
+        seen.add(link)
+        return res.get(link)
+
+    data = json.dumps(expand(res.get(uri) or {}, kind, levels, fetch)).encode()
+    if not any(res.own(u) for u in seen):
+        res.seed.expansions[key] = (data, frozenset(seen))
+    return data
 
 
 def expand(obj: Json, kind: str, levels: int, fetch: Callable[[str], Json | None]) -> Json:

@@ -90,6 +90,7 @@ class SeedTree:
         self.name = name
         self._res = resources
         self._enc: dict[str, tuple[bytes, str]] = {}
+        self.expansions: dict[tuple[str, str, int], tuple[bytes, frozenset[str]]] = {}  # see expand.encoded
         self.action_targets = _index_actions(resources)
 
     def get(self, uri: str) -> Json | None:
@@ -155,6 +156,10 @@ class Resources:
 
     def exists(self, uri: str) -> bool:
         return self.get(uri) is not None
+
+    def own(self, uri: str) -> bool:
+        """Has this BMC changed, added or deleted `uri` (so it no longer reads as the seed's)?"""
+        return uri in self._delta or uri in self._deleted
 
     def encoded(self, uri: str) -> tuple[bytes, str] | None:
         if uri in self._delta:
