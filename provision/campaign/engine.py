@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
@@ -57,6 +58,26 @@ class _Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class _RecentRequest:
+    """The campaign's pause/abort request as read at most MAX_AGE_S ago: each node checks it before it
+    starts, and a wave of 250 asking the journal at once queued them all behind its lock."""
+
+    MAX_AGE_S = 0.25
+
+    def __init__(self, store: CampaignStore, name: str) -> None:
+        self._store, self._name = store, name
+        self._read_at = -1.0
+        self._value: Request | None = None
+        self._lock = threading.Lock()
+
+    def pending(self) -> Request | None:
+        with self._lock:
+            if time.monotonic() - self._read_at > self.MAX_AGE_S:
+                self._value = self._store.pending_request(self._name)
+                self._read_at = time.monotonic()
+            return self._value
+
+
 class Engine:
     def __init__(
         self,
@@ -82,6 +103,7 @@ class Engine:
         self._halt_reason = ""
         self._gated: dict[str, list[str]] = {}
         self._pool: Workers | None = None
+        self._requests = _RecentRequest(store, catalog.name)
 
     def _workers(self) -> Workers:
         """As many threads as the largest wave can use, started before its first wave."""
@@ -205,7 +227,7 @@ class Engine:
             future.result()  # a bug in a node's turn surfaces here, as before
 
     def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
-        if self._halt.is_set() or self.store.pending_request(self.catalog.name) is not None:
+        if self._halt.is_set() or self._requests.pending() is not None:
             return  # stays pending: a known state, taken up on resume
         target = self.targets[node]
         with self.updater.session(target):

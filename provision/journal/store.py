@@ -100,9 +100,10 @@ class Journal:
             self._db.execute("COMMIT")
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        """One statement in its own transaction; returns lastrowid."""
-        with self.transaction() as db:
-            cur = db.execute(sql, params)
+        """One statement in its own transaction (SQLite's autocommit: one call, where BEGIN ...
+        COMMIT took three, each giving up the GIL with the lock held); returns lastrowid."""
+        with self._lock:
+            cur = self._db.execute(sql, params)
             return int(cur.lastrowid or 0)
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
