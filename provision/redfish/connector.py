@@ -282,8 +282,8 @@ class Connector:
                               "max_retry": 0}
         with self._sem:
             self.stats.requests += 1
-            if method == "GET" and self._pool is not None:
-                fast_resp = self._fast_get(uri, args, kw["headers"], kw["timeout"])
+            if method in FAST_METHODS and self._pool is not None:
+                fast_resp = self._fast(method, uri, args, body, kw["headers"], kw["timeout"])
                 if fast_resp is not None:
                     return fast_resp
             if method == "GET":
@@ -300,13 +300,19 @@ class Connector:
                 raise ValueError(f"unsupported method {method}")
         return _wrap(raw)
 
-    def _fast_get(self, uri: str, args: dict[str, str] | None, headers: dict[str, str],
-                  timeout: float) -> Response | None:
+    def _fast(self, method: str, uri: str, args: dict[str, str] | None, body: Any, headers: dict[str, str],
+              timeout: float) -> Response | None:
+        """The request on the connector's own pool; None to leave it to the library (a redirect, a body
+        kind only the library encodes)."""
         assert self._pool is not None
         hdrs = self._client._get_req_headers(dict(headers))  # the library's auth and Accept/OData headers
-        q = fast.query(args)  # type: ignore[arg-type]
+        try:
+            data = fast.encode(body, hdrs) if method != "GET" else None
+        except TypeError:
+            return None
+        q = fast.query(args) if method == "GET" else ""  # type: ignore[arg-type]
         path = uri.replace("//", "/") + (f"?{q}" if q else "")
-        raw = fast.get(self._pool, path, hdrs, timeout)
+        raw = fast.send(self._pool, method, path, hdrs, data, timeout)
         if raw is None:
             return None
         return Response(status=int(raw.status), headers={k.lower(): v for k, v in raw.headers.items()},
@@ -452,6 +458,9 @@ class Connector:
 
     def delete(self, uri: str) -> Response:
         return self.request("DELETE", uri, allow_status=(404,))
+
+
+FAST_METHODS = frozenset({"GET", "POST", "PATCH", "DELETE"})
 
 
 def is_expanded(obj: Any) -> bool:
