@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import redfish
 import requests
@@ -170,11 +171,24 @@ class Connector:
     def close(self) -> None:
         """Log out (best effort); never raises."""
         try:
-            self._client.logout()
+            self._logout_on_pool()
+            self._client.logout()  # closes the library's connection (and logs out, if still logged in)
         except Exception as exc:  # a BMC that drops sessions on its own
             LOG.debug("logout from %s failed: %s", self.opts.where, exc)
         if self._pool is not None:
             self._pool.close()
+
+    def _logout_on_pool(self) -> None:
+        """DELETE the session on the connection already open (the library would open one just for
+        that: a TLS handshake per BMC at the end of every node's turn); the library then forgets it."""
+        location, key = self._client.get_session_location(), self._client.get_session_key()
+        if self._pool is None or not location or not key:
+            return
+        resp = self._fast("DELETE", urlsplit(location).path, None, None, {}, self.opts.retry.timeout_s)
+        if resp is not None and resp.status in (200, 202, 204):
+            self._client.set_session_key(None)
+            self._client.set_session_location(None)
+            self._client.set_authorization_key(None)
 
     def _set_root(self, resp: Response) -> None:
         self.root = resp.json
