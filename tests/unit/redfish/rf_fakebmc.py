@@ -146,6 +146,9 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
         def do_PATCH(self) -> None:
             self._handle("PATCH")
 
+        def do_PUT(self) -> None:
+            self._handle("PUT")
+
         def do_DELETE(self) -> None:
             self._handle("DELETE")
 
