@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -215,16 +215,13 @@ class Engine:
         assert self._pool is not None
         futures = self._pool.submit(lambda node: self._one(ctx, node, tally), todo)
         try:
-            pending = set(futures)
-            while pending:  # wakes on each node's end (and each second): a Ctrl-C is seen at once
-                pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED).not_done
+            for future in futures:
+                future.result()  # in order, as Executor.map; a bug in a node's turn surfaces here
         except KeyboardInterrupt:
             self._halt_reason = "interrupted"
             self._halt.set()  # queued nodes return at once; those in flight are waited for
             wait(futures)
             raise
-        for future in futures:
-            future.result()  # a bug in a node's turn surfaces here, as before
 
     def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
         if self._halt.is_set() or self._requests.pending() is not None:
