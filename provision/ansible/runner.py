@@ -76,6 +76,7 @@ def run_playbook(
             quiet=True,
             timeout=options.timeout_s,
             suppress_env_files=True,
+            cancel_callback=_never_cancel,
         )
         tail = _stdout_tail(runner)
     result = PlayResult(
@@ -89,6 +90,13 @@ def run_playbook(
     if not result.ok:
         raise PlayFailed(failure_message(options.playbook, result, events.redact(tail, secrets)), result)
     return result
+
+
+def _never_cancel() -> bool:
+    """Without a cancel callback ansible-runner replaces the process's SIGINT and SIGTERM handlers (main
+    thread) for good: Ctrl-C would no longer raise KeyboardInterrupt in a campaign or bring-up afterwards.
+    Ctrl-C reaches ansible-playbook through the terminal's process group and KeyboardInterrupt ends the wait."""
+    return False
 
 
 def failure_message(playbook: str, result: PlayResult, tail: str = "") -> str:

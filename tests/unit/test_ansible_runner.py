@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 import uuid
@@ -79,6 +80,12 @@ def test_success_maps_stats_and_changes(project: Path, tmp_path: Path) -> None:
     assert marker.read_text() == "hello local1\n"
     kinds = {(e.kind, e.name) for e in events}
     assert ("changed", "Write the marker file") in kinds and ("play", "Tiny play") in kinds
+
+
+def test_the_process_signal_handlers_are_left_alone(project: Path, tmp_path: Path) -> None:
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    run_playbook(_options(_inventory(tmp_path, {"h1": ""}), tmp_path / "m"))
+    assert {sig: signal.getsignal(sig) for sig in before} == before  # Ctrl-C still raises KeyboardInterrupt
 
 
 def test_second_run_changes_nothing(project: Path, tmp_path: Path) -> None:
