@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from provision.campaign.hooks import run_hook
 from provision.campaign.node import HookRunner, NodeContext, process_node
 from provision.campaign.updater import NodeUpdater, Target
 from provision.campaign.window import inside, next_opening
+from provision.campaign.workers import Workers
 from provision.errors import InputError
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
 
@@ -56,6 +58,26 @@ class _Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class _RecentRequest:
+    """The campaign's pause/abort request as read at most MAX_AGE_S ago: each node checks it before it
+    starts, and a wave of 250 asking the journal at once queued them all behind its lock."""
+
+    MAX_AGE_S = 0.25
+
+    def __init__(self, store: CampaignStore, name: str) -> None:
+        self._store, self._name = store, name
+        self._read_at = -1.0
+        self._value: Request | None = None
+        self._lock = threading.Lock()
+
+    def pending(self) -> Request | None:
+        with self._lock:
+            if time.monotonic() - self._read_at > self.MAX_AGE_S:
+                self._value = self._store.pending_request(self._name)
+                self._read_at = time.monotonic()
+            return self._value
+
+
 class Engine:
     def __init__(
         self,
@@ -80,6 +102,15 @@ class Engine:
         self._halt = threading.Event()
         self._halt_reason = ""
         self._gated: dict[str, list[str]] = {}
+        self._pool: Workers | None = None
+        self._requests = _RecentRequest(store, catalog.name)
+
+    def _workers(self) -> Workers:
+        """As many threads as the largest wave can use, started before its first wave."""
+        name = self.catalog.name
+        largest = max((len(self._todo(w.wave)) for w in self.store.waves(name)), default=1)
+        self._pool = Workers(min(self.catalog.policy.concurrency, largest), prefix="node")
+        return self._pool
 
     # -- entry points ------------------------------------------------------------------------
     def start(self, source: Path, waves: list[list[str]]) -> Outcome:
@@ -106,7 +137,8 @@ class Engine:
         ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s)
         tally = _Tally()
         try:
-            state, reason = self._waves(ctx, tally)
+            with self._workers():
+                state, reason = self._waves(ctx, tally)
         except KeyboardInterrupt:  # nodes in flight were finished; the rest stay pending
             self.store.set_state(name, CampaignState.PAUSED, "interrupted")
             self.store.journal.finish_run(run_id, "interrupted")
@@ -180,17 +212,19 @@ class Engine:
         todo = self._todo(wave)
         if not todo:
             return
-        workers = min(self.catalog.policy.concurrency, len(todo))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wave{wave}") as pool:
-            try:
-                list(pool.map(lambda node: self._one(ctx, node, tally), todo))
-            except KeyboardInterrupt:
-                self._halt_reason = "interrupted"
-                self._halt.set()  # queued nodes return at once; the pool waits for those in flight
-                raise
+        assert self._pool is not None
+        futures = self._pool.submit(lambda node: self._one(ctx, node, tally), todo)
+        try:
+            for future in futures:
+                future.result()  # in order, as Executor.map; a bug in a node's turn surfaces here
+        except KeyboardInterrupt:
+            self._halt_reason = "interrupted"
+            self._halt.set()  # queued nodes return at once; those in flight are waited for
+            wait(futures)
+            raise
 
     def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
-        if self._halt.is_set() or self.store.pending_request(self.catalog.name) is not None:
+        if self._halt.is_set() or self._requests.pending() is not None:
             return  # stays pending: a known state, taken up on resume
         target = self.targets[node]
         with self.updater.session(target):
