@@ -29,11 +29,9 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from redfish.rest.v1 import (
     InvalidCredentialsError,
-    RedfishPasswordChangeRequiredError,
     RetriesExhaustedError,
     RisObject,
     SessionCreationError,
-    search_message,
 )
 
 from provision.redfish import connector_fast as fast
@@ -231,30 +229,16 @@ class Connector:
         return functools.partial(self._client.login, auth=mode)
 
     def _session_login_on_pool(self) -> None:
-        """The library's session login (the same request, the same errors) on the connector's own
-        connection: through the library it took a second TLS connection per BMC, opened again after
-        each BMC reboot. The library keeps the session (key and location) as if it had logged in."""
-        assert self._pool is not None
-        headers = self._client._get_req_headers({})
-        data = fast.encode({"UserName": self.opts.username, "Password": self.opts.password.get_secret_value()},
-                           headers)
-        raw = fast.send(self._pool, "POST", self._client.login_url, headers, data, self.opts.retry.timeout_s)
-        if raw is None:  # redirected: the library's way
+        """The library's session login on the connector's own connection (through the library it took a
+        second TLS connection per BMC, opened again after each BMC reboot); the library keeps the session."""
+        creds = {"UserName": self.opts.username, "Password": self.opts.password.get_secret_value()}
+        resp = self._fast("POST", self._client.login_url, None, creds, {}, self.opts.retry.timeout_s)
+        if resp is None:  # redirected: the library's way
             self._client.login(auth="session")
             return
-        body = fast.body(raw.data)
-        body = body if isinstance(body, dict) else {}
-        token, ok = raw.headers.get("X-Auth-Token"), raw.status in (200, 201, 202, 204)
-        for info in (body, body.get("error") or {}):
-            item = search_message(info, "Base", "PasswordChangeRequired") if "@Message.ExtendedInfo" in info else None
-            if item is not None:
-                raise RedfishPasswordChangeRequiredError("Password Change Required\n", item["MessageArgs"][0])
-        if not token and not ok:
-            if raw.status == 401:
-                raise InvalidCredentialsError("HTTP 401 Unauthorized returned: Invalid credentials supplied")
-            raise SessionCreationError(f"HTTP {raw.status}: Failed to create the session\n{_error_text(body)}")
-        self._client.set_session_key(token)
-        self._client.set_session_location(raw.headers.get("Location") or (body.get("@odata.id") if ok else None))
+        key, location = fast.session_from_login(resp.status, resp.headers, resp.body)
+        self._client.set_session_key(key)
+        self._client.set_session_location(location)
 
     def _with_retries(self, fn: Callable[[], Any], what: str) -> Any:
         policy = self.opts.retry
@@ -505,12 +489,6 @@ class Connector:
 
     def delete(self, uri: str) -> Response:
         return self.request("DELETE", uri, allow_status=(404,))
-
-
-def _error_text(body: Json) -> str:
-    error: Json = body["error"] if isinstance(body.get("error"), dict) else {}
-    infos = error.get("@Message.ExtendedInfo") or [{}]
-    return str((infos[0] if isinstance(infos[0], dict) else {}).get("Message") or error.get("message") or "")
 
 
 FAST_METHODS = frozenset({"GET", "POST", "PATCH", "DELETE"})
