@@ -26,23 +26,12 @@ def parse(query: str, max_levels: int) -> tuple[str, int] | None:
 
 
 def encoded(res: Resources, uri: str, kind: str, levels: int) -> bytes:
-    """The expanded body of `uri`, encoded. Remembered per seed while none of the resources it took
-    in is this BMC's own: a thousand BMCs of one model then share one expansion of an unchanged
-    FirmwareInventory (a hundred members) instead of building it a thousand times."""
-    key = (uri, kind, levels)
-    hit = res.seed.expansions.get(key)
-    if hit is not None and not any(res.own(u) for u in hit[1]):
-        return hit[0]
-    seen = {uri}
+    """The expanded body of `uri`, encoded (shared per seed while unchanged: Resources.derived)."""
 
-    def fetch(link: str) -> Json | None:
-        seen.add(link)
-        return res.get(link)
+    def build(fetch: Callable[[str], Json | None]) -> bytes:
+        return json.dumps(expand(fetch(uri) or {}, kind, levels, fetch)).encode()
 
-    data = json.dumps(expand(res.get(uri) or {}, kind, levels, fetch)).encode()
-    if not any(res.own(u) for u in seen):
-        res.seed.expansions[key] = (data, frozenset(seen))
-    return data
+    return res.derived(("$expand", uri, kind, levels), build)
 
 
 def expand(obj: Json, kind: str, levels: int, fetch: Callable[[str], Json | None]) -> Json:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ class SeedTree:
         self.name = name
         self._res = resources
         self._enc: dict[str, tuple[bytes, str]] = {}
-        self.expansions: dict[tuple[str, str, int], tuple[bytes, frozenset[str]]] = {}  # see expand.encoded
+        self._derived: dict[Hashable, tuple[bytes, frozenset[str]]] = {}  # see Resources.derived
         self.action_targets = _index_actions(resources)
 
     def get(self, uri: str) -> Json | None:
@@ -160,6 +160,24 @@ class Resources:
     def own(self, uri: str) -> bool:
         """Has this BMC changed, added or deleted `uri` (so it no longer reads as the seed's)?"""
         return uri in self._delta or uri in self._deleted
+
+    def derived(self, key: Hashable, build: Callable[[Callable[[str], Json | None]], bytes]) -> bytes:
+        """`build(fetch)`, shared by every BMC of this seed while none of the resources it fetched is
+        this BMC's own: a thousand BMCs of one model then share one `$expand` of an unchanged
+        FirmwareInventory (a hundred members) instead of building it a thousand times."""
+        hit = self.seed._derived.get(key)
+        if hit is not None and not any(self.own(u) for u in hit[1]):
+            return hit[0]
+        took: set[str] = set()
+
+        def fetch(uri: str) -> Json | None:
+            took.add(uri)
+            return self.get(uri)
+
+        data = build(fetch)
+        if not any(self.own(u) for u in took):
+            self.seed._derived[key] = (data, frozenset(took))
+        return data
 
     def encoded(self, uri: str) -> tuple[bytes, str] | None:
         if uri in self._delta:
