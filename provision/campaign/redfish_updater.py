@@ -280,7 +280,8 @@ class RedfishUpdater:
 
     def _host_reset(self, node: Node) -> None:
         start = time.monotonic()
-        host_reset(node, self.clock, self.reset_timeout_s, settle_s=self.took.expected(HOST_RESET))
+        host_reset(node, self.clock, self.reset_timeout_s,
+                   first_poll_at=self.clock.now() + self.took.expected(HOST_RESET))
         self.took.seen(HOST_RESET, time.monotonic() - start)
 
 

@@ -59,35 +59,35 @@ def power_state(conn: Connector, system_uri: str) -> str | None:
 
 
 def apply(node: Node, actions: list[PowerAction], clock: Clock, timeout_s: float = 300,
-          settle_s: float = 0.0) -> str | None:
-    """Send each reset and wait for its PowerState; returns the final state. `settle_s`: the whole
-    sequence is known to take at least this long, so the last state is first polled then."""
+          first_poll_at: float = 0.0) -> str | None:
+    """Send each reset and wait for its PowerState; returns the final state. `first_poll_at` (a
+    clock.now() time): the whole sequence is known not to end before then, so its last state is first
+    polled then."""
     target = node.system.reset_target or f"{node.system.uri}/Actions/ComputerSystem.Reset"
     state = node.system.power_state
-    settle_until = clock.now() + settle_s
     for i, act in enumerate(actions):
         node.conn.post(target, {"ResetType": act.reset_type})
-        state = wait_power(node, act, clock, timeout_s, settle_until if i == len(actions) - 1 else 0.0)
+        state = wait_power(node, act, clock, timeout_s, first_poll_at if i == len(actions) - 1 else 0.0)
     return state
 
 
-def wait_power(node: Node, act: PowerAction, clock: Clock, timeout_s: float, settle_until: float = 0.0) -> str:
-    """Wait for `act.expect` (first polled at `settle_until`, a clock.now() time); for a restart, wait
+def wait_power(node: Node, act: PowerAction, clock: Clock, timeout_s: float, first_poll_at: float = 0.0) -> str:
+    """Wait for `act.expect` (first polled at `first_poll_at`, a clock.now() time); for a restart, wait
     to see the host leave On first (briefly)."""
     uri = node.system.uri
     if act.reset_type in ("PowerCycle", "ForceRestart", "GracefulRestart"):
         with contextlib.suppress(RedfishTimeout):  # a fast BMC may restart between two polls
             wait_for(lambda: True if power_state(node.conn, uri) != "On" else None, min(timeout_s, 30),
                      "host leaving On", clock)
-    clock.sleep(max(0.0, settle_until - clock.now()))
+    clock.sleep(max(0.0, first_poll_at - clock.now()))
     return wait_for(lambda: act.expect if power_state(node.conn, uri) == act.expect else None, timeout_s,
                     f"{node.conn.opts.where}: PowerState {act.expect} after {act.reset_type}", clock)
 
 
-def host_reset(node: Node, clock: Clock, timeout_s: float = 600, settle_s: float = 0.0) -> str | None:
-    """The one host reset that applies staged BIOS settings and OnReset firmware."""
+def host_reset(node: Node, clock: Clock, timeout_s: float = 600, first_poll_at: float = 0.0) -> str | None:
+    """The one host reset that applies staged BIOS settings and OnReset firmware (see apply)."""
     state = power_state(node.conn, node.system.uri)
-    return apply(node, plan("cycle", state, node.system.reset_types), clock, timeout_s, settle_s)
+    return apply(node, plan("cycle", state, node.system.reset_types), clock, timeout_s, first_poll_at)
 
 
 # ---- boot override and virtual media -------------------------------------------------------------

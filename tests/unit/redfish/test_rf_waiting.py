@@ -36,16 +36,16 @@ def _node(ft: FakeTime) -> Any:
     return SimpleNamespace(conn=conn, system=SimpleNamespace(uri="/redfish/v1/Systems/1"))
 
 
-@pytest.mark.parametrize(("settle_until", "seen_on_at", "polls_for_on"), [
+@pytest.mark.parametrize(("first_poll_at", "seen_on_at", "polls_for_on"), [
     (0.0, 3.0, 5),    # no learning: every poll_s from the moment the host left On (0.5 ... 3.0)
     (2.9, 2.9, 1),    # learned: one poll, just after the end
     (2.5, 3.0, 2),    # learned a little short: the next poll_s
 ])
-def test_a_power_wait_first_polls_when_it_settles(settle_until: float, seen_on_at: float, polls_for_on: int) -> None:
+def test_a_power_wait_first_polls_when_it_settles(first_poll_at: float, seen_on_at: float, polls_for_on: int) -> None:
     ft = FakeTime()
     clock = Clock(poll_s=0.5, sleep=ft.sleep, now=lambda: ft.t)
     act = power.PowerAction(reset_type="PowerCycle", expect="On")
-    assert power.wait_power(_node(ft), act, clock, timeout_s=60, settle_until=settle_until) == "On"
+    assert power.wait_power(_node(ft), act, clock, timeout_s=60, first_poll_at=first_poll_at) == "On"
     assert ft.t == pytest.approx(seen_on_at)
     left_on = next(t for t in ft.gets if t >= 0.1)
     assert len([t for t in ft.gets if t > left_on]) == polls_for_on
