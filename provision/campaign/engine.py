@@ -158,8 +158,8 @@ class Engine:
             if stop:
                 return stop
             self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
-            if i + 1 < len(waves):  # connects while this wave flashes; the next one's turns still observe first
-                self.updater.prepare([self.targets[n] for n in self._todo(waves[i + 1].wave)])
+            if i + 1 < len(waves):  # read-only work for the next wave while this one waits on its BMCs
+                self.updater.prepare([self.targets[n] for n in self._todo(waves[i + 1].wave)], self.catalog.ordered())
             self._run_wave(ctx, wave.wave, tally)
             if self._halt.is_set():
                 return CampaignState.HALTED, self._halt_reason

@@ -7,9 +7,9 @@ the TaskService: a running task means "busy", a finished OnReset update awaiting
 component through provision.redfish.ops.firmware (push or SimpleUpdate, Task monitored, BMC
 reset waited out), then the one host reset (provision.redfish.ops.power).
 
-prepare(): while a wave flashes (the controller idles), the next wave's BMCs are logged in to in the
-background, so a wave's start burst is only its fresh FirmwareInventory reads and update requests.
-The gate of a node reuses the observation its turn made just before (at most FRESH_S old).
+prepare(): the next wave's BMCs are logged in to, and their firmware observed, while the wave at work
+waits (provision.campaign.ahead), so a wave's start burst is mostly its update requests. The gate of
+a node reuses the observation its turn made just before (at most FRESH_S old).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from provision.campaign.ahead import Preparer
 from provision.campaign.catalog import Component, Match, image_path
 from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
 from provision.errors import ProvisionError
@@ -42,30 +42,30 @@ FLASH_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
 ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 FRESH_S = 5.0  # an observation this recent (same session) is reused by the node's gate
-PREPARE_WORKERS = 2  # few: preparing must not compete with the nodes at work
-PREPARE_WAIT_S = 60.0  # preparing waits (at most this long) until the nodes now starting have sent their updates
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One observation of a node: the state, the inventory entries per component, the System read."""
+
+    state: FirmwareState
+    found: dict[str, list[SoftwareInventory]]
+    system: Json
 
 
 @dataclass
 class _Session:
     node: Node
-    found: dict[str, list[SoftwareInventory]] = field(default_factory=dict)
-    observed: FirmwareState | None = None
-    observed_at: float = 0.0
-    system: Json = field(default_factory=dict)  # the ComputerSystem as that observation read it
     service: UpdateService | None = None
+    seen: Seen | None = None
+    seen_at: float = 0.0
+    ahead: Seen | None = None  # observed ahead of the turn (provision.campaign.ahead): its first observe
+    ahead_at: float = 0.0
     starting: bool = True  # opened, first update not sent yet
+    resetting: bool = False  # waiting on the host's reset
 
 
-@dataclass
-class _Prepared:
-    """Connections opened ahead of their nodes' turn (see RedfishUpdater.prepare)."""
-
-    ready: dict[str, tuple[Node, UpdateService | None]] = field(default_factory=dict)
-    claimed: set[str] = field(default_factory=set)
-    threads: list[threading.Thread] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-    opened: int = 0  # sessions opened so far
+Prepared = tuple[Node, UpdateService | None]
 
 
 class RedfishUpdater:
@@ -87,18 +87,20 @@ class RedfishUpdater:
         self.max_parallel = 1  # requests per BMC at once: the fleet is the parallelism (one connection each)
         self.took = Durations()  # learned: see the class docstring
         self._sessions: dict[str, _Session] = {}
-        self._prepared = _Prepared()
         self._lock = threading.Lock()
+        self._components: list[Component] = []  # what prepare() observes
+        self._ahead: Preparer[Prepared, Seen] = Preparer(
+            self._connect_ahead, lambda conn: _see(conn[0], self._components), lambda conn: conn[0].conn.close(),
+            starting=self._any_starting, resetting=self._all_resetting)
 
     @contextmanager
     def session(self, target: Target) -> Iterator[None]:
+        ahead = self._ahead.take(target)
+        node, service = ahead.conn if ahead else (self._open(target), None)
+        seen = ahead.fresh() if ahead else None
         with self._lock:
-            self._prepared.claimed.add(target.name)
-            self._prepared.opened += 1
-            ready = self._prepared.ready.pop(target.name, None)
-        node, service = ready if ready else (self._open(target), None)
-        with self._lock:
-            self._sessions[target.name] = _Session(node, service=service)
+            self._sessions[target.name] = _Session(node, service=service, ahead=seen,
+                                                   ahead_at=ahead.observed_at if ahead and seen else 0.0)
         try:
             yield
         finally:
@@ -106,58 +108,32 @@ class RedfishUpdater:
                 self._sessions.pop(target.name, None)
             node.conn.close()
 
-    # -- connections ahead of time -------------------------------------------------------------
-    def prepare(self, targets: Sequence[Target]) -> None:
-        """Log in to these BMCs in the background (best effort: a node that is not ready connects at
-        its turn), once the sessions now starting have sent their first update."""
-        with self._lock:
-            todo = [t for t in targets if t.bmc is not None and t.name not in self._prepared.ready]
-            self._prepared.claimed.difference_update(t.name for t in todo)
-            opened = self._prepared.opened
-        if todo:
-            thread = threading.Thread(target=self._prepare, args=(todo, opened), name="prepare", daemon=True)
-            self._prepared.threads.append(thread)
-            thread.start()
+    # -- work ahead of the turns (provision.campaign.ahead) ---------------------------------------
+    def prepare(self, targets: Sequence[Target], components: Sequence[Component]) -> None:
+        """Log in to these BMCs once the turns now starting have sent their updates, and observe them
+        while the turns at work wait on their hosts' reset (best effort, in the background)."""
+        self._components = list(components)
+        self._ahead.prepare(targets)
 
     def release(self) -> None:
         """Stop preparing; log out of the connections prepared but not used."""
-        prep = self._prepared
-        prep.stop.set()
-        for thread in prep.threads:
-            thread.join()
-        with self._lock:
-            ready, prep.ready = prep.ready, {}
-            prep.threads.clear()
-        for node, _ in ready.values():
-            node.conn.close()
-        prep.stop.clear()
+        self._ahead.release()
 
-    def _prepare(self, todo: list[Target], opened: int) -> None:
-        deadline = time.monotonic() + PREPARE_WAIT_S
-        while self._starting(opened) and time.monotonic() < deadline and not self._prepared.stop.is_set():
-            time.sleep(self.clock.poll_s)
-        with ThreadPoolExecutor(max_workers=PREPARE_WORKERS, thread_name_prefix="prepare") as pool:
-            list(pool.map(self._prepare_one, todo))
-
-    def _starting(self, opened: int) -> bool:
-        """No session opened since `opened`, or one opened has not sent its first update yet."""
-        with self._lock:
-            return self._prepared.opened == opened or any(s.starting for s in self._sessions.values())
-
-    def _prepare_one(self, target: Target) -> None:
-        with self._lock:
-            if self._prepared.stop.is_set() or target.name in self._prepared.claimed:
-                return
+    def _connect_ahead(self, target: Target) -> Prepared:
+        node = self._open(target)
         try:
-            node = self._open(target)
-            service = UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
+            return node, UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
         except ProvisionError:
-            return  # its turn connects (and reports) as usual
+            node.conn.close()
+            raise
+
+    def _any_starting(self) -> bool:
         with self._lock:
-            if not self._prepared.stop.is_set() and target.name not in self._prepared.claimed:
-                self._prepared.ready[target.name] = (node, service)
-                return
-        node.conn.close()
+            return any(s.starting for s in self._sessions.values())
+
+    def _all_resetting(self) -> bool:
+        with self._lock:
+            return bool(self._sessions) and all(s.resetting for s in self._sessions.values())
 
     def _open(self, target: Target, retry: RetryPolicy | None = None) -> Node:
         if target.bmc is None:
@@ -191,23 +167,26 @@ class RedfishUpdater:
             node.conn.close()
 
     def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
+        """The turn's first observe takes the one made ahead, if fresh; every other one reads."""
         with self.node(target) as node:
-            found = matched_entries(node, components)
-            state, system = _observe(node, components, found)
             with self._lock:
                 sess = self._sessions.get(target.name)
+                ahead, at = (sess.ahead, sess.ahead_at) if sess else (None, 0.0)
                 if sess is not None:
-                    sess.found, sess.observed, sess.system = found, state, system
-                    sess.observed_at = time.monotonic()
-            return state
+                    sess.ahead = None
+            seen = ahead or _see(node, components)
+            with self._lock:
+                if sess is not None:
+                    sess.seen, sess.seen_at = seen, (at if ahead else time.monotonic())
+            return seen.state
 
-    def recent(self, target: Target) -> tuple[FirmwareState, Json] | None:
-        """The observation (and the System it read) this node's session made in the last FRESH_S seconds."""
+    def recent(self, target: Target) -> Seen | None:
+        """The observation this node's session made in the last FRESH_S seconds."""
         with self._lock:
             sess = self._sessions.get(target.name)
-            if sess is None or sess.observed is None or time.monotonic() - sess.observed_at > FRESH_S:
+            if sess is None or sess.seen is None or time.monotonic() - sess.seen_at > FRESH_S:
                 return None
-            return sess.observed, sess.system
+            return sess.seen
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
         """Flash each component in order on one connection (short retries: while a BMC reboots into
@@ -222,7 +201,7 @@ class RedfishUpdater:
                     self._flash(node, state, step, target)
                     fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock)
                 if reset:
-                    self._host_reset(node)
+                    self._host_reset(target, node)
         except UpdateFailed:
             raise
         except ProvisionError as exc:
@@ -243,7 +222,7 @@ class RedfishUpdater:
         """Inventory entries per component: as the session's last observe matched them, else read now."""
         with self._lock:
             sess = self._sessions.get(target.name)
-            cached = dict(sess.found) if sess else {}
+            cached = dict(sess.seen.found) if sess and sess.seen else {}
         if all(c.component in cached for c in comps):
             return cached
         return matched_entries(node, comps)
@@ -278,7 +257,11 @@ class RedfishUpdater:
         fw.monitor(node, uri, step.timeout_s, self.clock)
         self.took.seen(step.component, time.monotonic() - start)
 
-    def _host_reset(self, node: Node) -> None:
+    def _host_reset(self, target: Target, node: Node) -> None:
+        with self._lock:  # this turn now waits on its host: the next wave may be observed ahead meanwhile
+            sess = self._sessions.get(target.name)
+            if sess is not None:
+                sess.resetting = True
         start = time.monotonic()
         host_reset(node, self.clock, self.reset_timeout_s,
                    first_poll_at=self.clock.now() + self.took.expected(HOST_RESET))
@@ -298,7 +281,8 @@ class RedfishHealth:
               conformance: bool) -> GateResult:
         problems: list[str] = []
         with self.updater.node(target) as node:
-            state, system = self.updater.recent(target) or _observe(node, components)
+            seen = self.updater.recent(target) or _see(node, components)
+            state, system = seen.state, seen.system
             if redfish_health:
                 problems += _health_problems(node, system, self._first_chassis(target, node))
             if conformance:
@@ -337,17 +321,17 @@ def _health_problems(node: Node, system: Json, chassis: list[str]) -> list[str]:
 def observe_node(node: Node, components: Sequence[Component],
                  found: dict[str, list[SoftwareInventory]] | None = None) -> FirmwareState:
     """Versions per component, update tasks running, OnReset images awaiting activation."""
-    return _observe(node, components, found)[0]
+    return _see(node, components, found).state
 
 
-def _observe(node: Node, components: Sequence[Component],
-             found: dict[str, list[SoftwareInventory]] | None = None) -> tuple[FirmwareState, Json]:
+def _see(node: Node, components: Sequence[Component],
+         found: dict[str, list[SoftwareInventory]] | None = None) -> Seen:
     found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
     busy, staged = _task_state(node.conn, components, versions)
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
-    return FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged), system
+    return Seen(FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged), found, system)
 
 
 def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:

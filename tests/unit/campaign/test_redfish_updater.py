@@ -4,12 +4,14 @@ FirmwareInventory members are fetched and matched, versions in vendor formats, b
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from provision.campaign import ahead
 from provision.campaign.redfish_updater import RedfishUpdater, _task_state, _version, matched_entries, observe_node
 from provision.campaign.updater import Target
 from provision.redfish.resources import ComputerSystem, SoftwareInventory
@@ -156,8 +158,10 @@ def test_a_host_mid_reset_is_busy(power: str, busy: bool) -> None:
 class ClosingConn(FakeConn):
     closed: int = 0
     opts: Any = None
+    gets: int = 0
 
     def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
+        self.gets += 1
         if uri == "/redfish/v1/UpdateService":
             return {"@odata.id": uri, "Id": "UpdateService"}
         return super().get(uri, args)
@@ -178,7 +182,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeNode]:
         return made[target.name]
 
     monkeypatch.setattr(ru.RedfishUpdater, "_open", fake_open)
-    monkeypatch.setattr(ru, "PREPARE_WAIT_S", 0.0)
+    monkeypatch.setattr(ahead, "WAIT_S", 0.0)
     return made
 
 
@@ -194,8 +198,8 @@ def _targets(*names: str) -> list[Target]:
 def test_a_prepared_connection_serves_the_turn_and_is_closed_after_it(opened: dict[str, FakeNode]) -> None:
     up = _updater()
     a, b = _targets("a", "b")
-    up.prepare([a, b])
-    _join(up)
+    up.prepare([a, b], COMPS)
+    _until(lambda: set(_ready(up)) == {"a", "b"})
     first = opened["a"]
     with up.session(a):
         assert opened["a"] is first  # the turn did not log in again
@@ -208,21 +212,19 @@ def test_a_prepared_connection_serves_the_turn_and_is_closed_after_it(opened: di
 
 def test_preparing_waits_for_the_starting_turns_and_skips_nodes_already_taken(
         opened: dict[str, FakeNode], monkeypatch: pytest.MonkeyPatch) -> None:
-    import provision.campaign.redfish_updater as ru
-
-    monkeypatch.setattr(ru, "PREPARE_WAIT_S", 30.0)
+    monkeypatch.setattr(ahead, "WAIT_S", 30.0)
     up = _updater()
     a, b = _targets("a", "b")
-    up.prepare([a, b])
+    up.prepare([a, b], COMPS)
     with up.session(a):  # a turn starts (its update not sent yet): preparing holds back
         turn = opened["a"]
         time.sleep(0.3)  # the preparer's chance to (wrongly) go ahead
-        assert "b" not in opened and not up._prepared.ready
-    _join(up)
+        assert "b" not in opened and not _ready(up)
+    _until(lambda: "b" in _ready(up))
     assert opened["a"] is turn and turn.conn.closed == 1  # a was taken by its turn: not opened again
-    assert list(up._prepared.ready) == ["b"]
+    assert list(_ready(up)) == ["b"]
     up.release()
-    assert opened["b"].conn.closed == 1 and not up._prepared.ready
+    assert opened["b"].conn.closed == 1 and not _ready(up)
 
 
 def test_the_gate_reuses_the_turns_fresh_observation(opened: dict[str, FakeNode],
@@ -235,15 +237,63 @@ def test_the_gate_reuses_the_turns_fresh_observation(opened: dict[str, FakeNode]
     with up.session(a):
         assert up.recent(a) is None
         seen = up.observe(a, comps)
-        assert up.recent(a) == (seen, {"@odata.id": "/redfish/v1/Systems/1", "PowerState": "On"})
+        recent = up.recent(a)
+        assert recent is not None and recent.state == seen
+        assert recent.system == {"@odata.id": "/redfish/v1/Systems/1", "PowerState": "On"}
         monkeypatch.setattr(ru, "FRESH_S", -1.0)
         assert up.recent(a) is None  # too old: the gate reads again
     assert up.recent(a) is None  # outside a session nothing is reused
 
 
-def _join(up: RedfishUpdater) -> None:
-    for thread in list(up._prepared.threads):
-        thread.join(timeout=10)
+def test_the_next_wave_is_observed_while_the_turns_at_work_wait_on_their_hosts(opened: dict[str, FakeNode]) -> None:
+    up = _updater()
+    a, b = _targets("a", "b")
+    with up.session(a):  # the wave at work
+        up.prepare([b], COMPS)
+        up._started(a)  # a sent its update: b is logged in to, not yet observed
+        _until(lambda: "b" in _ready(up))
+        time.sleep(0.2)
+        assert _ready(up)["b"].observed is None
+        up._sessions["a"].resetting = True  # a waits on its host's reset: b is observed now
+        _until(lambda: _ready(up)["b"].observed is not None)
+    conn = opened["b"].conn
+    reads = conn.gets
+    with up.session(b):
+        first = up.observe(b, COMPS)
+        assert conn.gets == reads  # the turn acted on the look-ahead observation: no read at its start
+        assert up.observe(b, COMPS) == first and conn.gets > reads  # every later observe reads
+    up.release()
+
+
+def test_a_stale_look_ahead_is_not_acted_on(opened: dict[str, FakeNode], monkeypatch: pytest.MonkeyPatch) -> None:
+    up = _updater()
+    a, b = _targets("a", "b")
+    with up.session(a):
+        up.prepare([b], COMPS)
+        up._started(a)
+        up._sessions["a"].resetting = True
+        _until(lambda: "b" in _ready(up) and _ready(up)["b"].observed is not None)
+    monkeypatch.setattr(ahead, "LOOKAHEAD_S", -1.0)
+    conn = opened["b"].conn
+    reads = conn.gets
+    with up.session(b):
+        up.observe(b, COMPS)
+        assert conn.gets > reads
+    up.release()
+
+
+COMPS = CAT.ordered()[:2]
+
+
+def _ready(up: RedfishUpdater) -> dict[str, Any]:
+    return up._ahead._s.ready
+
+
+def _until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
 
 
 # -- SimpleUpdate-only BMCs fetch the image from the campaign's image server ----------------------
