@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ from provision.redfish.vendors.versions import compare
 
 TASKS = f"{ROOT}/TaskService/Tasks"
 HOST_RESET = "host reset"  # a Durations kind beside the component names
+BMC_BACK = "BMC back"  # a Durations kind per component: its update task's end to the BMC answering again
 FLASH_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
 ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
@@ -72,8 +73,8 @@ class RedfishUpdater:
     """Thread-safe. Calls inside `session(target)` share one connection to that BMC (a node's whole
     turn: observe, update, observe, gate); calls outside open their own.
 
-    Polling learns (Durations): once a component's update task, or the host reset, has been seen to
-    take T seconds, later ones are first polled at T (then every poll_s), which keeps the load on
+    Polling learns (Durations): once a component's update task, the BMC's return after it, or the host
+    reset has been seen to take T seconds, later ones are first polled at T (then every poll_s), which keeps the load on
     many BMCs low and sees each end sooner than a fixed poll interval would.
     """
 
@@ -199,7 +200,8 @@ class RedfishUpdater:
                 state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
                 for step in steps:
                     self._flash(node, state, step, target)
-                    fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock)
+                    self._learned(f"{step.component} {BMC_BACK}",
+                                  lambda: fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock))
                 if reset:
                     self._host_reset(target, node)
         except UpdateFailed:
@@ -249,13 +251,14 @@ class RedfishUpdater:
         self._started(target)
         uri = fw.task_uri(resp)
         if uri:
-            self._monitor(node, uri, step)
+            self._learned(step.component, lambda: fw.monitor(node, uri, step.timeout_s, self.clock))
 
-    def _monitor(self, node: Node, uri: str, step: fw.FirmwareStep) -> None:
-        start = time.monotonic()
-        self.clock.sleep(self.took.expected(step.component))
-        fw.monitor(node, uri, step.timeout_s, self.clock)
-        self.took.seen(step.component, time.monotonic() - start)
+    def _learned(self, kind: str, wait: Callable[[], object]) -> None:
+        """`wait()`, first polling after the shortest time this kind of wait has taken (Durations)."""
+        start = self.clock.now()
+        self.clock.sleep(self.took.expected(kind))
+        wait()
+        self.took.seen(kind, self.clock.now() - start)
 
     def _host_reset(self, target: Target, node: Node) -> None:
         with self._lock:  # this turn now waits on its host: the next wave may be observed ahead meanwhile

@@ -14,6 +14,7 @@ import pytest
 from provision.campaign import ahead
 from provision.campaign.redfish_updater import RedfishUpdater, _task_state, _version, matched_entries, observe_node
 from provision.campaign.updater import Target
+from provision.redfish.ops.waiting import Clock
 from provision.redfish.resources import ComputerSystem, SoftwareInventory
 from provision.redfish.vendors import by_name
 from provision.spec.model import BmcEndpoint
@@ -363,3 +364,20 @@ def test_a_url_image_is_fetched_by_the_bmc_itself_even_where_push_is_offered(tmp
     (uri, body), = conn.posted
     assert uri.endswith("UpdateService.SimpleUpdate")
     assert (body["ImageURI"], body["TransferProtocol"]) == (url, "HTTPS")
+
+
+def test_a_learned_wait_first_polls_after_the_shortest_time_seen() -> None:
+    t = [0.0]
+    slept: list[float] = []
+    up = _updater()
+    up.clock = Clock(poll_s=0.5, sleep=lambda s: (slept.append(s), t.__setitem__(0, t[0] + s)), now=lambda: t[0])
+
+    def reboot(took: float) -> Callable[[], None]:
+        return lambda: t.__setitem__(0, t[0] + took)  # polls until the BMC answers, `took` after the wait began
+
+    up._learned("bmc BMC back", reboot(3.4))
+    assert slept == [0.0]  # nothing learned yet: polls at once
+    up._learned("bmc BMC back", lambda: None)  # this time back at the first poll
+    assert slept == [0.0, 3.4]
+    up._learned("bios BMC back", lambda: None)
+    assert slept[-1] == 0.0  # per kind
