@@ -336,7 +336,7 @@ class Connector:
         """The request on the connector's own pool; None to leave it to the library (a redirect, a body
         kind only the library encodes)."""
         assert self._pool is not None
-        hdrs = self._client._get_req_headers(dict(headers))  # the library's auth and Accept/OData headers
+        hdrs = fast.request_headers(headers, self._client.get_session_key(), self._client.get_authorization_key())
         try:
             data = fast.encode(body, hdrs) if method != "GET" else None
         except TypeError:

@@ -61,6 +61,22 @@ def query(args: dict[str, str | None] | None) -> str:
     return "&".join([p for p in (text, *bare) if p])
 
 
+def request_headers(headers: dict[str, str], session_key: str | None, authorization: str | None) -> dict[str, str]:
+    """`headers` plus what the DMTF library adds to every request: its session token (else the basic
+    Authorization), Accept and OData-Version unless given."""
+    out = dict(headers)
+    if session_key:
+        out["X-Auth-Token"] = session_key
+    elif authorization:
+        out["Authorization"] = authorization
+    given = {k.lower() for k in out}
+    if "accept" not in given:
+        out["Accept"] = "*/*"
+    if "odata-version" not in given:
+        out["OData-Version"] = "4.0"
+    return out
+
+
 def get(pool: urllib3.HTTPConnectionPool, path: str, headers: dict[str, str], timeout: float) -> Any | None:
     """One GET; None when it redirected (the caller then asks the library, which follows redirects)."""
     return send(pool, "GET", path, headers, None, timeout)

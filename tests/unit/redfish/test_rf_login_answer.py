@@ -1,4 +1,4 @@
-"""Reading a session login answer on the connector's own pool: the DMTF library's results and errors."""
+"""The connector's own pool speaks as the DMTF library does: request headers, session login answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from redfish.rest.v1 import InvalidCredentialsError, RedfishPasswordChangeRequiredError, SessionCreationError
 
-from provision.redfish.connector_fast import session_from_login
+from provision.redfish.connector_fast import request_headers, session_from_login
 
 SESSION = "/redfish/v1/SessionService/Sessions/7"
 CHANGE = {"@Message.ExtendedInfo": [{"MessageId": "Base.1.8.PasswordChangeRequired", "MessageArgs": ["/A/1"]}]}
@@ -37,3 +37,15 @@ def test_a_refused_login_raises_what_the_library_raises(status: int, answer: Any
                                                        text: str) -> None:
     with pytest.raises(error, match=text):
         session_from_login(status, {}, answer)
+
+
+@pytest.mark.parametrize(("given", "key", "basic", "expected"), [
+    ({}, "t0k", "Basic eA==", {"X-Auth-Token": "t0k", "Accept": "*/*", "OData-Version": "4.0"}),
+    ({}, None, "Basic eA==", {"Authorization": "Basic eA==", "Accept": "*/*", "OData-Version": "4.0"}),
+    ({"accept": "application/json", "odata-version": "4.01", "If-Match": "W/\"1\""}, None, None,
+     {"accept": "application/json", "odata-version": "4.01", "If-Match": "W/\"1\""}),
+])
+def test_request_headers_are_the_librarys(given: dict[str, str], key: str | None, basic: str | None,
+                                          expected: dict[str, str]) -> None:
+    assert request_headers(given, key, basic) == expected
+    assert "X-Auth-Token" not in given  # the caller's dict is not changed
