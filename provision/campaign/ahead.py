@@ -63,14 +63,15 @@ class Preparer(Generic[C, S]):
         self._s: _State[C, S] = _State()
         self._lock = threading.Lock()
 
-    def prepare(self, targets: Sequence[Target]) -> None:
-        """Start the background work for these nodes (best effort)."""
+    def prepare(self, targets: Sequence[Target], after_turns: int) -> None:
+        """Start the background work for these nodes (best effort); they are observed only once
+        `after_turns` more turns (the wave at work) have begun and all wait on their host's reset."""
         with self._lock:
             todo = [t for t in targets if t.bmc is not None and t.name not in self._s.ready]
             self._s.claimed.difference_update(t.name for t in todo)
             taken = self._s.taken
         if todo:
-            thread = threading.Thread(target=self._run, args=(todo, taken), name="prepare", daemon=True)
+            thread = threading.Thread(target=self._run, args=(todo, taken, after_turns), name="prepare", daemon=True)
             self._s.threads.append(thread)
             thread.start()
 
@@ -94,12 +95,12 @@ class Preparer(Generic[C, S]):
         self._s.stop.clear()
 
     # -- the background work ----------------------------------------------------------------------
-    def _run(self, todo: list[Target], taken: int) -> None:
+    def _run(self, todo: list[Target], taken: int, after_turns: int) -> None:
         names = {t.name for t in todo}
         self._wait(lambda: self._s.taken != taken and not self._starting(), WAIT_S)
         with ThreadPoolExecutor(max_workers=CONNECT_WORKERS, thread_name_prefix="prepare") as pool:
             list(pool.map(self._connect_one, todo))
-        self._wait(lambda: self._resetting() or self._taken_any(names), None)
+        self._wait(lambda: self._waiting_on_hosts(taken + after_turns) or self._taken_any(names), None)
         if self._s.stop.is_set() or self._taken_any(names):
             return  # their turns have begun: observing now would compete with them
         with ThreadPoolExecutor(max_workers=OBSERVE_WORKERS, thread_name_prefix="look-ahead") as pool:
@@ -112,6 +113,10 @@ class Preparer(Generic[C, S]):
             if deadline is not None and time.monotonic() >= deadline:
                 return
             time.sleep(IDLE_POLL_S)
+
+    def _waiting_on_hosts(self, turns: int) -> bool:
+        """`turns` turns have begun (none of the wave at work is left queued) and all wait on hosts."""
+        return self._s.taken >= turns and self._resetting()
 
     def _taken_any(self, names: set[str]) -> bool:
         with self._lock:

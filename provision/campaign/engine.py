@@ -159,7 +159,8 @@ class Engine:
                 return stop
             self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
             if i + 1 < len(waves):  # read-only work for the next wave while this one waits on its BMCs
-                self.updater.prepare([self.targets[n] for n in self._todo(waves[i + 1].wave)], self.catalog.ordered())
+                self.updater.prepare([self.targets[n] for n in self._todo(waves[i + 1].wave)], self.catalog.ordered(),
+                                     after_turns=len(self._todo(wave.wave)))
             self._run_wave(ctx, wave.wave, tally)
             if self._halt.is_set():
                 return CampaignState.HALTED, self._halt_reason

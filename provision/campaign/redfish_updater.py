@@ -110,11 +110,11 @@ class RedfishUpdater:
             node.conn.close()
 
     # -- work ahead of the turns (provision.campaign.ahead) ---------------------------------------
-    def prepare(self, targets: Sequence[Target], components: Sequence[Component]) -> None:
+    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:
         """Log in to these BMCs once the turns now starting have sent their updates, and observe them
-        while the turns at work wait on their hosts' reset (best effort, in the background)."""
+        once `after_turns` turns have begun and all wait on their hosts' reset (best effort, background)."""
         self._components = list(components)
-        self._ahead.prepare(targets)
+        self._ahead.prepare(targets, after_turns)
 
     def release(self) -> None:
         """Stop preparing; log out of the connections prepared but not used."""

@@ -60,9 +60,9 @@ class NodeUpdater(Protocol):
         """Calls made inside may share one connection to the target's BMC (a node's whole turn)."""
         ...
 
-    def prepare(self, targets: Sequence[Target], components: Sequence[Component]) -> None:
-        """These nodes' turn comes next: connect (and observe `components`) ahead of time if that helps
-        (best effort, background; read-only)."""
+    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:
+        """These nodes' turn comes after `after_turns` turns now due: connect (and observe `components`)
+        ahead of time if that helps (best effort, background; read-only)."""
         ...
 
     def release(self) -> None:

@@ -43,7 +43,7 @@ class FakeBmcs:
     def session(self, target: Target) -> AbstractContextManager[object]:
         return nullcontext()
 
-    def prepare(self, targets: Sequence[Target], components: Sequence[Component]) -> None:
+    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:
         with self.lock:
             self.prepared.extend(t.name for t in targets)
 

@@ -266,6 +266,23 @@ def test_the_next_wave_is_observed_while_the_turns_at_work_wait_on_their_hosts(o
     up.release()
 
 
+def test_no_look_ahead_while_turns_of_the_wave_at_work_are_still_queued(opened: dict[str, FakeNode]) -> None:
+    up = _updater()
+    a, c, b = _targets("a", "c", "b")
+    up.prepare([b], COMPS, after_turns=2)  # the wave at work is a and c (concurrency 1: c waits for a)
+    with up.session(a):
+        up._started(a)
+        _until(lambda: "b" in _ready(up))
+        up._sessions["a"].resetting = True
+        time.sleep(0.3)
+        assert _ready(up)["b"].observed is None  # c is still to come: b's turn is a whole turn away
+    with up.session(c):
+        up._started(c)
+        up._sessions["c"].resetting = True
+        _until(lambda: _ready(up)["b"].observed is not None)
+    up.release()
+
+
 def test_a_stale_look_ahead_is_not_acted_on(opened: dict[str, FakeNode], monkeypatch: pytest.MonkeyPatch) -> None:
     up = _updater()
     a, b = _targets("a", "b")
