@@ -60,8 +60,7 @@ class _Session:
     service: UpdateService | None = None
     seen: Seen | None = None
     seen_at: float = 0.0
-    ahead: Seen | None = None  # observed ahead of the turn (provision.campaign.ahead): its first observe
-    ahead_at: float = 0.0
+    seen_ahead: bool = False  # `seen` was made ahead of the turn (provision.campaign.ahead), not yet used
     starting: bool = True  # opened, first update not sent yet
     resetting: bool = False  # waiting on the host's reset
 
@@ -74,8 +73,8 @@ class RedfishUpdater:
     turn: observe, update, observe, gate); calls outside open their own.
 
     Polling learns (Durations): once a component's update task, the BMC's return after it, or the host
-    reset has been seen to take T seconds, later ones are first polled at T (then every poll_s), which keeps the load on
-    many BMCs low and sees each end sooner than a fixed poll interval would.
+    reset has been seen to take T seconds, later ones are first polled at T (then every poll_s), which
+    keeps the load on many BMCs low and sees each end sooner than a fixed poll interval would.
     """
 
     def __init__(self, campaign_file: Path, *, insecure: bool = False, images: ImageServer | None = None,
@@ -100,8 +99,8 @@ class RedfishUpdater:
         node, service = ahead.conn if ahead else (self._open(target), None)
         seen = ahead.fresh() if ahead else None
         with self._lock:
-            self._sessions[target.name] = _Session(node, service=service, ahead=seen,
-                                                   ahead_at=ahead.observed_at if ahead and seen else 0.0)
+            self._sessions[target.name] = _Session(node, service=service, seen=seen, seen_ahead=seen is not None,
+                                                   seen_at=ahead.observed_at if ahead and seen else 0.0)
         try:
             yield
         finally:
@@ -172,13 +171,15 @@ class RedfishUpdater:
         with self.node(target) as node:
             with self._lock:
                 sess = self._sessions.get(target.name)
-                ahead, at = (sess.ahead, sess.ahead_at) if sess else (None, 0.0)
+                ahead = sess.seen if sess and sess.seen_ahead else None
                 if sess is not None:
-                    sess.ahead = None
-            seen = ahead or _see(node, components)
+                    sess.seen_ahead = False
+            if ahead is not None:
+                return ahead.state
+            seen = _see(node, components)
             with self._lock:
                 if sess is not None:
-                    sess.seen, sess.seen_at = seen, (at if ahead else time.monotonic())
+                    sess.seen, sess.seen_at = seen, time.monotonic()
             return seen.state
 
     def recent(self, target: Target) -> Seen | None:
@@ -265,10 +266,9 @@ class RedfishUpdater:
             sess = self._sessions.get(target.name)
             if sess is not None:
                 sess.resetting = True
-        start = time.monotonic()
-        host_reset(node, self.clock, self.reset_timeout_s,
-                   first_poll_at=self.clock.now() + self.took.expected(HOST_RESET))
-        self.took.seen(HOST_RESET, time.monotonic() - start)
+        start = self.clock.now()  # as _learned, but the wait's first poll comes after the reset is sent
+        host_reset(node, self.clock, self.reset_timeout_s, first_poll_at=start + self.took.expected(HOST_RESET))
+        self.took.seen(HOST_RESET, self.clock.now() - start)
 
 
 class RedfishHealth:
