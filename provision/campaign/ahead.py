@@ -123,8 +123,9 @@ class Preparer(Generic[C, S]):
             return bool(names & self._s.claimed)
 
     def _connect_one(self, target: Target) -> None:
-        if self._gone(target):
-            return
+        with self._lock:
+            if self._unwanted(target):
+                return
         try:
             conn = self._connect(target)
         except ProvisionError:
@@ -134,7 +135,7 @@ class Preparer(Generic[C, S]):
 
     def _observe_one(self, target: Target) -> None:
         with self._lock:
-            if self._s.stop.is_set() or target.name in self._s.claimed:
+            if self._unwanted(target):
                 return
             ahead = self._s.ready.pop(target.name, None)  # in use here: a turn starting now connects itself
         if ahead is None:
@@ -146,13 +147,13 @@ class Preparer(Generic[C, S]):
         if not self._keep(target, ahead):
             self._close(ahead.conn)
 
-    def _gone(self, target: Target) -> bool:
-        with self._lock:
-            return self._s.stop.is_set() or target.name in self._s.claimed
+    def _unwanted(self, target: Target) -> bool:
+        """Stopped, or the node's turn has begun (call with the lock held)."""
+        return self._s.stop.is_set() or target.name in self._s.claimed
 
     def _keep(self, target: Target, ahead: Ahead[C, S]) -> bool:
         with self._lock:
-            if self._s.stop.is_set() or target.name in self._s.claimed:
+            if self._unwanted(target):
                 return False
             self._s.ready[target.name] = ahead
             return True

@@ -158,10 +158,11 @@ class Engine:
             if stop:
                 return stop
             self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
+            todo = self._todo(wave.wave)
             if i + 1 < len(waves):  # read-only work for the next wave while this one waits on its BMCs
                 self.updater.prepare([self.targets[n] for n in self._todo(waves[i + 1].wave)], self.catalog.ordered(),
-                                     after_turns=len(self._todo(wave.wave)))
-            self._run_wave(ctx, wave.wave, tally)
+                                     after_turns=len(todo))
+            self._run_wave(ctx, todo, tally)
             if self._halt.is_set():
                 return CampaignState.HALTED, self._halt_reason
             request = self.store.pending_request(name)
@@ -209,8 +210,7 @@ class Engine:
         return [n.node for n in self.store.nodes(self.catalog.name, wave)
                 if n.state in (NodeState.PENDING, NodeState.ACTIVE)]
 
-    def _run_wave(self, ctx: NodeContext, wave: int, tally: _Tally) -> None:
-        todo = self._todo(wave)
+    def _run_wave(self, ctx: NodeContext, todo: list[str], tally: _Tally) -> None:
         if not todo:
             return
         assert self._pool is not None
