@@ -29,6 +29,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from redfish.rest.v1 import (
     InvalidCredentialsError,
+    RedfishPasswordChangeRequiredError,
     RetriesExhaustedError,
     RisObject,
     SessionCreationError,
@@ -212,6 +213,10 @@ class Connector:
             except InvalidCredentialsError:
                 raise RedfishAuthError(
                     f"{self.opts.where}: credentials for user {self.opts.username!r} refused"
+                ) from None
+            except RedfishPasswordChangeRequiredError:
+                raise RedfishAuthError(
+                    f"{self.opts.where}: user {self.opts.username!r} must make a password change on the BMC first"
                 ) from None
             self._auth_mode = mode
             self._login_generation += 1

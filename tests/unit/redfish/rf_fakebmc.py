@@ -35,6 +35,7 @@ class FakeBmc:
     username: str = "admin"
     password: str = "s3cret-Pa55"
     sessions: bool = True
+    password_change: bool = False  # logins succeed with Base.PasswordChangeRequired (a factory-default account)
     expand: bool = True
     faults: dict[str, deque[tuple[int, dict[str, str]]]] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
@@ -123,7 +124,9 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
                 return
             tok = uuid.uuid4().hex
             bmc.tokens.add(tok)
-            self._reply(201, {"Id": "1"}, {"X-Auth-Token": tok,
+            info = [{"MessageId": "Base.1.8.PasswordChangeRequired", "MessageArgs": [f"{ROOT}/AccountService/Accounts/2"]}]
+            self._reply(201, {"Id": "1", **({"@Message.ExtendedInfo": info} if bmc.password_change else {})},
+                        {"X-Auth-Token": tok,
                                            "Location": f"{ROOT}/SessionService/Sessions/1"})
 
         def _get(self, path: str, query: str) -> None:

@@ -42,6 +42,12 @@ def test_wrong_password_is_auth_error() -> None:
         connect(srv, password="wrong-one")
 
 
+def test_a_bmc_that_wants_a_new_password_is_an_auth_error_naming_the_user() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"), password_change=True)
+    with Served(bmc) as srv, pytest.raises(RedfishAuthError, match=r"'admin'.*password change"):
+        connect(srv)
+
+
 def test_one_relogin_on_401() -> None:
     bmc = FakeBmc(tree=tree("supermicro"))
     with Served(bmc) as srv:
