@@ -37,6 +37,8 @@ def seeds() -> dict[str, list[dict[str, Any]]]:
     """Real captured resources grouped by model name (at most 6 per model, to keep the search focused)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(TREES.rglob("*.json")):
+        if not path.is_file():  # a mockup-creator capture has folders named `*.json` (JsonSchemas, RegistryStore)
+            continue
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError):
