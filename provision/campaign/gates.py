@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from provision.campaign.catalog import Catalog
-from provision.campaign.hooks import run_hook
-from provision.campaign.node import HookRunner
+from provision.campaign.hooks import HookRunner, run_hook
 from provision.campaign.updater import HealthGate, Target
 from provision.errors import ProvisionError
 
@@ -46,7 +45,8 @@ class GateRunner:
             except ProvisionError as exc:
                 problems.append(f"{target.name}: health check failed: {exc}")
         if policy.full_verify:
-            res = self.hook_runner(policy.full_verify, target.name, catalog.name, policy.timeout_s)
+            res = self.hook_runner(policy.full_verify, target.name, catalog.name, policy.timeout_s,
+                                   env_allow=catalog.policy.hooks.env_allow)
             if not res.ok:
                 problems.append(f"{target.name}: full verify failed ({res.describe()})")
         return problems

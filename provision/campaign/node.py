@@ -8,16 +8,15 @@ whose flash never started is not skipped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from provision.campaign.catalog import Catalog, Component
-from provision.campaign.hooks import HookResult, run_hook
+from provision.campaign.hooks import HookRunner, run_hook
 from provision.campaign.updater import FirmwareState, NodeUpdater, Target, UpdateFailed
 from provision.errors import ProvisionError
 from provision.journal.campaigns import CampaignStore, NodeState
-
-HookRunner = Callable[[str, str, str, float], HookResult]
+from provision.redfish.redact import scrub
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ def _hook(ctx: NodeContext, kind: str, template: str | None, node: str) -> str:
     if not template:
         return ""
     hooks = ctx.catalog.policy.hooks
-    action = ctx.store.journal.action_started(ctx.run_id, node, "campaign", kind, template)
-    result = ctx.run_hook(template, node, ctx.catalog.name, hooks.timeout_s)
-    ctx.store.journal.action_finished(action, "ok" if result.ok else "failed", result.describe())
+    action = ctx.store.journal.action_started(ctx.run_id, node, "campaign", kind, scrub(template))
+    result = ctx.run_hook(template, node, ctx.catalog.name, hooks.timeout_s, env_allow=hooks.env_allow)
+    ctx.store.journal.action_finished(action, "ok" if result.ok else "failed", scrub(result.describe()))
     return "" if result.ok else f"{kind} hook failed ({result.describe()})"

@@ -108,12 +108,33 @@ class Window(_Frozen):
         return self
 
 
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Variables a hook never gets, allow-listed or not: the BMC password and what unlocks the vault, plus any
+# name that says it holds a secret.
+_SECRET_ENV_RE = re.compile(r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY|^PROVISION_BMC_|^ANSIBLE_VAULT)")
+
+
 class Hooks(_Frozen):
-    """Commands run before a node is taken (drain) and after it is back (undrain); {node} substituted."""
+    """Commands run before a node is taken (drain) and after it is back (undrain); {node} substituted.
+
+    A hook runs with a minimal environment (provision.campaign.hooks.hook_env): PATH, LANG, HOME,
+    PROVISION_NODE, PROVISION_CAMPAIGN and the variables named in `env_allow`, never a secret.
+    """
 
     drain: str | None = None
     undrain: str | None = None
     timeout_s: Annotated[float, Field(gt=0)] = 300
+    env_allow: tuple[str, ...] = ()
+
+    @field_validator("env_allow")
+    @classmethod
+    def _env_allow(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not _ENV_NAME_RE.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if _SECRET_ENV_RE.search(name):
+                raise ValueError(f"{name} looks like a secret; hooks never get secrets in their environment")
+        return names
 
 
 class Policy(_Frozen):
