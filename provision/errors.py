@@ -46,3 +46,7 @@ class RedfishError(ProvisionError):
 
 class AnsibleRunError(ProvisionError):
     """An Ansible run failed."""
+
+
+class UnsafePathError(InputError):
+    """A private directory or file that another user owns or can write (refused, never used)."""

@@ -12,6 +12,7 @@ from rich.live import Live
 from rich.table import Table
 
 from provision.bringup.model import STAGES
+from provision.private import open_private
 
 
 class Progress:
@@ -36,10 +37,8 @@ class Progress:
     def _log(self, node: str, stage: str, message: str) -> None:
         if self.log_dir is None:
             return
-        path = self.log_dir / f"{node}.log"
-        with path.open("a", encoding="utf-8") as fh:
+        with open_private(self.log_dir / f"{node}.log", append=True) as fh:  # 0600 from the start
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {stage}: {message}\n")
-        path.chmod(0o600)
 
     def _table(self) -> Table:
         elapsed = time.monotonic() - self.started

@@ -27,6 +27,7 @@ from provision.cli.output import console, emit_json, err_console
 from provision.errors import CheckFailed, InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, Request
+from provision.private import write_private
 from provision.redfish.image_server import ImageServer
 from provision.spec import load_fleet
 
@@ -164,7 +165,7 @@ def report(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt =
         result = build_report(store, _name(store, campaign))
     if html is not None:
         try:
-            html.write_text(render_html(result), encoding="utf-8")
+            write_private(html, render_html(result))  # node names, versions, errors: 0600 from the start
         except OSError as exc:
             raise InputError(f"{html}: cannot write the report: {exc.strerror}") from None
         err_console.print(f"wrote {html}")

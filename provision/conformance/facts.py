@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from provision.errors import ProvisionError
+from provision.private import runtime_dir
 from provision.spec.model import SshEndpoint
 
 _HEADER = re.compile(rb"@@PROVISION (\S+) (-?\d+) (\d+) (\d+)\n")
@@ -156,11 +156,10 @@ def split_sections(raw: bytes) -> dict[str, Section]:
 
 
 def control_dir() -> Path:
-    """A private directory for ControlMaster sockets (short path: sockets have a ~100 byte limit)."""
-    base = Path(os.environ.get("PROVISION_SSH_CONTROL_DIR") or tempfile.gettempdir()) / f"pv-ssh-{os.getuid()}"
-    base.mkdir(mode=0o700, exist_ok=True)
-    base.chmod(0o700)
-    return base
+    """A private directory for ControlMaster sockets (short path: sockets have a ~100 byte limit):
+    `$PROVISION_SSH_CONTROL_DIR/pv-ssh-<uid>`, else `$XDG_RUNTIME_DIR/pv-ssh`, else `<tmp>/pv-ssh-<uid>`.
+    One that another user owns or can write is refused (UnsafePathError): its sockets would be theirs."""
+    return runtime_dir("pv-ssh", os.environ.get("PROVISION_SSH_CONTROL_DIR"))
 
 
 def ssh_argv(ssh: SshEndpoint, control: Path, persist_s: int = 60) -> list[str]:

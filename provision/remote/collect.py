@@ -7,6 +7,8 @@ import time
 from io import BytesIO
 from pathlib import Path
 
+from provision.errors import InputError
+from provision.private import open_private_bytes
 from provision.remote.ssh import run
 from provision.spec import HostEntry
 
@@ -32,14 +34,17 @@ DIAGNOSTICS: tuple[tuple[str, str], ...] = (
 
 def collect(host: HostEntry, out_dir: Path) -> Path:
     """Run every diagnostic (failures are kept as their stderr) and write NODE-TIMESTAMP.tar.gz."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out_dir}: cannot create the bundle directory: {exc.strerror}") from None
     bundle = out_dir / f"{host.name}-{time.strftime('%Y%m%dT%H%M%S')}.tar.gz"
-    with tarfile.open(bundle, "w:gz") as tar:
+    # 0600 from the first byte: the bundle holds the node's logs and inventory
+    with open_private_bytes(bundle) as fh, tarfile.open(fileobj=fh, mode="w:gz") as tar:
         for name, command in DIAGNOSTICS:
             res = run(host, command, timeout=300)
             body = res.stdout if res.ok else f"# exit {res.exit_code}\n{res.stdout}\n{res.stderr}"
             _add(tar, f"{host.name}/{name}", body.encode())
-    bundle.chmod(0o600)
     return bundle
 
 
