@@ -64,7 +64,8 @@ class Result:
 def ours(t: Target, expand: bool = True) -> tuple[int, int | None]:
     opts = ConnectorOptions(address=t.address, username=t.username, password=SecretStr(t.password),
                             ca_file=Path(t.ca) if isinstance(t.ca, str) else None,
-                            verify_tls=t.ca is not False, use_expand=expand)
+                            verify_tls=t.ca is not False, use_expand=expand,
+                            insecure_http=t.address.startswith("http://"))  # the loopback static capture
     conn = Connector(opts)
     conn.open()
     inv = observe(conn)

@@ -361,6 +361,8 @@ def _host_vars(lab: Path, node: NodeState, password: str) -> dict[str, Any]:
         "provision_bmc_password": password,
         "provision_bmc_ca_file": str(lab / "ca.pem"),
     }
+    if not port:  # a lab BMC that only speaks HTTP: the lab's own opt-in to a password in clear on loopback
+        hv["provision_bmc_insecure_http"] = True
     if node.http_port:
         hv["provision_lab_bmc_http_address"] = f"http://127.0.0.1:{node.http_port}"
     if node.ssh:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import redfish
 import requests
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from redfish.rest.v1 import (
     InvalidCredentialsError,
     RedfishPasswordChangeRequiredError,
@@ -66,6 +66,13 @@ class ConnectorOptions(BaseModel):
     max_parallel: int = Field(default=4, ge=1, le=32)
     use_expand: bool = True
     name: str = Field(default="", description="Node name used in messages")
+    insecure_http: bool = Field(default=False, description="plain http:// allowed (provision_bmc_insecure_http)")
+
+    @model_validator(mode="after")
+    def _no_plain_http(self) -> ConnectorOptions:
+        if self.address.startswith("http://") and not self.insecure_http:
+            raise ValueError(f"{self.where}: plain HTTP would send the BMC password in clear (use https://)")
+        return self
 
     @property
     def where(self) -> str:

@@ -195,6 +195,11 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
         ca_path = Path(str(ca)) if Path(str(ca)).is_absolute() else base / str(ca)
         if not ca_path.is_file():
             raise InventoryError(f"{inventory}: host {host}: provision_bmc_ca_file: {ca_path} does not exist")
+    insecure_http = _flag(hv.get("provision_bmc_insecure_http", False))
+    if str(address).startswith("http://") and not insecure_http:
+        raise InventoryError(
+            f"{inventory}: host {host}: provision_bmc_address {address} is plain HTTP, the BMC password would "
+            "travel in clear; use https:// (or set provision_bmc_insecure_http: true for this host or group)")
     user = hv.get("provision_bmc_username") or os.environ.get(CREDENTIAL_ENV[0]) or ""
     password = hv.get("provision_bmc_password") or os.environ.get(CREDENTIAL_ENV[1]) or ""
     try:
@@ -204,9 +209,17 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             password=str(password),
             ca_file=ca_path,
             verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
+            insecure_http=insecure_http,
         )
     except ValidationError as exc:
         raise InventoryError(f"{inventory}: host {host}: {_describe(exc, 'provision_bmc')}") from None
+
+
+def _flag(value: Any) -> bool:
+    """A yes/no variable: YAML booleans, or the strings an INI inventory gives ('true', 'yes', '1')."""
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "yes", "1")
 
 
 def _ssh_endpoint(host: str, hv: dict[str, Any]) -> SshEndpoint | None:

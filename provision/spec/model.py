@@ -430,6 +430,14 @@ class BmcEndpoint(BaseModel):
     password: SecretStr
     ca_file: Path | None = None
     verify_tls: bool = True
+    insecure_http: bool = Field(default=False, description="provision_bmc_insecure_http: plain http:// allowed")
+
+    @model_validator(mode="after")
+    def _no_plain_http(self) -> BmcEndpoint:
+        if self.address.startswith("http://") and not self.insecure_http:
+            raise ValueError(f"{self.address} is plain HTTP: the BMC password would travel in clear "
+                             "(use https://, or set provision_bmc_insecure_http: true)")
+        return self
 
 
 class SshEndpoint(BaseModel):

@@ -133,7 +133,8 @@ def test_unreachable_bmc_is_not_run_never_passed() -> None:
     ctx = run(spec(), {}, Level.QUICK)
     ctx.results.clear()
     run_bmc_checks(ctx, host("n1").model_copy(update={"bmc": BmcEndpoint(address="http://127.0.0.1:9",
-                                                                           username="u", password="s3cret-h7-pw")}))
+                                                                           username="u", password="s3cret-h7-pw",
+                                                                           insecure_http=True)}))
     assert ctx.results and all(r.skipped and not r.passed for r in ctx.results)
     assert "BMC not reachable" in ctx.results[0].detail
     assert not any("s3cret-h7-pw" in r.model_dump_json() for r in ctx.results)

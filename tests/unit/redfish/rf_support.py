@@ -28,6 +28,7 @@ def options(address: str, **kw: object) -> ConnectorOptions:
     base: dict[str, object] = {
         "address": address, "username": "admin", "password": "s3cret-Pa55", "name": "node01",
         "retry": RetryPolicy(attempts=3, base_delay_s=0.0, timeout_s=5),
+        "insecure_http": address.startswith("http://"),  # the loopback FakeBmc speaks plain HTTP
     }
     base.update(kw)
     return ConnectorOptions.model_validate(base)

@@ -20,7 +20,7 @@ def _point_at(inventory: Path, address: str) -> None:
     hv = inventory.parent / "host_vars" / "node01.yml"
     data = yaml.safe_load(hv.read_text())
     data.update(provision_bmc_address=address, provision_bmc_username="admin",
-                provision_bmc_password="s3cret-Pa55")
+                provision_bmc_password="s3cret-Pa55", provision_bmc_insecure_http=address.startswith("http://"))
     hv.write_text(yaml.safe_dump(data))
 
 
