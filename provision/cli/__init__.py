@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
+from provision.cli import logs
 from provision.cli.output import err_console
 from provision.errors import ProvisionError
 
@@ -56,6 +59,18 @@ def _register() -> None:
             app.add_typer(obj, name=name)
         else:  # a plain function registered as a top-level command
             app.command(name=name)(obj)
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True,
+                                         help="More on stderr: -v info, -vv debug (secrets scrubbed)")] = 0,
+    log_file: Annotated[Path | None, typer.Option(
+        "--log-file", envvar="PROVISION_LOG_FILE",
+        help="Append a debug log to this file (created 0600, secrets scrubbed). Env: PROVISION_LOG_FILE.")] = None,
+) -> None:
+    """Take bare GPU servers to verified, production-ready nodes, and keep a fleet there."""
+    logs.configure(verbose, log_file)
 
 
 _register()

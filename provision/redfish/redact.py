@@ -54,8 +54,13 @@ LOGGERS = ("redfish", "redfish.rest.v1", "provision", "provision.redfish", "urll
 
 
 def install() -> None:
-    """Attach the filter to the loggers the Redfish layer and its libraries write to."""
+    """Attach the filter to the loggers the Redfish layer and its libraries write to, and to the handler
+    Python falls back to when none is configured. A logger's filter does not see what its children log:
+    the command line puts the filter on its handlers too (provision.cli.logs)."""
     for name in LOGGERS:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+    last = logging.lastResort
+    if last is not None and _FILTER not in last.filters:
+        last.addFilter(_FILTER)
