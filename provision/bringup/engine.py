@@ -14,6 +14,7 @@ from provision.bringup.model import STAGES, BringupResult, NodeResult, Outcome, 
 from provision.bringup.stage import Progress, Stage, StageContext
 from provision.errors import InputError, ProvisionError
 from provision.journal import Journal
+from provision.redfish.redact import scrub
 from provision.spec import HostEntry
 
 
@@ -97,15 +98,21 @@ def _run_stage(ctx: StageContext, stage: Stage, plan_only: bool) -> StageResult:
         outcome = _apply(ctx, stage, plan, plan_only)
         error = ""
     except ProvisionError as exc:
-        outcome, error = Outcome.FAILED, str(exc)
+        outcome, error = Outcome.FAILED, _one_line(str(exc))
     except Exception as exc:  # a bug of ours: fail this node's stage only, and keep the journal whole
-        outcome, error = Outcome.FAILED, f"internal error: {type(exc).__name__}: {exc}"
+        outcome, error = Outcome.FAILED, _one_line(f"internal error: {type(exc).__name__}: {exc}")
     seconds = round(time.monotonic() - started, 3)
     if stage_id is not None and ctx.journal is not None:
         detail = error or "; ".join(a.describe() for a in plan.actions) or plan.note
-        ctx.journal.stage_finished(stage_id, outcome.value, detail)
+        ctx.journal.stage_finished(stage_id, outcome.value, scrub(detail))
     ctx.say(stage.name, outcome.value if not error else f"failed: {error}")
     return StageResult(stage=stage.name, outcome=outcome, plan=plan, seconds=seconds, error=error)
+
+
+def _one_line(text: str) -> str:
+    """An error as it is journaled, printed and kept: one line, every registered secret masked (an
+    exception's text can quote a request body, a URL with credentials, a library's repr)."""
+    return scrub(" ".join(part.strip() for part in text.splitlines() if part.strip()))
 
 
 def _apply(ctx: StageContext, stage: Stage, plan: StagePlan, plan_only: bool) -> Outcome:

@@ -211,13 +211,17 @@ def _check_image(path: Path, comp: Component) -> None:
     where = f"{path}: components.{comp.component}.image"
     if not image.is_file():
         raise InputError(f"{where}: file {image} does not exist")
-    digest = hashlib.sha256(image.read_bytes()).hexdigest()
+    digest = file_digest(image, where)
     if digest != comp.sha256:
         raise InputError(f"{where}: sha256 of {image} is {digest}, the catalog says {comp.sha256}")
 
 
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def file_digest(path: Path, where: str = "") -> str:
+    """The file's sha256; an unreadable file is an InputError naming it."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise InputError(f"{where + ': ' if where else ''}cannot read {path}: {exc.strerror}") from None
 
 
 def describe(exc: ValidationError, raw: dict[str, Any] | None = None) -> str:

@@ -16,10 +16,15 @@ from provision.conformance.checks import lab as lab_probe
 from provision.conformance.checks._base import Context
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, gather, ssh_runner
 from provision.conformance.model import CheckResult, Level, NodeReport, RunReport
-from provision.errors import InventoryError
+from provision.errors import InventoryError, ProvisionError
 from provision.spec.model import HostEntry, NodeSpec
 
 RunnerFor = Callable[[HostEntry], Runner]
+
+
+class CheckModuleError(ProvisionError):
+    """The check modules disagree (one probe defined twice, one check id recorded twice): no verdict."""
+
 BmcHook = Callable[[Context, HostEntry], None]
 
 
@@ -30,7 +35,7 @@ def node_probes(spec: NodeSpec, level: Level) -> list[Probe]:
         for probe in module.probes(spec, level):
             known = seen.get(probe.name)
             if known is not None and known != probe:
-                raise ValueError(f"two check modules define probe {probe.name} differently")
+                raise CheckModuleError(f"two check modules define probe {probe.name} differently")
             seen[probe.name] = probe
     seen[lab_probe.SECTION] = lab_probe.probe()
     return list(seen.values())
@@ -87,7 +92,7 @@ def _unique(results: list[CheckResult]) -> list[CheckResult]:
     ids: set[str] = set()
     for r in results:
         if r.id in ids:
-            raise ValueError(f"{r.node}: check id {r.id} recorded twice")
+            raise CheckModuleError(f"{r.node}: check id {r.id} recorded twice")
         ids.add(r.id)
     return results
 

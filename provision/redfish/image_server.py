@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from provision.errors import RedfishError
+
 LOG = logging.getLogger("provision.redfish")
+
+
+class ImageServerError(RedfishError):
+    """The image server could not listen, or was used outside its `with` block."""
 
 
 class ImageServer:
@@ -40,11 +46,15 @@ class ImageServer:
     @property
     def actual_port(self) -> int:
         if self._server is None:
-            raise RuntimeError("image server not started")
+            raise ImageServerError(f"image server on {self.bind}: not started (use it inside its `with` block)")
         return int(self._server.server_address[1])
 
     def __enter__(self) -> ImageServer:
-        self._server = ThreadingHTTPServer((self.bind, self.port), _handler(self))
+        try:
+            self._server = ThreadingHTTPServer((self.bind, self.port), _handler(self))
+        except OSError as exc:  # address in use, not an address of this host, not allowed
+            why = exc.strerror or str(exc)
+            raise ImageServerError(f"image server: cannot listen on {self.bind}:{self.port}: {why}") from None
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="image-server", daemon=True)
         self._thread.start()

@@ -6,16 +6,31 @@ import shlex
 import time
 from pathlib import Path
 
+import invoke.exceptions
 import paramiko
 from fabric import Connection
 from pydantic import BaseModel, ConfigDict
 
 from provision.errors import InputError, ProvisionError
+from provision.redfish.redact import scrub
 from provision.spec import HostEntry, SshEndpoint
 
 
 class SshError(ProvisionError):
     """A node could not be reached or a command could not run over SSH."""
+
+
+# What a node that is rebooting, or a session that drops, raises from a command: invoke's Failure
+# (CommandTimedOut, UnexpectedExit), its IO threads' errors, paramiko's, and the socket's.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    invoke.exceptions.Failure, invoke.exceptions.ThreadException, paramiko.SSHException, EOFError, OSError,
+)
+
+
+def _why(exc: BaseException) -> str:
+    """`Type: message` on one line, secrets scrubbed."""
+    text = " ".join(str(exc).split())
+    return scrub(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:300]
 
 
 class CommandResult(BaseModel):
@@ -80,8 +95,8 @@ def run(host: HostEntry, command: str, timeout: float = 60.0) -> CommandResult:
     with connect(host) as conn:
         try:
             res = conn.run(command, hide=True, warn=True, timeout=timeout, in_stream=False)
-        except Exception as exc:  # invoke's CommandTimedOut and transport errors
-            raise SshError(f"{host.name}: {command!r} did not complete: {type(exc).__name__}") from None
+        except TRANSPORT_ERRORS as exc:  # invoke's CommandTimedOut and transport errors, nothing else
+            raise SshError(f"{host.name}: {command!r} did not complete: {_why(exc)}") from None
     return CommandResult(node=host.name, command=command, exit_code=res.exited, stdout=res.stdout,
                          stderr=res.stderr, seconds=round(time.monotonic() - started, 3))
 
@@ -99,7 +114,7 @@ def wait_for_ssh(host: HostEntry, timeout: float = 300.0, interval: float = 2.0)
             last = str(exc)
             if "refused:" in last and ("not found in known_hosts" in last or "does not match" in last):
                 raise  # an unknown or changed host key is not "not up yet"
-        except Exception as exc:
-            last = f"session dropped: {type(exc).__name__}: {exc}"
+        except TRANSPORT_ERRORS as exc:  # the session dropped while the node came up; a bug is not retried
+            last = f"session dropped: {_why(exc)}"
         time.sleep(interval)
     raise SshError(f"{host.name}: SSH not up after {timeout:.0f} s ({last})")

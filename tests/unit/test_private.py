@@ -166,3 +166,12 @@ def test_bringup_node_log_is_private(tmp_path: Path, loose_umask: None) -> None:
     progress = Progress(["n1"], tmp_path / "logs", Console(file=open(os.devnull, "w")), live=False)  # noqa: SIM115
     progress("n1", "preflight", "observing")
     assert _mode(tmp_path / "logs" / "n1.log") == 0o600 and _mode(tmp_path / "logs") == 0o700
+
+
+def test_a_directory_that_cannot_be_created_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: object, mode: int = 0o777) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "mkdir", refuse)
+    with pytest.raises(UnsafePathError, match=rf"^{tmp_path / 'd'}: cannot create a private directory: Permission"):
+        ensure_private_dir(tmp_path / "d")

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from provision.redfish.image_server import ImageServer
+from provision.redfish.image_server import ImageServer, ImageServerError
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_advertised_address_changes_the_url_not_the_bind(images: tuple[Path, Pat
 def test_only_while_needed(images: tuple[Path, Path]) -> None:
     image, _ = images
     srv = ImageServer(bind="127.0.0.1")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ImageServerError, match="not started"):
         srv.url_for(image)  # not started: no URL to hand out
     with srv:
         port = srv.actual_port

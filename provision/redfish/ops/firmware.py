@@ -179,7 +179,10 @@ def check_image(step: FirmwareStep) -> bytes:
     """The image bytes, after checking they exist and match the baseline's sha256."""
     if not step.image.is_file():
         raise InputError(f"firmware image for {step.component} not found: {step.image}")
-    data = step.image.read_bytes()
+    try:
+        data = step.image.read_bytes()
+    except OSError as exc:
+        raise InputError(f"firmware image for {step.component}: cannot read {step.image}: {exc.strerror}") from None
     digest = hashlib.sha256(data).hexdigest()
     if digest != step.sha256:
         raise InputError(f"firmware image {step.image} sha256 {digest} does not match the baseline {step.sha256}")
