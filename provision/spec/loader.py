@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from provision.errors import InventoryError, SpecError
+from provision.redfish.redact import register_secret
 from provision.spec.model import BmcEndpoint, Fleet, HostEntry, NodeSpec, SshEndpoint
 from provision.spec.strict_yaml import load_strict, yaml_files
 
@@ -202,6 +203,7 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             "travel in clear; use https:// (or set provision_bmc_insecure_http: true for this host or group)")
     user = hv.get("provision_bmc_username") or os.environ.get(CREDENTIAL_ENV[0]) or ""
     password = hv.get("provision_bmc_password") or os.environ.get(CREDENTIAL_ENV[1]) or ""
+    register_secret(str(password))  # scrubbed from logs, journal rows and hook output from now on
     try:
         return BmcEndpoint(
             address=str(address),

@@ -71,3 +71,11 @@ def test_the_opt_in_warns_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
         warnings.simplefilter("always")
         session.options_for("n3", BmcEndpoint(address="https://10.0.0.3", username="u", password="p"))
     assert not [w for w in later if "plain HTTP" in str(w.message)]
+
+
+def test_loading_the_inventory_registers_every_bmc_password(inventory_copy: Path) -> None:
+    from provision.redfish.redact import MASK, scrub
+
+    _set_host_vars(inventory_copy, "node02", provision_bmc_password="Inv-Pa55-" + "w0rd9")
+    load_fleet(inventory_copy)
+    assert scrub("hook said Inv-Pa55-w0rd9") == f"hook said {MASK}"
