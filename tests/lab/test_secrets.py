@@ -1,7 +1,9 @@
-"""Secret hygiene across the toolkit, on the lab: a whole bring-up of one node, a small campaign on another,
-verify reports (JSON/HTML/JUnit), a diagnostics bundle, journal views and a refused login, with the BMC
-passwords and a site secret held as ansible-vault encrypted variables. Then every file the runs wrote and
-every line they printed is searched for the secrets: zero hits. State files are private (0600).
+"""Secret hygiene across the toolkit, on the lab: a whole bring-up of one node (with a debug --log-file), a
+small campaign on another whose drain/undrain hooks print their whole environment, verify reports
+(JSON/HTML/JUnit), a diagnostics bundle, journal views and a refused login, with the BMC passwords and a
+site secret held as ansible-vault encrypted variables and a BMC password in the controller's environment.
+Then every file the runs wrote (the journal's hook rows among them) and every line they printed is searched
+for the secrets: zero hits. State files are private (0600).
 """
 
 from __future__ import annotations
@@ -53,9 +55,16 @@ class SecretLab:
         return self.state.inventory
 
     @property
+    def env_secret(self) -> str:
+        """A BMC password in the controller's environment (the inventory's vault value wins for the lab's BMCs):
+        what a hook that inherited the controller's environment would print."""
+        return "ENV-" + self.site_secret[::-1]
+
+    @property
     def env(self) -> dict[str, str]:
         return {**os.environ, "ANSIBLE_VAULT_PASSWORD_FILE": str(self.work / "vault-pass"),
-                "PROVISION_STATE_DIR": str(self.work / "state"), "PROVISION_LAB_DIR": str(self.state.lab_dir)}
+                "PROVISION_STATE_DIR": str(self.work / "state"), "PROVISION_LAB_DIR": str(self.state.lab_dir),
+                "PROVISION_BMC_PASSWORD": self.env_secret}
 
     def cli(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run([*CLI, *args], capture_output=True, text=True, env=self.env, timeout=timeout,
@@ -139,8 +148,8 @@ def test_no_secret_in_any_log_report_journal_bundle_or_error(lab: SecretLab) -> 
     reports = lab.work / "reports"
     reports.mkdir()
     # a whole bring-up of node01 (its outcome is not this test's business: the secrets are)
-    bringup = lab.cli("bringup", "node01", "-i", inv, "--journal", journal, "--log-dir", str(lab.work / "logs"),
-                      "--poll-seconds", "0.2", "--json")
+    bringup = lab.cli("--log-file", str(lab.work / "logs" / "debug.log"), "bringup", "node01", "-i", inv,
+                      "--journal", journal, "--log-dir", str(lab.work / "logs"), "--poll-seconds", "0.2", "--json")
     assert json.loads(bringup.stdout)["nodes"][0]["stages"][0]["outcome"] == "converged", bringup.stdout
     lab.cli("status", "--journal", journal, "--json")
     lab.cli("history", "node01", "--journal", journal)
@@ -148,7 +157,12 @@ def test_no_secret_in_any_log_report_journal_bundle_or_error(lab: SecretLab) -> 
             "--html", str(reports / "v.html"), "--all")
     lab.cli("collect", "node01", "-i", inv, "--out", str(lab.work / "bundles"))
     # a small campaign on node02
-    camp = write_lab_campaign(lab.work / "campaign", "secretc", {"waves": {"canary": 1}})
+    hook_env = lab.work / "hooks" / "env.jsonl"
+    hook_env.parent.mkdir()
+    print_env = (f"{sys.executable} -c \"import json, os, sys; e = json.dumps(dict(os.environ)); "
+                 f"open(sys.argv[1], 'a').write(e + chr(10)); print(e)\" {hook_env}")
+    camp = write_lab_campaign(lab.work / "campaign", "secretc", {
+        "waves": {"canary": 1}, "hooks": {"drain": print_env, "undrain": print_env, "env_allow": ["PROVISION_LAB_DIR"]}})
     started = lab.cli("campaign", "start", str(camp), "-i", inv, "--limit", "node02", "--journal", journal,
                       "--poll-seconds", "0.2", "--json")
     assert started.returncode == 0, started.stdout + started.stderr
@@ -164,7 +178,7 @@ def test_no_secret_in_any_log_report_journal_bundle_or_error(lab: SecretLab) -> 
 
     needles = {f"BMC password {i + 1}": p for i, p in enumerate(lab.bmc_passwords())}
     needles |= {"wrong BMC password": lab.wrong_password, "vault secret": lab.site_secret,
-                "vault password": lab.vault_password}
+                "vault password": lab.vault_password, "controller's env password": lab.env_secret}
     hits: list[str] = []
     for where, data in _texts(lab.work):
         rel = where.removeprefix(str(lab.work) + "/")
@@ -179,14 +193,36 @@ def test_no_secret_in_any_log_report_journal_bundle_or_error(lab: SecretLab) -> 
     assert not hits, hits
     # the runs did write what was searched
     assert (lab.work / "logs" / "node01.log").stat().st_size > 0
+    assert "DEBUG" in (lab.work / "logs" / "debug.log").read_text()
+    _hooks_saw_only_their_environment(hook_env, lab.work / "state" / "journal.db")
     assert list((lab.work / "bundles").glob("*.tar.gz")) and (reports / "c.html").exists()
     assert (reports / "v.xml").exists() and (reports / "v.json").exists() and (reports / "v.html").exists()
+
+
+def _hooks_saw_only_their_environment(hook_env: Path, journal: Path) -> None:
+    """Both hooks ran with the documented environment (no vault file, no BMC password), and the journal's
+    hook rows hold what they printed."""
+    from provision.journal import Journal
+
+    seen = [json.loads(line) for line in hook_env.read_text().splitlines()]
+    assert len(seen) == 2, seen  # drain and undrain of node02
+    for env in seen:
+        assert env["PROVISION_NODE"] == "node02" and env["PROVISION_CAMPAIGN"] == "secretc"
+        assert not {"PROVISION_BMC_PASSWORD", "ANSIBLE_VAULT_PASSWORD_FILE", "PROVISION_STATE_DIR"} & set(env)
+        assert env["PROVISION_LAB_DIR"]  # allow-listed in the campaign file
+        assert set(env) <= {"PATH", "LANG", "HOME", "PROVISION_NODE", "PROVISION_CAMPAIGN", "PROVISION_LAB_DIR",
+                            "LC_CTYPE"}, env
+    with Journal(journal) as jr:
+        rows = [a for a in jr.actions("node02") if a.action in ("drain", "undrain")]
+    assert [a.action for a in rows] == ["drain", "undrain"] and all(a.outcome == "ok" for a in rows), rows
+    assert all("PROVISION_CAMPAIGN" in a.detail for a in rows), rows  # the tail of what each printed
 
 
 def test_state_files_are_private(lab: SecretLab) -> None:
     """Journal (and its WAL/SHM), per-node logs, bundles, the lab's secrets: mode 0600."""
     state = lab.work / "state"
     files = [*state.glob("journal.db*"), *(lab.work / "logs").glob("*.log"), *(lab.work / "bundles").glob("*"),
+             *(lab.work / "reports").glob("c.html"),
              lab.state.lab_dir / manager.SIM_CONFIG, lab.state.lab_dir / "server-key.pem",
              *(lab.state.lab_dir / "inventory" / "host_vars").glob("*.yml")]
     assert len(files) >= 6, files
