@@ -12,6 +12,7 @@ from rich.live import Live
 from rich.table import Table
 
 from provision.bringup.model import STAGES
+from provision.errors import InputError
 from provision.private import open_private
 
 
@@ -24,7 +25,10 @@ class Progress:
         self.lock = threading.Lock()
         self.log_dir = log_dir
         if log_dir is not None:
-            log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise InputError(f"{log_dir}: cannot create the log directory: {exc.strerror}") from None
         self.live = Live(self._table(), console=console, refresh_per_second=4, transient=False) if live else None
 
     def __call__(self, node: str, stage: str, message: str) -> None:

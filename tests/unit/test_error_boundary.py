@@ -156,3 +156,13 @@ def test_run_keeps_the_message_of_a_dropped_session(host: Any, monkeypatch: pyte
     monkeypatch.setattr(ssh, "connect", _connect_raising(EOFError("connection reset mid-command")))
     with pytest.raises(ssh.SshError, match=r"node01: 'uptime' did not complete: EOFError: connection reset"):
         ssh.run(host, "uptime")
+
+
+def test_a_log_dir_that_cannot_be_made_is_an_input_error(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from provision.bringup.display import Progress
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match=rf"{tmp_path / 'file' / 'logs'}: cannot create the log directory"):
+        Progress(["n1"], tmp_path / "file" / "logs", Console(), live=False)
