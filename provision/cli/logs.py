@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from provision.errors import InputError
 from provision.private import open_private
 from provision.redfish.redact import RedactingFilter
 
@@ -48,6 +49,10 @@ def configure(verbose: int = 0, log_file: Path | None = None) -> list[logging.Ha
     stderr.setFormatter(logging.Formatter(STDERR_FORMAT if verbose <= 0 else VERBOSE_FORMAT))
     handlers: list[logging.Handler] = [stderr]
     if log_file is not None:
+        try:
+            log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{log_file}: cannot create its directory: {exc.strerror}") from None
         to_file = logging.StreamHandler(open_private(log_file, append=True))  # 0600 from the start
         to_file.setLevel(logging.DEBUG)
         to_file.setFormatter(logging.Formatter(FILE_FORMAT))

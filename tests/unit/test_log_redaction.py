@@ -54,6 +54,19 @@ def test_the_log_file_is_0600_from_the_start(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "f.log").stat().st_mode) == 0o600
 
 
+def test_the_log_files_directory_is_made_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+    from provision.errors import InputError
+
+    try:
+        logs.configure(0, tmp_path / "new" / "debug.log")
+        (tmp_path / "file").write_text("")
+        with pytest.raises(InputError, match=rf"{tmp_path / 'file' / 'x.log'}: cannot create its directory"):
+            logs.configure(0, tmp_path / "file" / "x.log")
+    finally:
+        logs.configure(0, None)
+    assert (tmp_path / "new" / "debug.log").is_file()
+
+
 def test_configure_twice_keeps_one_set_of_handlers(tmp_path: Path) -> None:
     logs.configure(0, tmp_path / "a.log")
     logs.configure(1, None)
