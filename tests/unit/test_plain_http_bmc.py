@@ -79,3 +79,12 @@ def test_loading_the_inventory_registers_every_bmc_password(inventory_copy: Path
     _set_host_vars(inventory_copy, "node02", provision_bmc_password="Inv-Pa55-" + "w0rd9")
     load_fleet(inventory_copy)
     assert scrub("hook said Inv-Pa55-w0rd9") == f"hook said {MASK}"
+
+
+def test_the_lab_opts_in_only_for_its_http_only_bmcs(tmp_path: Path) -> None:
+    from provision.lab import manager
+
+    http_only = manager._host_vars(tmp_path, manager.NodeState(name="n1", https_port=None, http_port=8000), "pw")
+    both = manager._host_vars(tmp_path, manager.NodeState(name="n2", https_port=8443, http_port=8000), "pw")
+    assert http_only["provision_bmc_address"].startswith("http://") and http_only["provision_bmc_insecure_http"]
+    assert both["provision_bmc_address"].startswith("https://") and "provision_bmc_insecure_http" not in both
