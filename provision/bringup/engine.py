@@ -1,7 +1,8 @@
 """Run stages over many nodes under a concurrency limit; one node's failure stops only that node.
 
-Resuming needs no special case: every stage observes the live state before planning, so a stage
-whose work was done before an interruption plans nothing and the run moves on.
+Resuming needs no special case: every stage observes the live state (and the journal) before planning,
+so a stage whose work was done before an interruption plans nothing and the run moves on. The plan is a
+pure function of what was observed; apply carries out exactly the plan's actions.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _run_stage(ctx: StageContext, stage: Stage, plan_only: bool) -> StageResult:
     plan = StagePlan(stage=stage.name, node=ctx.host.name)
     try:
         ctx.say(stage.name, "observing")
-        plan = stage.plan(ctx, stage.observe(ctx))
+        plan = stage.plan(ctx.host, stage.observe(ctx))
         outcome = _apply(ctx, stage, plan, plan_only)
         error = ""
     except ProvisionError as exc:

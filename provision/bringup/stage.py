@@ -59,13 +59,16 @@ class Stage(Protocol):
     name: str
 
     def observe(self, ctx: StageContext) -> Any:
-        """Read-only look at the node (BMC, OS). Safe to repeat at any time."""
+        """Read-only look at everything the plan needs: the node (BMC, OS) and the journal. Safe to repeat."""
         ...
 
-    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
-        """Pure: the actions that take the observed state to the spec."""
+    def plan(self, host: HostEntry, observed: Any) -> StagePlan:
+        """Pure: the actions that take the observed state to the host's spec, each carrying what apply needs.
+
+        No I/O here (no BMC, no journal): given the same host and observation, the same plan."""
         ...
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
-        """Carry out exactly the plan's actions; raise ProvisionError on failure."""
+        """Carry out exactly the plan's actions, re-reading only to verify their effect; raise
+        ProvisionError on failure."""
         ...

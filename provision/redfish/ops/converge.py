@@ -101,9 +101,11 @@ def _firmware(node: Node, fplan: fw.FirmwarePlan, opts: ConvergeOptions, clock: 
 
 
 def send_step(node: Node, step: fw.FirmwareStep, server: ImageServer | None, opts: ConvergeOptions,
-              clock: Clock) -> None:
-    """Send one update and follow its task; an Immediate image (BMC) is waited out and verified now."""
-    resp = fw.send(node, step, fw.observe(node.conn), server)
+              clock: Clock, state: fw.FirmwareState | None = None) -> None:
+    """Send one update and follow its task; an Immediate image (BMC) is waited out and verified now.
+
+    `state` is the FirmwareState the step was planned from (read again when not given)."""
+    resp = fw.send(node, step, state if state is not None else fw.observe(node.conn), server)
     uri = fw.task_uri(resp)
     if uri:
         fw.monitor(node, uri, step.timeout_s, clock)
