@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from provision.bringup.model import StagePlan
 from provision.bringup.options import BringupOptions
@@ -35,11 +34,6 @@ class BmcStage:
     def __init__(self, opts: BringupOptions) -> None:
         self.opts = opts
         self.clock = Clock(poll_s=opts.poll_s)
-
-    @property
-    def inventory_dir(self) -> Path:
-        inv = self.opts.inventory
-        return inv if inv.is_dir() else inv.parent
 
 
 class PreflightStage(BmcStage):

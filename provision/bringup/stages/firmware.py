@@ -86,8 +86,8 @@ class FirmwareStage(BmcStage):
                                 interrupted=flashes)
 
     def plan(self, host: HostEntry, observed: FirmwareObserved) -> StagePlan:
-        fplan = fw.plan(host.spec.firmware, observed.firmware, observed.vendor, self.inventory_dir,
-                        self.opts.allow_downgrade)
+        fplan = fw.plan(host.spec.firmware, observed.firmware, observed.vendor,
+                        allow_downgrade=self.opts.allow_downgrade)
         return plan_firmware(host, observed, fplan)
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:

@@ -65,8 +65,8 @@ class ResetStage(BmcStage):
 
     def plan(self, host: HostEntry, observed: ResetObserved) -> StagePlan:
         spec = host.spec
-        fplan = fw.plan(spec.firmware, observed.firmware, observed.vendor, self.inventory_dir,
-                        self.opts.allow_downgrade)
+        fplan = fw.plan(spec.firmware, observed.firmware, observed.vendor,
+                        allow_downgrade=self.opts.allow_downgrade)
         return plan_reset(host, observed, fplan, bios_ops.plan(spec.bios, observed.bios, observed.vendor))
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:

@@ -57,7 +57,11 @@ class ConvergeResult(BaseModel):
     verified: bool = False
 
 
-def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path, opts: ConvergeOptions) -> ConvergePlan:
+def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path | None = None,
+              opts: ConvergeOptions | None = None) -> ConvergePlan:
+    """Observe and plan firmware and BIOS; a spec from load_fleet needs no `inventory_dir` (its images are
+    absolute)."""
+    opts = opts or ConvergeOptions()
     fplan = fw.FirmwarePlan()
     if opts.firmware:
         fplan = fw.plan(spec.firmware, fw.observe(node.conn), node.vendor, inventory_dir, opts.allow_downgrade)
