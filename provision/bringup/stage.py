@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar
 from provision.bringup import failpoint
 from provision.bringup.model import Action, StagePlan
 from provision.journal import Journal
+from provision.journal.locks import NodeLocks
 from provision.spec import HostEntry
 
 Progress = Callable[[str, str, str], None]  # (node, stage, message)
@@ -24,6 +25,8 @@ class StageContext:
     journal: Journal | None
     run_id: int | None
     progress: Progress = field(default=lambda node, stage, msg: None)
+    locks: NodeLocks | None = None
+    """The run's node leases; every side effect first checks this node's is still ours."""
     resources: ExitStack = field(default_factory=ExitStack)
     _kept: dict[str, Any] = field(default_factory=dict)
 
@@ -39,6 +42,8 @@ class StageContext:
 
     def side_effect(self, stage: str, action: Action, do: Callable[[], Any]) -> Any:
         """Run one side effect with its intent journaled first, its outcome after."""
+        if self.locks is not None:
+            self.locks.check(self.host.name)
         if self.journal is None or self.run_id is None:
             return do()
         action_id = self.journal.action_started(self.run_id, self.host.name, stage, action.kind, action.target)
