@@ -45,6 +45,9 @@ class FakeBmc:
     tree: dict[str, Any] = field(default_factory=dict)
     pushes: list[dict[str, Any]] = field(default_factory=list)
     staged: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    """What the BMC was asked, in order: "GET uri", "PUSH targets", "PATCH uri", "RESET"."""
+    patches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     opts: _Opts = field(default_factory=_Opts)
     _tasks: dict[str, tuple[list[str], str, int]] = field(default_factory=dict)
 
@@ -63,6 +66,7 @@ class FakeBmc:
 
     def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
         uri = uri.rstrip("/") or "/"
+        self.events.append(f"GET {uri}")
         if uri in self._tasks:
             return self._poll(uri)
         if uri not in self.tree:
@@ -82,12 +86,20 @@ class FakeBmc:
     def request(self, method: str, uri: str, **kw: Any) -> Response:
         return Response(200, {}, self.get(uri))
 
+    def patch(self, uri: str, body: dict[str, Any], etag: str | None = None) -> Response:
+        """A write to a BIOS Settings (pending) resource, kept there until the host reset."""
+        self.events.append(f"PATCH {uri}")
+        self.patches.append((uri, body))
+        self.tree[uri.rstrip("/")].setdefault("Attributes", {}).update(body.get("Attributes", {}))
+        return Response(204, {}, None)
+
     def post(self, uri: str, body: Any = None, timeout: float | None = None) -> Response:
         raise RedfishError(f"{self.opts.where}: POST {uri}: not offered by the fake")
 
     def post_multipart(self, uri: str, parts: dict[str, Any], timeout: float | None = None) -> Response:
         params = json.loads(parts["UpdateParameters"][1])
         self.pushes.append({"uri": uri, "file": parts["UpdateFile"][0], **params})
+        self.events.append(f"PUSH {','.join(params['Targets'])}")
         task = f"{ROOT}/TaskService/Tasks/{len(self._tasks) + 1}"
         self._tasks[task] = (list(params["Targets"]), params["@Redfish.OperationApplyTime"], 0)
         return Response(202, {"location": task}, {})
@@ -110,9 +122,14 @@ class FakeBmc:
             self.tree[target]["Version"] = self.flash_to[target]
 
     def host_reset(self) -> None:
+        """Staged images take, and the BIOS's pending values become current."""
+        self.events.append("RESET")
         for target in self.staged:
             self._flash(target)
         self.staged.clear()
+        bios = next(u for u in self.tree if u.endswith("/Bios") and u.startswith(f"{ROOT}/Systems/"))
+        settings = self.tree[f"{bios}/Settings"]
+        self.tree[bios]["Attributes"].update(settings.get("Attributes", {}))
 
 
 def node_of(bmc: FakeBmc) -> Node:
