@@ -1,7 +1,8 @@
 """Run stages over many nodes under a concurrency limit; one node's failure stops only that node.
 
-Resuming needs no special case: every stage observes the live state before planning, so a stage
-whose work was done before an interruption plans nothing and the run moves on.
+Resuming needs no special case: every stage observes the live state (and the journal) before planning,
+so a stage whose work was done before an interruption plans nothing and the run moves on. The plan is a
+pure function of what was observed; apply carries out exactly the plan's actions.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from provision.bringup.model import STAGES, BringupResult, NodeResult, Outcome, 
 from provision.bringup.stage import Progress, Stage, StageContext
 from provision.errors import InputError, ProvisionError
 from provision.journal import Journal
+from provision.journal.locks import NodeLocks
 from provision.redfish.redact import scrub
 from provision.spec import HostEntry
 
@@ -40,14 +42,26 @@ def run_bringup(
     concurrency: int = 4,
     progress: Progress | None = None,
 ) -> BringupResult:
-    """Bring every host through `stages`; returns per-node results (never raises for a node)."""
+    """Bring every host through `stages`; returns per-node results (never raises for a node).
+
+    A run that changes nodes holds each node's lease in the journal for its whole duration: a node
+    another run holds is refused (NodeLocked naming the holder) before anything is done to any node."""
+    if journal is None or plan_only:
+        return _run(hosts, stages, journal, None, plan_only, concurrency, progress)
+    locks = NodeLocks(journal)
+    with locks.hold([h.name for h in hosts], owner="bringup"):
+        return _run(hosts, stages, journal, locks, plan_only, concurrency, progress)
+
+
+def _run(hosts: Sequence[HostEntry], stages: Sequence[Stage], journal: Journal | None, locks: NodeLocks | None,
+         plan_only: bool, concurrency: int, progress: Progress | None) -> BringupResult:
     run_id = None
     if journal is not None and not plan_only:
         run_id = journal.start_run("bringup", ",".join(h.name for h in hosts), {"stages": [s.name for s in stages]})
     say = progress or (lambda node, stage, msg: None)
 
     def one(host: HostEntry) -> NodeResult:
-        ctx = StageContext(host=host, journal=journal, run_id=run_id, progress=say)
+        ctx = StageContext(host=host, journal=journal, run_id=run_id, progress=say, locks=locks)
         try:
             return _run_node(ctx, stages, plan_only)
         finally:
@@ -94,7 +108,7 @@ def _run_stage(ctx: StageContext, stage: Stage, plan_only: bool) -> StageResult:
     plan = StagePlan(stage=stage.name, node=ctx.host.name)
     try:
         ctx.say(stage.name, "observing")
-        plan = stage.plan(ctx, stage.observe(ctx))
+        plan = stage.plan(ctx.host, stage.observe(ctx))
         outcome = _apply(ctx, stage, plan, plan_only)
         error = ""
     except ProvisionError as exc:

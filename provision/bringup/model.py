@@ -6,7 +6,20 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-STAGES: tuple[str, ...] = ("preflight", "firmware", "bios", "reset", "os", "configure", "verify")
+
+class StageName(StrEnum):
+    """The bring-up stages, in the order they run."""
+
+    PREFLIGHT = "preflight"
+    FIRMWARE = "firmware"
+    BIOS = "bios"
+    RESET = "reset"
+    OS = "os"
+    CONFIGURE = "configure"
+    VERIFY = "verify"
+
+
+STAGES: tuple[str, ...] = tuple(s.value for s in StageName)
 
 
 class Action(BaseModel):

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from provision.conformance.model import Level
+
 
 class BringupOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -19,6 +21,6 @@ class BringupOptions(BaseModel):
     poll_s: float = 1.0
     os_image: str | None = None  # virtual-media URL of an installer; None: the OS must already answer SSH
     ssh_wait_s: float = 300.0
-    verify_level: str = "full"
+    verify_level: Level = Level.FULL
     strategy: Literal["linear", "mitogen"] = "linear"
     forks: int = 8

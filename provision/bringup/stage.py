@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar
 from provision.bringup import failpoint
 from provision.bringup.model import Action, StagePlan
 from provision.journal import Journal
+from provision.journal.locks import NodeLocks
 from provision.spec import HostEntry
 
 Progress = Callable[[str, str, str], None]  # (node, stage, message)
@@ -24,6 +25,8 @@ class StageContext:
     journal: Journal | None
     run_id: int | None
     progress: Progress = field(default=lambda node, stage, msg: None)
+    locks: NodeLocks | None = None
+    """The run's node leases; every side effect first checks this node's is still ours."""
     resources: ExitStack = field(default_factory=ExitStack)
     _kept: dict[str, Any] = field(default_factory=dict)
 
@@ -39,6 +42,8 @@ class StageContext:
 
     def side_effect(self, stage: str, action: Action, do: Callable[[], Any]) -> Any:
         """Run one side effect with its intent journaled first, its outcome after."""
+        if self.locks is not None:
+            self.locks.check(self.host.name)
         if self.journal is None or self.run_id is None:
             return do()
         action_id = self.journal.action_started(self.run_id, self.host.name, stage, action.kind, action.target)
@@ -59,13 +64,16 @@ class Stage(Protocol):
     name: str
 
     def observe(self, ctx: StageContext) -> Any:
-        """Read-only look at the node (BMC, OS). Safe to repeat at any time."""
+        """Read-only look at everything the plan needs: the node (BMC, OS) and the journal. Safe to repeat."""
         ...
 
-    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
-        """Pure: the actions that take the observed state to the spec."""
+    def plan(self, host: HostEntry, observed: Any) -> StagePlan:
+        """Pure: the actions that take the observed state to the host's spec, each carrying what apply needs.
+
+        No I/O here (no BMC, no journal): given the same host and observation, the same plan."""
         ...
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
-        """Carry out exactly the plan's actions; raise ProvisionError on failure."""
+        """Carry out exactly the plan's actions, re-reading only to verify their effect; raise
+        ProvisionError on failure."""
         ...

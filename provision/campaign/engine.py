@@ -30,6 +30,7 @@ from provision.campaign.window import inside, next_opening
 from provision.campaign.workers import Workers
 from provision.errors import InputError
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
+from provision.journal.locks import NodeLocks
 
 
 class Outcome(BaseModel):
@@ -134,7 +135,8 @@ class Engine:
         self._check_targets()
         self.store.claim(name, os.getpid())
         run_id = self.store.journal.start_run("campaign", name, {"how": how})
-        ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s)
+        ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s,
+                          locks=NodeLocks(self.store.journal))
         tally = _Tally()
         try:
             with self._workers():

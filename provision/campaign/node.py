@@ -16,6 +16,7 @@ from provision.campaign.hooks import HookRunner, run_hook
 from provision.campaign.updater import FirmwareState, NodeUpdater, Target, UpdateFailed
 from provision.errors import ProvisionError
 from provision.journal.campaigns import CampaignStore, NodeState
+from provision.journal.locks import NodeLocked, NodeLocks
 from provision.redfish.redact import scrub
 
 
@@ -30,6 +31,8 @@ class NodeContext:
     run_hook: HookRunner = run_hook
     poll_s: float = 2.0
     busy_timeout_s: float = 3600.0
+    locks: NodeLocks | None = None
+    """Node leases: a turn holds its node's, so no bring-up (or other campaign) changes it meanwhile."""
 
 
 def pending(components: Sequence[Component], state: FirmwareState) -> list[Component]:
@@ -59,7 +62,21 @@ def observe_settled(ctx: NodeContext, target: Target) -> FirmwareState:
 
 
 def process_node(ctx: NodeContext, target: Target) -> NodeState:
-    """Run one node's turn; record the outcome in the journal; never raises ProvisionError."""
+    """Run one node's turn under its lease; record the outcome in the journal; never raises ProvisionError.
+
+    A node whose lease another run holds (a bring-up on it) is refused: failed, naming the holder."""
+    if ctx.locks is None:
+        return _turn(ctx, target)
+    try:
+        with ctx.locks.hold([target.name], owner=f"campaign {ctx.catalog.name}"):
+            return _turn(ctx, target)
+    except NodeLocked as exc:
+        ctx.store.node_started(ctx.catalog.name, target.name, {})
+        ctx.store.node_finished(ctx.catalog.name, target.name, NodeState.FAILED, {}, f"refused: {exc}")
+        return NodeState.FAILED
+
+
+def _turn(ctx: NodeContext, target: Target) -> NodeState:
     name = ctx.catalog.name
     try:
         before = observe_settled(ctx, target)

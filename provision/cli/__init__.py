@@ -18,6 +18,11 @@ from provision.cli import logs
 from provision.cli.output import err_console
 from provision.errors import ProvisionError
 
+try:  # typer carries its own copy of click (typer._click) since 0.2x; older ones use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 app = typer.Typer(
     name="provision",
     help="Take bare GPU servers to verified, production-ready nodes, and keep a fleet there.",
@@ -79,11 +84,22 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turn ProvisionError into one line and an exit code.
 
-    Usage errors are reported by the CLI framework itself (exit 2); everything the library
-    raises on purpose is a ProvisionError and prints as one red line.
+    A usage error (an unknown option, a value not among the choices) prints as one line naming the
+    command and the option, exit 2; everything the library raises on purpose is a ProvisionError and
+    prints as one red line too. Nothing has run when a usage error is reported.
     """
     try:
-        app(args=argv, standalone_mode=True, prog_name="provision")
+        code = app(args=argv, standalone_mode=False, prog_name="provision")
+    except click_errors.NoArgsIsHelpError as exc:  # typer's help renders itself (rich) as it is built
+        if exc.format_message().strip():
+            typer.echo(exc.format_message())
+        return 2
+    except click_errors.ClickException as exc:
+        err_console.print(f"[red]error:[/red] {escape(_usage_line(exc))}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except typer.Abort:
+        err_console.print("[red]aborted[/red]")
+        return 1
     except ProvisionError as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return exc.exit_code
@@ -103,7 +119,16 @@ def main(argv: list[str] | None = None) -> int:
             soft_wrap=True,
         )
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
+
+
+def _usage_line(exc: click_errors.ClickException) -> str:
+    """`provision bringup: invalid value for '--level': 'fulll' is not one of ... (see --help)`, one line."""
+    text = " ".join(exc.format_message().replace("Value error, ", "").split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return text
+    return f"{ctx.command_path}: {text} (see {ctx.command_path} --help)"
 
 
 def run() -> None:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
 from provision.cli.output import console, emit_json
 from provision.errors import CheckFailed
 from provision.redfish.ops import bios as bios_ops
@@ -41,7 +41,7 @@ def render(node: str, plan: bios_ops.BiosPlan) -> None:
 def diff(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
          insecure: InsecureOpt = False) -> None:
     """Show the attributes whose current value differs from the spec."""
-    with open_host(inventory, node, insecure) as (host, facts):
+    with open_host(load_host(inventory, node), insecure) as (host, facts):
         plan = bios_ops.plan(host.spec.bios, bios_ops.observe(facts), facts.vendor)
     if as_json:
         emit_json({"node": node, "plan": plan})
@@ -56,8 +56,8 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
           no_reset: NoResetOpt = False, as_json: JsonOpt = False, insecure: InsecureOpt = False) -> None:
     """Validate against the registry, write the pending values, reset the host once, verify."""
     opts = converge.ConvergeOptions(firmware=False, reset=not no_reset)
-    with open_host(inventory, node, insecure) as (host, facts):
-        cplan = converge.make_plan(facts, host.spec, inventory.parent, opts)
+    with open_host(load_host(inventory, node), insecure) as (host, facts):
+        cplan = converge.make_plan(facts, host.spec, opts=opts)
         assert cplan.bios is not None
         if plan_only or (not cplan.bios.changes and not cplan.bios.invalid):
             if as_json:

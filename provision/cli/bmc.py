@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
 from provision.cli.output import console, emit_json
 from provision.errors import CheckFailed
 from provision.redfish.ops import inventory as inv_ops
@@ -27,7 +27,7 @@ PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; c
 def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
               insecure: InsecureOpt = False) -> None:
     """Read the node's hardware from its BMC and report drift against its spec."""
-    with open_host(inventory, node, insecure) as (host, facts):
+    with open_host(load_host(inventory, node), insecure) as (host, facts):
         inv = inv_ops.observe(facts.conn)
     report = inv_ops.drift(host.spec, inv)
     if as_json:
@@ -84,7 +84,7 @@ def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd
     if plan_only:
         console.print(f"{node}: would set a one-time boot from {target} (--plan: nothing changed)")
         return
-    with open_host(inventory, node, insecure) as (_, facts):
+    with open_host(load_host(inventory, node), insecure) as (_, facts):
         power_ops.boot_once(facts, target, mode)
     console.print(f"{node}: next boot from {target} (once)")
 
@@ -103,6 +103,6 @@ def media(node: NodeArg,
     if plan_only:
         console.print(f"{node}: would {'eject the virtual CD' if eject else f'insert {insert}'} (--plan)")
         return
-    with open_host(inventory, node, insecure) as (_, facts):
+    with open_host(load_host(inventory, node), insecure) as (_, facts):
         uri = power_ops.virtual_media(facts, None if eject else insert)
     console.print(f"{node}: {'ejected' if eject else 'inserted'} ({uri})")

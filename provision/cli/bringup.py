@@ -12,15 +12,19 @@ from rich.table import Table
 
 from provision.bringup.display import Progress
 from provision.bringup.engine import run_bringup, select_stages
-from provision.bringup.model import BringupResult, Outcome
+from provision.bringup.model import BringupResult, Outcome, StageName
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages import default_stages
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
 from provision.cli.output import console, emit_json
+from provision.cli.paths import check_paths
+from provision.conformance.model import Level
 from provision.errors import InputError
 from provision.journal import Journal
+from provision.journal.paths import default_path
 from provision.spec import load_fleet
 
+MAX_CONCURRENCY = 256
 STYLE = {Outcome.APPLIED: "yellow", Outcome.CONVERGED: "green", Outcome.PLANNED: "cyan", Outcome.FAILED: "red",
          Outcome.SKIPPED: "dim"}
 
@@ -30,23 +34,29 @@ def bringup_command(
     limit: Annotated[str | None, typer.Option("--limit", help="An inventory group instead of names")] = None,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     plan: Annotated[bool, typer.Option("--plan", help="Show what every stage would do; change nothing")] = False,
-    start: Annotated[str | None, typer.Option("--from", help="Start at this stage")] = None,
-    only: Annotated[str | None, typer.Option("--only", help="Run only this stage")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Nodes at once")] = 4,
+    start: Annotated[StageName | None, typer.Option("--from", help="Start at this stage")] = None,
+    only: Annotated[StageName | None, typer.Option("--only", help="Run only this stage")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Nodes at once")] = 4,
     journal: Annotated[Path | None, typer.Option("--journal", help="Journal database")] = None,
     log_dir: Annotated[Path, typer.Option("--log-dir", help="One log file per node")] = Path("logs/bringup"),
     os_image: Annotated[str | None, typer.Option("--os-image", help="Installer URL for nodes without an OS")] = None,
-    level: Annotated[str, typer.Option("--level", help="Conformance level of the verify stage")] = "full",
-    poll: Annotated[float, typer.Option("--poll-seconds", help="BMC polling interval")] = 1.0,
+    level: Annotated[Level, typer.Option("--level", help="Conformance level of the verify stage")] = Level.FULL,
+    poll: Annotated[float, typer.Option("--poll-seconds", min=0.05, max=60.0, help="BMC polling interval")] = 1.0,
     insecure: InsecureOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Bring nodes from bare BMC to verified: preflight, firmware, bios, reset, os, configure, verify."""
+    """Bring nodes from bare BMC to verified: preflight, firmware, bios, reset, os, configure, verify.
+
+    Every option is checked before anything is written (the journal, the log directory, a BMC)."""
     if not nodes and not limit:
         raise InputError("name nodes or --limit GROUP")
+    if start is not None and only is not None:
+        raise InputError("--from and --only exclude each other: --from runs a stage and those after it, --only one")
+    check_paths(journal=journal or default_path(), log_dir=log_dir, os_image=os_image)
     hosts = load_fleet(inventory).select(nodes or None, group=limit)
-    opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level, poll_s=poll)
-    stages = select_stages(default_stages(opts), start, only)
+    opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
+                          poll_s=poll)
+    stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None)
     live = not as_json and sys.stdout.isatty()
     with Journal(journal) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
         result = run_bringup(hosts, stages, journal=jr, plan_only=plan, concurrency=concurrency,

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
 from provision.cli.output import console, emit_json
 from provision.errors import CheckFailed
 from provision.redfish.ops import converge
@@ -33,7 +33,7 @@ AdvertiseOpt = Annotated[str | None, typer.Option("--image-advertise",
 def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
            insecure: InsecureOpt = False) -> None:
     """Running firmware vs the baseline, per component."""
-    with open_host(inventory, node, insecure) as (host, facts):
+    with open_host(load_host(inventory, node), insecure) as (host, facts):
         rows = fw.status(host.spec.firmware, fw.observe(facts.conn), facts.vendor)
     if as_json:
         emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
@@ -67,8 +67,8 @@ def render(node: str, cplan: converge.ConvergePlan) -> None:
 
 
 def _plan(node: str, inventory: Path, insecure: bool, opts: converge.ConvergeOptions) -> converge.ConvergePlan:
-    with open_host(inventory, node, insecure) as (host, facts):
-        return converge.make_plan(facts, host.spec, inventory.parent, opts)
+    with open_host(load_host(inventory, node), insecure) as (host, facts):
+        return converge.make_plan(facts, host.spec, opts=opts)
 
 
 @app.command("plan")
@@ -95,8 +95,8 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
     """Bring firmware (and BIOS) to the baseline with one host reset; a converged node plans nothing."""
     opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios, reset=not no_reset,
                                     image_bind=image_bind, image_advertise=image_advertise)
-    with open_host(inventory, node, insecure) as (host, facts):
-        cplan = converge.make_plan(facts, host.spec, inventory.parent, opts)
+    with open_host(load_host(inventory, node), insecure) as (host, facts):
+        cplan = converge.make_plan(facts, host.spec, opts=opts)
         if plan_only or (cplan.empty and not cplan.firmware.refused):
             if as_json:
                 emit_json({"node": node, "plan": cplan, "applied": False})

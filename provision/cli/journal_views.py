@@ -12,6 +12,7 @@ from rich.table import Table
 
 from provision.cli.output import console, emit_json
 from provision.journal import Journal, StageRecord
+from provision.journal.locks import Lease, NodeLocks
 
 JournalOpt = Annotated[
     Path | None,
@@ -28,18 +29,19 @@ def status_command(
     journal: JournalOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Where every node stands: its last stage, outcome and time."""
+    """Where every node stands: its last stage, outcome and time, and who holds its lock now."""
     with Journal(journal) as jr:
-        names = nodes or jr.nodes()
+        leases = {lease.node: lease for lease in NodeLocks(jr).held()}
+        names = nodes or sorted(set(jr.nodes()) | set(leases))
         last = {n: jr.last_stage(n) for n in names}
-    rows = [_status_row(n, rec) for n, rec in last.items()]
+    rows = [_status_row(n, rec, leases.get(n)) for n, rec in last.items()]
     if as_json:
         emit_json(rows)
         return
-    table = Table("node", "stage", "outcome", "ended", "done", "detail", title="bring-up status")
+    table = Table("node", "stage", "outcome", "ended", "done", "locked by", "detail", title="bring-up status")
     for r in rows:
         table.add_row(r.node, r.stage or "-", r.outcome or "never run", _when(r.ended_at), "yes" if r.done else "no",
-                      r.detail)
+                      r.locked_by or "-", r.detail)
     console.print(table)
 
 
@@ -50,14 +52,18 @@ class NodeStatus(BaseModel):
     ended_at: float | None = None
     detail: str = ""
     done: bool = False
+    locked_by: str | None = None
+    """The holder of the node's lease (owner, pid, host, since), when one holds it now."""
+    lock: Lease | None = None
 
 
-def _status_row(node: str, rec: StageRecord | None) -> NodeStatus:
+def _status_row(node: str, rec: StageRecord | None, lease: Lease | None = None) -> NodeStatus:
+    held = {"locked_by": lease.describe(), "lock": lease} if lease is not None else {}
     if rec is None:
-        return NodeStatus(node=node)
+        return NodeStatus(node=node, **held)
     done = rec.stage == "verify" and rec.outcome in ("applied", "converged")
     return NodeStatus(node=node, stage=rec.stage, outcome=rec.outcome, ended_at=rec.ended_at, detail=rec.detail,
-                      done=done)
+                      done=done, **held)
 
 
 def history_command(

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from provision.spec import HostEntry, load_fleet
+
 DEFAULT_INVENTORY = Path(os.environ.get("PROVISION_INVENTORY", "inventory/hosts.yml"))
 
 InventoryOpt = Annotated[
@@ -23,3 +25,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 InsecureOpt = Annotated[
     bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates (prints a warning).")
 ]
+
+
+def load_host(inventory: Path, name: str) -> HostEntry:
+    """The inventory loaded once, here at the CLI, and one host of it (the code below never reloads it)."""
+    return load_fleet(inventory).select([name])[0]

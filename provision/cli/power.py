@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, load_host
 from provision.cli.output import console
 from provision.redfish.ops import power as power_ops
 from provision.redfish.ops.session import open_host
@@ -31,7 +31,7 @@ def power_command(
     insecure: InsecureOpt = False,
 ) -> None:
     """Power a node on/off/cycle through its BMC and wait until the PowerState says so."""
-    with open_host(inventory, node, insecure) as (_, facts):
+    with open_host(load_host(inventory, node), insecure) as (_, facts):
         state = facts.system.power_state
         if action is Action.STATUS:
             console.print(f"{node}: {state}")

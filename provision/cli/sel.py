@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
 from provision.cli.output import console, emit_json
 from provision.redfish.ops import sel as sel_ops
 from provision.redfish.ops.session import open_host
@@ -23,7 +23,7 @@ def sel_command(
     insecure: InsecureOpt = False,
 ) -> None:
     """Read (and optionally clear) the node's system event log."""
-    with open_host(inventory, node, insecure) as (_, facts):
+    with open_host(load_host(inventory, node), insecure) as (_, facts):
         rows = sel_ops.read(facts, limit)
         cleared = sel_ops.clear(facts) if clear and not plan_only else None
     if clear and plan_only:

@@ -81,6 +81,18 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (campaign, wave)
     );
     """,
+    # 3: per-node leases: one holder at a time changes a node (provision.journal.locks)
+    """
+    CREATE TABLE node_locks (
+        node TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        token TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        since REAL NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -23,7 +23,11 @@ CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 
 
 def load_fleet(inventory: Path) -> Fleet:
-    """Load every host of `inventory` with its spec; raise InputError on any problem."""
+    """Load every host of `inventory` with its spec; raise InputError on any problem.
+
+    The spec comes back resolved: every firmware image path is absolute, relative paths taken from
+    the inventory's directory (the directory given with -i, or the one holding the file given), so no
+    code below reads the inventory's location again."""
     inventory = Path(inventory)
     if not inventory.exists():
         raise InventoryError(f"{inventory}: inventory path does not exist")
@@ -31,10 +35,16 @@ def load_fleet(inventory: Path) -> Fleet:
     hosts_vars = _ansible_host_vars(inventory)
     if not hosts_vars:
         raise InventoryError(f"{inventory}: inventory defines no hosts")
-    base = inventory if inventory.is_dir() else inventory.parent
+    base = inventory_dir(inventory)
     entries = {name: _host_entry(inventory, base, name, groups, hv) for name, (groups, hv) in hosts_vars.items()}
     _refuse_shared_bmcs(inventory, entries)
     return Fleet(inventory=inventory, hosts=entries, profiles=_all_profiles(base, hosts_vars))
+
+
+def inventory_dir(inventory: Path) -> Path:
+    """The directory relative paths of an inventory are taken from: one rule for a file or a directory."""
+    inventory = Path(inventory)
+    return (inventory if inventory.is_dir() else inventory.parent).resolve()
 
 
 def _all_profiles(
@@ -46,7 +56,7 @@ def _all_profiles(
     for var, raw in hv.items():
         if var.startswith(PROFILE_PREFIX):
             profile = var.removeprefix(PROFILE_PREFIX)
-            profiles[profile] = _build_spec(_where(base, name, groups, var), name, profile, raw)
+            profiles[profile] = _absolute_images(base, _build_spec(_where(base, name, groups, var), name, profile, raw))
     return profiles
 
 
@@ -117,7 +127,8 @@ def _host_entry(
     if raw is None:
         known = sorted(k.removeprefix(PROFILE_PREFIX) for k in hv if k.startswith(PROFILE_PREFIX))
         raise SpecError(f"{inventory}: host {name}: {PROFILE_VAR}: unknown profile {profile!r}; known: {known}")
-    spec = _build_spec(_where(base, name, groups, PROFILE_PREFIX + str(profile)), name, str(profile), raw)
+    spec = _absolute_images(base, _build_spec(_where(base, name, groups, PROFILE_PREFIX + str(profile)), name,
+                                              str(profile), raw))
     _check_images(base, name, spec)
     return HostEntry(
         name=name,
@@ -177,11 +188,21 @@ def _where(base: Path, host: str, groups: tuple[str, ...], var: str) -> str:
     return str(base)
 
 
+def _absolute_images(base: Path, spec: NodeSpec) -> NodeSpec:
+    """The spec with every local firmware image path made absolute against `base` (URLs stay as given)."""
+    firmware = tuple(
+        fw if "://" in fw.image or Path(fw.image).is_absolute()
+        else fw.model_copy(update={"image": str((base / fw.image).resolve())})
+        for fw in spec.firmware
+    )
+    return spec.model_copy(update={"firmware": firmware})
+
+
 def _check_images(base: Path, host: str, spec: NodeSpec) -> None:
     for fw in spec.firmware:
         if "://" in fw.image:
             continue
-        path = Path(fw.image) if Path(fw.image).is_absolute() else base / fw.image
+        path = Path(fw.image)
         if not path.is_file():
             raise SpecError(f"{base}: host {host}: firmware.{fw.component}.image: file {path} does not exist")
 

@@ -11,7 +11,7 @@ from provision.bringup.engine import run_bringup
 from provision.bringup.model import Action, Outcome, StagePlan
 from provision.bringup.stage import StageContext
 from provision.journal import Journal
-from provision.spec import load_fleet
+from provision.spec import HostEntry, load_fleet
 from tests.conftest import EXAMPLE_INVENTORY
 
 
@@ -26,8 +26,8 @@ class BuggyStage:
             return object().updated_by  # type: ignore[attr-defined]  # the kind of bug the lab run hit
         return "ok"
 
-    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
-        return StagePlan(stage=self.name, node=ctx.host.name, actions=(Action(kind="check", target="all"),))
+    def plan(self, host: HostEntry, observed: Any) -> StagePlan:
+        return StagePlan(stage=self.name, node=host.name, actions=(Action(kind="check", target="all"),))
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
         ctx.side_effect(self.name, plan.actions[0], lambda: None)

@@ -15,7 +15,7 @@ from provision.bringup.model import Action, Outcome, StagePlan
 from provision.bringup.stage import StageContext
 from provision.errors import InputError, RedfishError
 from provision.journal import Journal
-from provision.spec import load_fleet
+from provision.spec import HostEntry, load_fleet
 from tests.conftest import EXAMPLE_INVENTORY
 
 
@@ -32,9 +32,9 @@ class FakeStage:
     def observe(self, ctx: StageContext) -> Any:
         return self.world[ctx.host.name].get(self.name, "bad")
 
-    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
+    def plan(self, host: HostEntry, observed: Any) -> StagePlan:
         actions = () if observed == self.target else (Action(kind="set", target=self.name, before=observed, after=self.target),)
-        return StagePlan(stage=self.name, node=ctx.host.name, actions=actions)
+        return StagePlan(stage=self.name, node=host.name, actions=actions)
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
         if ctx.host.name in self.fail_on:
@@ -129,8 +129,8 @@ class SessionStage:
         assert self._session(ctx) == f"session-{ctx.host.name}"
         return "bad"
 
-    def plan(self, ctx: StageContext, observed: Any) -> StagePlan:
-        return StagePlan(stage=self.name, node=ctx.host.name,
+    def plan(self, host: HostEntry, observed: Any) -> StagePlan:
+        return StagePlan(stage=self.name, node=host.name,
                          actions=(Action(kind="set", target=self.name, before=observed, after="good"),))
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import Stage
-from provision.bringup.stages.bmc import BiosStage, FirmwareStage, PreflightStage, ResetStage
+from provision.bringup.stages.bios import BiosStage
+from provision.bringup.stages.bmc import PreflightStage
+from provision.bringup.stages.firmware import FirmwareStage
 from provision.bringup.stages.host import ConfigureStage, OsStage, VerifyStage
+from provision.bringup.stages.reset import ResetStage
 
 
 def default_stages(opts: BringupOptions) -> list[Stage]:

@@ -17,6 +17,7 @@ from provision.errors import CheckFailed, InputError
 from provision.redfish.ops import power
 from provision.redfish.ops.waiting import Clock
 from provision.remote.ssh import SshError, wait_for_ssh
+from provision.spec import HostEntry
 
 
 class OsStage:
@@ -35,12 +36,12 @@ class OsStage:
             return str(exc)
         return None
 
-    def plan(self, ctx: StageContext, observed: str | None) -> StagePlan:
+    def plan(self, host: HostEntry, observed: str | None) -> StagePlan:
         if observed is None:
-            return StagePlan(stage=self.name, node=ctx.host.name, note="OS answers SSH")
+            return StagePlan(stage=self.name, node=host.name, note="OS answers SSH")
         if not self.opts.os_image:
-            raise InputError(f"{ctx.host.name}: no OS answers SSH ({observed}) and no --os-image to install one")
-        return StagePlan(stage=self.name, node=ctx.host.name,
+            raise InputError(f"{host.name}: no OS answers SSH ({observed}) and no --os-image to install one")
+        return StagePlan(stage=self.name, node=host.name,
                          actions=(Action(kind="install-os", target=self.opts.os_image),))
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
@@ -80,13 +81,13 @@ class ConfigureStage:
         except PlayFailed as exc:  # e.g. a task that needs a package the run would install first
             return f"check mode could not predict the run: {exc}"
 
-    def plan(self, ctx: StageContext, observed: PlayResult | str) -> StagePlan:
+    def plan(self, host: HostEntry, observed: PlayResult | str) -> StagePlan:
         if isinstance(observed, str):
-            return StagePlan(stage=self.name, node=ctx.host.name,
+            return StagePlan(stage=self.name, node=host.name,
                              actions=(Action(kind="ansible", target="site.yml", after="full run"),), note=observed)
-        changes = [c for c in observed.changes if c.host == ctx.host.name]
+        changes = [c for c in observed.changes if c.host == host.name]
         actions = tuple(Action(kind="ansible", target=c.task) for c in changes)
-        return StagePlan(stage=self.name, node=ctx.host.name, actions=actions, note="OS matches site.yml")
+        return StagePlan(stage=self.name, node=host.name, actions=actions, note="OS matches site.yml")
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
         summary = Action(kind="ansible", target="site.yml", after=f"{len(plan.actions)} change(s) planned")
@@ -120,16 +121,16 @@ class VerifyStage:
 
         return verify_node(ctx.host, Level(self.opts.verify_level), bmc=hook)
 
-    def plan(self, ctx: StageContext, observed: NodeReport) -> StagePlan:
+    def plan(self, host: HostEntry, observed: NodeReport) -> StagePlan:
         if observed.error:
-            raise CheckFailed(f"{ctx.host.name}: conformance could not run: {observed.error}")
+            raise CheckFailed(f"{host.name}: conformance could not run: {observed.error}")
         if observed.failed:
             shown = "; ".join(f"{r.id}: expected {r.expected}, found {r.found}" for r in observed.failed[:5])
-            raise CheckFailed(f"{ctx.host.name}: {len(observed.failed)} check(s) failed: {shown}")
+            raise CheckFailed(f"{host.name}: {len(observed.failed)} check(s) failed: {shown}")
         passed = len(observed.results) - len(observed.skipped)
         areas = Counter(r.area for r in observed.results if not r.skipped)
         by_area = ", ".join(f"{area} {count}" for area, count in sorted(areas.items()))
-        return StagePlan(stage=self.name, node=ctx.host.name,
+        return StagePlan(stage=self.name, node=host.name,
                          note=f"{passed} checks passed, {len(observed.skipped)} not run ({by_area})")
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:  # verification changes nothing

@@ -11,6 +11,7 @@ from __future__ import annotations
 from provision.journal import ActionRecord, Journal
 
 STAGE_KIND = "stage-firmware"
+FLASH_KIND = "flash"
 RESET_KIND = "host-reset"
 
 
@@ -31,4 +32,4 @@ def open_flashes(journal: Journal | None, node: str) -> list[ActionRecord]:
     """Immediate flashes that were started and never finished (the process died meanwhile)."""
     if journal is None:
         return []
-    return [a for a in journal.open_actions(node) if a.action == "flash"]
+    return [a for a in journal.open_actions(node) if a.action == FLASH_KIND]

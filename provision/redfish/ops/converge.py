@@ -57,7 +57,11 @@ class ConvergeResult(BaseModel):
     verified: bool = False
 
 
-def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path, opts: ConvergeOptions) -> ConvergePlan:
+def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path | None = None,
+              opts: ConvergeOptions | None = None) -> ConvergePlan:
+    """Observe and plan firmware and BIOS; a spec from load_fleet needs no `inventory_dir` (its images are
+    absolute)."""
+    opts = opts or ConvergeOptions()
     fplan = fw.FirmwarePlan()
     if opts.firmware:
         fplan = fw.plan(spec.firmware, fw.observe(node.conn), node.vendor, inventory_dir, opts.allow_downgrade)
@@ -101,9 +105,11 @@ def _firmware(node: Node, fplan: fw.FirmwarePlan, opts: ConvergeOptions, clock: 
 
 
 def send_step(node: Node, step: fw.FirmwareStep, server: ImageServer | None, opts: ConvergeOptions,
-              clock: Clock) -> None:
-    """Send one update and follow its task; an Immediate image (BMC) is waited out and verified now."""
-    resp = fw.send(node, step, fw.observe(node.conn), server)
+              clock: Clock, state: fw.FirmwareState | None = None) -> None:
+    """Send one update and follow its task; an Immediate image (BMC) is waited out and verified now.
+
+    `state` is the FirmwareState the step was planned from (read again when not given)."""
+    resp = fw.send(node, step, state if state is not None else fw.observe(node.conn), server)
     uri = fw.task_uri(resp)
     if uri:
         fw.monitor(node, uri, step.timeout_s, clock)

@@ -124,8 +124,10 @@ def status(
 
 
 def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin,
-         inventory_dir: Path, allow_downgrade: bool = False) -> FirmwarePlan:
-    """Pure: the updates needed, BMC first, then BIOS, then the rest (unless `order` says otherwise)."""
+         inventory_dir: Path | None = None, allow_downgrade: bool = False) -> FirmwarePlan:
+    """Pure: the updates needed, BMC first, then BIOS, then the rest (unless `order` says otherwise).
+
+    A spec from load_fleet has absolute image paths; `inventory_dir` is only for a baseline built by hand."""
     baseline = tuple(c for c in baseline if c.updated_by == "bmc")
     by_name = {c.component: c for c in baseline}
     ordered = sorted(baseline, key=lambda c: (c.order, RANK.get(c.component, 9), c.component))
@@ -159,9 +161,13 @@ def _versions(st: ComponentStatus) -> str:
 
 
 def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], service: UpdateService,
-          vendor: VendorPlugin, inventory_dir: Path, downgrade: bool) -> FirmwareStep:
+          vendor: VendorPlugin, inventory_dir: Path | None, downgrade: bool) -> FirmwareStep:
     image = Path(comp.image)
-    image = image if image.is_absolute() else (inventory_dir / image)
+    if not image.is_absolute():
+        if inventory_dir is None:
+            raise InputError(f"firmware image for {comp.component}: {comp.image} is relative and no directory to "
+                             "take it from (load the spec with load_fleet)")
+        image = inventory_dir / image
     push = vendor.multipart_uri(service)
     method: Literal["multipart", "simple"] = "multipart" if push else "simple"
     uri = push or service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"

@@ -8,7 +8,6 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from provision.errors import RedfishError
 from provision.redfish.connector import ROOT, Connector, ConnectorOptions
@@ -95,10 +94,7 @@ def connect(opts: ConnectorOptions) -> Iterator[Connector]:
 
 
 @contextmanager
-def open_host(inventory: Path, name: str, insecure: bool = False) -> Iterator[tuple[HostEntry, Node]]:
-    """Load the inventory, log in to `name`'s BMC, and yield its entry and node facts."""
-    from provision.spec import load_fleet
-
-    host = load_fleet(inventory).select([name])[0]
+def open_host(host: HostEntry, insecure: bool = False) -> Iterator[tuple[HostEntry, Node]]:
+    """Log in to an already-loaded host's BMC, and yield its entry and node facts."""
     with connect(options_for(host.name, host.bmc, insecure=insecure)) as conn:
         yield host, node_facts(conn)

@@ -311,3 +311,18 @@ def test_a_halt_still_releases_what_was_prepared(store: CampaignStore, source: P
     out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
     assert out.state is CampaignState.HALTED
     assert bmcs.prepared == ["n02", "n03", "n04"] and bmcs.released == 1
+
+
+def test_a_turn_on_a_node_another_run_holds_is_refused_naming_the_holder(store: CampaignStore,
+                                                                         source: Path) -> None:
+    from provision.journal.locks import NodeLocks
+
+    cat = catalog({"waves": {"canary": 1, "batch_size": 10}, "halt": {"max_failures": 5}})
+    bmcs = FakeBmcs(NODES, OLD)
+    with Journal(store.journal.path) as other, NodeLocks(other).hold(["n03"], owner="bringup"):
+        out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
+    assert (out.done, out.failed) == (9, 1)
+    refused = store.node("test", "n03")
+    assert refused.state is NodeState.FAILED and "n03: locked by bringup (pid " in refused.error
+    assert not any(key[0] == "n03" for key in bmcs.flashes)
+    assert NodeLocks(store.journal).held() == []  # every turn gave its lease back

@@ -1,0 +1,176 @@
+"""Per-node leases in the journal: one holder at a time may change a node.
+
+A lease row names its holder (owner, pid, host, since) and expires `ttl_s` after it was last renewed;
+a thread renews every lease this process holds while it runs, and the lease is deleted on exit, error or
+not. A lease is taken over when it has expired, or at once when its holder ran on this host and that
+process is gone (killed with -9: nothing released it). Taking several nodes is all or none, in one
+transaction (BEGIN IMMEDIATE), so two processes never both win.
+
+Never tried across hosts sharing one journal file over a network filesystem: SQLite's locking there is
+only as good as the filesystem's, and a dead holder on another host is known only by its lease expiring.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provision.errors import ProvisionError
+from provision.journal.store import Journal
+
+LEASE_TTL_S = 60.0
+
+
+class NodeLocked(ProvisionError):
+    """Another run holds the node's lease; nothing was done to the node."""
+
+
+class Lease(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node: str
+    owner: str
+    token: str = Field(exclude=True)
+    """Which holder this is (never shown: it is what releases the lease)."""
+    pid: int
+    host: str
+    since: float
+    expires_at: float
+
+    def describe(self) -> str:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
+        return f"{self.owner} (pid {self.pid} on {self.host}, since {since})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+class NodeLocks:
+    """Take, renew and release node leases in one journal; one renewer thread for all this object holds."""
+
+    def __init__(self, journal: Journal, ttl_s: float = LEASE_TTL_S, clock: Callable[[], float] = time.time) -> None:
+        self.journal = journal
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self.host = socket.gethostname()
+        self._held: dict[str, Lease] = {}  # node -> our lease
+        self._lost: set[str] = set()
+        self._mutex = threading.Lock()
+        self._renewer: tuple[threading.Thread, threading.Event] | None = None
+
+    # -- reading ------------------------------------------------------------------------------------
+    def held(self) -> list[Lease]:
+        """Every lease in the journal that is still live (not expired, holder not known dead)."""
+        now = self.clock()
+        rows = [Lease(**dict(r)) for r in self.journal.query("SELECT * FROM node_locks ORDER BY node")]
+        return [lease for lease in rows if not self._stale(lease, now)]
+
+    def _stale(self, lease: Lease, now: float) -> bool:
+        return lease.expires_at <= now or (lease.host == self.host and not _alive(lease.pid))
+
+    # -- taking and giving back ---------------------------------------------------------------------------
+    def take(self, nodes: Sequence[str], owner: str) -> list[Lease]:
+        """Leases on every node, or NodeLocked naming the holder of the first one held by someone else."""
+        now = self.clock()
+        token = uuid.uuid4().hex
+        leases = [Lease(node=n, owner=owner, token=token, pid=os.getpid(), host=self.host, since=now,
+                        expires_at=now + self.ttl_s) for n in dict.fromkeys(nodes)]
+        with self.journal.transaction() as db:
+            for lease in leases:
+                row = db.execute("SELECT * FROM node_locks WHERE node = ?", (lease.node,)).fetchone()
+                if row is not None and not self._stale(current := Lease(**dict(row)), now):
+                    raise NodeLocked(f"{lease.node}: locked by {current.describe()}; "
+                                     "it is released when that run ends, or expires if it died")
+            for lease in leases:
+                db.execute("INSERT OR REPLACE INTO node_locks(node, owner, token, pid, host, since, expires_at) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?)", (lease.node, lease.owner, lease.token, lease.pid, lease.host,
+                                                     lease.since, lease.expires_at))
+        with self._mutex:
+            self._held.update({lease.node: lease for lease in leases})
+            self._lost.difference_update(lease.node for lease in leases)
+        return leases
+
+    def release(self, leases: Sequence[Lease]) -> None:
+        with self._mutex:
+            for lease in leases:
+                if self._held.get(lease.node) == lease:
+                    del self._held[lease.node]
+        for lease in leases:
+            self.journal.execute("DELETE FROM node_locks WHERE node = ? AND token = ?", (lease.node, lease.token))
+
+    def renew(self) -> list[str]:
+        """Push back the expiry of every lease held; returns the nodes whose lease was taken over meanwhile."""
+        with self._mutex:
+            held = list(self._held.values())
+        expires = self.clock() + self.ttl_s
+        lost = []
+        for lease in held:
+            with self.journal.transaction() as db:
+                cur = db.execute("UPDATE node_locks SET expires_at = ? WHERE node = ? AND token = ?",
+                                 (expires, lease.node, lease.token))
+            if cur.rowcount == 0:
+                lost.append(lease.node)
+        with self._mutex:
+            for node in lost:
+                self._held.pop(node, None)
+            self._lost.update(lost)
+        return lost
+
+    def check(self, node: str) -> None:
+        """NodeLocked when this process's lease on `node` was taken over (it could not renew in time)."""
+        with self._mutex:
+            lost = node in self._lost
+        if lost:
+            raise NodeLocked(f"{node}: this run's lease was taken over by another (not renewed within "
+                             f"{self.ttl_s:g} s); stopping before the next change")
+
+    @contextmanager
+    def hold(self, nodes: Sequence[str], owner: str) -> Iterator[list[Lease]]:
+        """Leases on `nodes` for the duration of the block, renewed meanwhile, released however it ends."""
+        leases = self.take(nodes, owner)
+        self._start_renewer()
+        try:
+            yield leases
+        finally:
+            self.release(leases)
+            self._stop_renewer_when_idle()
+
+    # -- the renewer ------------------------------------------------------------------------------------
+    def _start_renewer(self) -> None:
+        with self._mutex:
+            if self._renewer is not None:
+                return
+            stop = threading.Event()
+            thread = threading.Thread(target=self._renew_loop, args=(stop,), name="lease-renewer", daemon=True)
+            self._renewer = (thread, stop)
+        thread.start()
+
+    def _renew_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self.ttl_s / 3):
+            try:
+                self.renew()
+            except (ProvisionError, sqlite3.Error):  # the journal is busy or closing: again at the next tick
+                continue
+
+    def _stop_renewer_when_idle(self) -> None:
+        with self._mutex:
+            if self._held or self._renewer is None:
+                return
+            (thread, stop), self._renewer = self._renewer, None
+        stop.set()
+        thread.join()

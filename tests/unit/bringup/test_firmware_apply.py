@@ -1,0 +1,112 @@
+"""The firmware stage's send -> monitor -> verify path against a fake BMC, and the journal's staged set.
+
+These catch the two bugs the unit tier once let through: a staging interrupted before its outcome was
+journaled sent a second time after the crash, and a firmware task that ended in failure taken as done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+from provision.bringup.options import BringupOptions
+from provision.bringup.stage import StageContext
+from provision.bringup.stages.firmware import FirmwareStage
+from provision.bringup.stages.staged import staged_since_reset
+from provision.journal import Journal
+from provision.redfish.errors import RedfishOperationFailed
+from provision.spec import HostEntry
+from tests.unit.bringup.fakebmc import FW, FakeBmc, fast_clock, node_of
+
+RUNNING = {"BMC": "1.45", "BIOS": "P79 v1.45"}
+FLASHED = {f"{FW}/BMC": "1.50", f"{FW}/BIOS": "P79 v1.50"}
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[Journal]:
+    with Journal(tmp_path / "journal.db") as jr:
+        yield jr
+
+
+def _ctx(host: HostEntry, bmc: FakeBmc, journal: Journal) -> StageContext:
+    ctx = StageContext(host=host, journal=journal, run_id=journal.start_run("bringup", host.name))
+    ctx.keep("bmc", lambda: nullcontext(node_of(bmc)))
+    return ctx
+
+
+def _stage() -> FirmwareStage:
+    stage = FirmwareStage(BringupOptions(inventory=Path("inventory/hosts.yml"), poll_s=0))
+    stage.clock = fast_clock()
+    return stage
+
+
+def _run(stage: FirmwareStage, ctx: StageContext) -> None:
+    stage.apply(ctx, stage.plan(ctx.host, stage.observe(ctx)))
+
+
+def test_staged_since_reset_counts_a_send_interrupted_before_its_outcome(journal: Journal) -> None:
+    run = journal.start_run("bringup", "node01")
+    done = journal.action_started(run, "node01", "firmware", "stage-firmware", "gpu 1.0")
+    journal.action_finished(done, "ok")
+    journal.action_started(run, "node01", "firmware", "stage-firmware", "bios 1.50")  # killed here
+    failed = journal.action_started(run, "node01", "firmware", "stage-firmware", "nic 2.0")
+    journal.action_finished(failed, "failed", "RedfishOperationFailed")
+    assert staged_since_reset(journal, "node01") == {"gpu 1.0", "bios 1.50"}
+    reset = journal.action_started(run, "node01", "reset", "host-reset", "host")
+    assert staged_since_reset(journal, "node01") == {"gpu 1.0", "bios 1.50"}  # a reset not known to be done
+    journal.action_finished(reset, "ok")
+    assert staged_since_reset(journal, "node01") == set()
+
+
+def test_after_a_crash_mid_staging_the_image_is_not_sent_again(make_host: Callable[..., HostEntry],
+                                                               journal: Journal) -> None:
+    host, bmc = make_host(), FakeBmc(versions={"BMC": "1.50", "BIOS": "P79 v1.45"}, flash_to=FLASHED)
+    crashed = journal.start_run("bringup", host.name)
+    journal.action_started(crashed, host.name, "firmware", "stage-firmware", "bios 1.50")  # intent, then kill -9
+    stage, ctx = _stage(), _ctx(host, bmc, journal)
+    plan = stage.plan(host, stage.observe(ctx))
+    assert plan.converged and "waiting for the host reset: bios 1.50" in plan.note
+    stage.apply(ctx, plan)
+    assert bmc.pushes == []
+
+
+def test_flash_and_stage_then_verify(make_host: Callable[..., HostEntry], journal: Journal) -> None:
+    host, bmc = make_host(), FakeBmc(versions=RUNNING, flash_to=FLASHED)
+    stage, ctx = _stage(), _ctx(host, bmc, journal)
+    _run(stage, ctx)
+    assert [(p["Targets"], p["@Redfish.OperationApplyTime"]) for p in bmc.pushes] == [
+        ([f"{FW}/BMC"], "Immediate"), ([f"{FW}/BIOS"], "OnReset")]
+    assert bmc.tree[f"{FW}/BMC"]["Version"] == "1.50" and bmc.staged == [f"{FW}/BIOS"]
+    assert [(a.action, a.target, a.outcome) for a in journal.actions(host.name)] == [
+        ("flash", "bmc 1.50", "ok"), ("stage-firmware", "bios 1.50", "ok")]
+    again = stage.plan(host, stage.observe(ctx))  # the second observation: BMC at baseline, BIOS staged
+    assert again.converged
+
+
+@pytest.mark.parametrize(("running", "what"), [
+    ({"BMC": "1.50", "BIOS": "P79 v1.45"}, "stage-firmware"),  # a staging (OnReset): nothing verifies it now
+    (RUNNING, "flash"),  # an immediate flash
+])
+def test_a_failed_task_fails_the_stage_and_is_journaled_failed(make_host: Callable[..., HostEntry],
+                                                               journal: Journal, running: dict[str, str],
+                                                               what: str) -> None:
+    host = make_host()
+    bmc = FakeBmc(versions=running, flash_to=FLASHED, task_end=("Exception", "Critical"))
+    stage, ctx = _stage(), _ctx(host, bmc, journal)
+    with pytest.raises(RedfishOperationFailed, match=r"firmware task .* ended Exception/Critical: update Exception"):
+        _run(stage, ctx)
+    first = journal.actions(host.name)[0]
+    assert (first.action, first.outcome) == (what, "failed")
+    assert bmc.staged == [] and staged_since_reset(journal, host.name) == set()  # a failed staging is not staged
+
+
+def test_a_task_that_ends_ok_but_leaves_the_old_version_fails_verification(make_host: Callable[..., HostEntry],
+                                                                           journal: Journal) -> None:
+    host, bmc = make_host(), FakeBmc(versions=RUNNING)  # flashes nothing
+    stage, ctx = _stage(), _ctx(host, bmc, journal)
+    with pytest.raises(RedfishOperationFailed, match=r"firmware not at baseline after update: bmc runs 1\.45"):
+        _run(stage, ctx)
+    assert [a.outcome for a in journal.actions(host.name)] == ["failed"]
