@@ -24,6 +24,7 @@ ENABLED = ("Enabled", "Enable", True, "On")
 DISABLED = ("Disabled", "Disable", False, "Off")
 STYLES = (("Enabled", "Disabled"), ("Enable", "Disable"), ("On", "Off"), (True, False))
 _GPU_MODEL = re.compile(r"(?i)\b(H100|H200|H800|A100|A800|B100|B200|GB200|GH200|L40S?|L4|A40|A30|A10|GPU)\b")
+_NOT_GPU = re.compile(r"(?i)nvswitch|switch|riser|backplane|retimer")
 _TOKEN_START = r"(?:^|[^A-Za-z0-9])"
 _TOKEN_END = r"(?:[^A-Za-z]|$)"
 
@@ -239,8 +240,11 @@ class VendorPlugin:
     def find_gpus(
         self, processors: list[Processor], pcie: list[PCIeDevice], chassis: list[dict[str, Any]]
     ) -> list[GpuView]:
-        """GPUs from Processors (type GPU), else PCIe devices, else HGX GPU chassis."""
-        found = [_gpu_from_proc(p) for p in processors if (p.processor_type or "").upper() == "GPU" and p.present]
+        """GPUs from Processors (type GPU, with or without a model string), else PCIe devices, else HGX GPU
+        chassis. A GPU Processor without a Model takes it from the PCIe device it links (Lenovo XCC)."""
+        boards = {d.uri: d for d in pcie}
+        found = [_gpu_from_proc(p, boards.get(p.pcie_device_uri or "")) for p in processors
+                 if (p.processor_type or "").upper() == "GPU" and p.present]
         if found:
             return found
         found = [_gpu_from_pcie(d) for d in pcie if self.is_gpu_device(d)]
@@ -249,12 +253,12 @@ class VendorPlugin:
         return [
             GpuView(uri=str(c.get("@odata.id")), model=c.get("Model"), serial_number=c.get("SerialNumber"),
                     firmware_version=None, memory_gib=_gib_from_model(c.get("Model")), source="chassis")
-            for c in chassis if re.match(r"(?i)^HGX_GPU_SXM_\d+$", str(c.get("Id", "")))
+            for c in chassis if re.match(r"(?i)^HGX_GPU_(SXM_)?\d+$", str(c.get("Id", "")))
         ]
 
     def is_gpu_device(self, dev: PCIeDevice) -> bool:
         label = " ".join(filter(None, [dev.id, dev.name, dev.model]))
-        return dev.present and bool(_GPU_MODEL.search(label)) and "nvswitch" not in label.lower()
+        return dev.present and bool(_GPU_MODEL.search(label)) and not _NOT_GPU.search(label)
 
 
 def _gib_from_model(model: str | None) -> float | None:
@@ -262,11 +266,12 @@ def _gib_from_model(model: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _gpu_from_proc(p: Processor) -> GpuView:
-    return GpuView(uri=p.uri, model=p.model, serial_number=p.serial_number, firmware_version=p.firmware_version,
-                   memory_gib=p.memory_gib or _gib_from_model(p.model), source="processors")
+def _gpu_from_proc(p: Processor, board: PCIeDevice | None) -> GpuView:
+    model = p.model or (board.label if board else None)
+    return GpuView(uri=p.uri, model=model, serial_number=p.serial_number, firmware_version=p.firmware_version,
+                   memory_gib=p.own_memory_gib or _gib_from_model(model), source="processors")
 
 
 def _gpu_from_pcie(d: PCIeDevice) -> GpuView:
-    return GpuView(uri=d.uri, model=d.model, serial_number=d.serial_number, firmware_version=d.firmware_version,
-                   memory_gib=_gib_from_model(d.model), source="pcie")
+    return GpuView(uri=d.uri, model=d.label, serial_number=d.serial_number, firmware_version=d.firmware_version,
+                   memory_gib=_gib_from_model(d.label), source="pcie")
