@@ -455,7 +455,7 @@ class NodeSpec(Frozen):
         unknown = sorted(set(value) - set(COMPARISONS))
         if unknown:
             raise ValueError(f"unknown comparison figure(s) {unknown}; known: {sorted(COMPARISONS)}")
-        text = sorted(k for k, v in value.items() if k in _TEXT_FIGURES and v is Comparison.MINIMUM)
+        text = sorted(k for k, v in value.items() if k in _TEXT_FIGURES and v == Comparison.MINIMUM)
         if text:
             raise ValueError(f"{text} are names, not figures: they can only be compared exactly")
         return value

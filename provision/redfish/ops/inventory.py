@@ -277,12 +277,12 @@ def _norm(text: str | None) -> str:
 
 
 def _holds(kind: Comparison, value: float, want: float) -> bool:
-    return value >= want if kind is Comparison.MINIMUM else value == want
+    return value >= want if kind == Comparison.MINIMUM else value == want
 
 
 def _item(key: str, kind: Comparison, want: object, observed: object, ok: bool | None) -> DriftItem:
     verdict: Verdict = "unknown" if ok is None else ("ok" if ok else "drift")
-    expected = f">= {want}" if kind is Comparison.MINIMUM else str(want)
+    expected = f">= {want}" if kind == Comparison.MINIMUM else str(want)
     return DriftItem(key=key, expected=expected, observed=str(observed), verdict=verdict, kind=kind)
 
 
