@@ -49,6 +49,14 @@ class FwRule(BaseModel):
         return all(re.search(rx, value or "") for rx, value in checks if rx is not None)
 
 
+def _oem_actions(oem: dict[str, Any]) -> list[tuple[str, Any]]:
+    """OEM actions at Actions.Oem.<name> or one level deeper, Actions.Oem.<Vendor>.<name> (NVIDIA)."""
+    out = [(k, v) for k, v in oem.items() if k.startswith("#")]
+    for vendor in (v for k, v in oem.items() if not k.startswith("#") and isinstance(v, dict)):
+        out += [(k, v) for k, v in vendor.items() if k.startswith("#")]
+    return out
+
+
 def _labels(e: SoftwareInventory) -> list[str]:
     return [x for x in (e.id, e.name, e.description) if x]
 
@@ -224,6 +232,29 @@ class VendorPlugin:
 
     def multipart_uri(self, service: UpdateService) -> str | None:
         return service.multipart_http_push_uri
+
+    task_monitor: ClassVar[str] = "task"
+    """How an update's progress is followed: "task" (the DMTF Task the POST answers, to TaskState Completed)."""
+
+    def update_methods(self, service: UpdateService) -> tuple[str, ...]:
+        """What this BMC offers, as it advertises it: multipart (MultipartHttpPushUri with UpdateParameters
+        Targets), simple (SimpleUpdate with ImageURI), http_push (the deprecated HttpPushUri PUT/POST) and the
+        OEM install actions (e.g. oem:#SmcUpdateService.Install); the ones this plugin uses come first."""
+        offered = []
+        if self.multipart_uri(service):
+            offered.append("multipart")
+        if service.simple_update_target:
+            offered.append("simple")
+        if service.multipart_http_push_uri and "multipart" not in offered:
+            offered.append("multipart (not used)")
+        if service.http_push_uri:
+            offered.append("http_push")
+        raw = service.actions.get("Oem")
+        oem: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        for name, action in sorted(_oem_actions(oem)):
+            if isinstance(action, dict) and action.get("target"):
+                offered.append(f"oem:{name}")
+        return tuple(offered)
 
     def update_targets(self, component: str, entries: list[SoftwareInventory]) -> list[str]:
         """The `Targets` of an update: the inventory entries themselves (DMTF semantics)."""

@@ -64,6 +64,9 @@ class HpePlugin(VendorPlugin):
         "ib_nic": (FwRule(name=r"(?i)(connectx|infiniband|mellanox)"),),
     }
     inactive_pattern = VendorPlugin.inactive_pattern + r"|Backup$|^Redundant "
+    task_monitor = "hpe-update-service"
+    """iLO 5 reports a SimpleUpdate's progress in UpdateService.Oem.Hpe (State, FlashProgressPercent) and its
+    UpdateTaskQueue; a DMTF Task is not always returned (HPE update service documentation; never run here)."""
 
     def multipart_uri(self, service: UpdateService) -> str | None:
         """None: iLO's HttpPushUri is its own form upload, and SimpleUpdate is the documented path."""

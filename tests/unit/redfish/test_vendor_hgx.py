@@ -88,3 +88,31 @@ def test_update_method_is_multipart_with_entry_targets() -> None:
     gpus = plugin.match_firmware("gpu", firmware_entries("nvidia_gh200"))
     assert plugin.update_targets("gpu", gpus) == [f"/redfish/v1/UpdateService/FirmwareInventory/HGX_FW_GPU_{i}"
                                                    for i in range(2)]
+
+
+@pytest.mark.parametrize(("vendor", "capture", "methods"), [
+    ("nvidia_hgx", "nvidia_gh200", ("multipart", "http_push", "oem:#NvidiaUpdateService.CommitImage",
+                                    "oem:#NvidiaUpdateService.PublicKeyExchange",
+                                    "oem:#NvidiaUpdateService.RevokeAllRemoteServerPublicKeys")),
+    ("supermicro", "supermicro", ("multipart", "simple", "oem:#SmcUpdateService.Install")),
+    ("lenovo", "lenovo", ("multipart", "simple", "http_push")),
+    ("hpe", "hpe", ("simple", "http_push")),
+])
+def test_update_methods_each_bmc_offers(vendor: str, capture: str, methods: tuple[str, ...]) -> None:
+    service = UpdateService.parse(get(capture, "/redfish/v1/UpdateService"))
+    assert by_name(vendor).update_methods(service) == methods
+
+
+def test_task_monitoring() -> None:
+    assert by_name("nvidia_hgx").task_monitor == "task" and by_name("hpe").task_monitor == "hpe-update-service"
+
+
+def test_gh200_bios_pending_and_unmapped_keys() -> None:
+    from provision.redfish.resources import AttributeRegistry, Bios
+
+    bios = Bios.parse(get("nvidia_gh200", "/redfish/v1/Systems/System_0/Bios"))
+    plugin = by_name("nvidia_hgx")
+    assert plugin.pending_uri(bios) == "/redfish/v1/Systems/System_0/Bios/Settings"
+    reg = AttributeRegistry.from_json(get("nvidia_gh200", "/redfish/v1/Registries/BiosAttributeRegistry/"
+                                                          "BiosAttributeRegistry"))
+    assert reg.attributes and plugin.resolve_bios("hyperthreading", "enabled", bios.attributes, reg) is None
