@@ -101,7 +101,7 @@ def host_system(systems: list[Json]) -> Json:
 
 def _system_jobs(conn: Connector, system: Json, others: list[Json]) -> dict[str, Any]:
     jobs: dict[str, Any] = {}
-    for key in ("Processors", "Memory", "Storage", "SimpleStorage", "PCIeDevices"):
+    for key in ("Processors", "Memory", "Storage", "PCIeDevices"):
         if isinstance(system.get(key), dict) and system[key].get("@odata.id"):
             uri = str(system[key]["@odata.id"])
             jobs[f"sys:{key}"] = (lambda u=uri, k=key: conn.members(u, levels=2 if k == "Storage" else 1))
@@ -185,8 +185,8 @@ def _assemble(conn: Connector, system: Json, chassis: list[Json], firmware: list
                                                                                         or [])
     pcie = list({d.uri: d for d in (PCIeDevice.parse(x) for x in pcie_raw)}.values())
     drives = _drives(conn, storage_raw, _by_suffix(got, "Drives"))
-    if not drives:  # a BMC that lists its disks only as SimpleStorage Devices
-        drives = [d for s in got.get("sys:SimpleStorage") or [] for d in SimpleStorage.parse(s).drives()]
+    if not drives:  # a BMC that lists its disks only as SimpleStorage Devices: read it only then
+        drives = [d for s in _simple_storage(conn, system) for d in SimpleStorage.parse(s).drives()]
     root = ServiceRoot.parse(conn.root)
     sysm = ComputerSystem.parse(system)
     vendor = detect(root, sysm)
@@ -202,6 +202,11 @@ def _assemble(conn: Connector, system: Json, chassis: list[Json], firmware: list
         thermal=[t for t in _by_suffix(got, "Thermal") if isinstance(t, Thermal)],
         firmware=[SoftwareInventory.parse(f) for f in firmware],
     )
+
+
+def _simple_storage(conn: Connector, system: Json) -> list[Json]:
+    link = system.get("SimpleStorage")
+    return conn.members(str(link["@odata.id"])) if isinstance(link, dict) and link.get("@odata.id") else []
 
 
 def _drives(conn: Connector, storage: list[Json], chassis_drives: list[Json]) -> list[Drive]:

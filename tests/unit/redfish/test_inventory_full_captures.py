@@ -167,3 +167,21 @@ def test_gpu_model_only_on_its_pcie_device() -> None:
     assert by_uri["/redfish/v1/Systems/1/Processors/GPU1"] == "NVIDIA L40"
     gpu = r.Processor.parse(t["/redfish/v1/Systems/1/Processors/GPU1"])
     assert gpu.model is None and gpu.pcie_device_uri == "/redfish/v1/Chassis/1/PCIeDevices/slot_3"
+
+
+def test_default_lab_node_reads_no_new_places() -> None:
+    """The complete lab node (Supermicro tree filled to ML-PROD-V4) links Storage, Power and Thermal: SimpleStorage
+    and the *Subsystem resources are never fetched, and the request count does not grow (24 before this reader,
+    with this loopback BMC's one-level $expand)."""
+    from provision.lab.bmcsim.config import TREES_DIR, Parts
+    from provision.lab.bmcsim.fill import complete
+    from provision.lab.bmcsim.tree import load_dir
+
+    res = load_dir(TREES_DIR / "supermicro")
+    complete(res, Parts())
+    bmc = FakeBmc(tree={k.rstrip("/") or "/": v for k, v in res.items()})
+    with Served(bmc) as srv:
+        inv = observe(connect(srv))
+    paths = [s.path for s in bmc.seen if s.method == "GET"]
+    assert not [p for p in paths if any(x in p for x in ("SimpleStorage", "PowerSubsystem", "ThermalSubsystem"))]
+    assert inv.requests <= 24 and len(inv.gpus) == 8 and len(inv.drives) == 10
