@@ -47,8 +47,11 @@ class HpePlugin(VendorPlugin):
     }
     """No `above_4g_decoding` or `resizable_bar`: this registry has no such setting (the key is unmapped)."""
     bios_attr_values: ClassVar[dict[str, dict[str, AttrValue]]] = {
-        # HPE's workload profiles; "HighPerformanceCompute(HPC)" is the one HPE describes for sustained throughput
-        "WorkloadProfile": {"performance": "HighPerformanceCompute(HPC)"},
+        # A workload profile forces other settings (the registry's Dependencies): HighPerformanceCompute(HPC),
+        # LowLatency and GraphicProcessing force Sriov and ProcAmdIoVt Disabled, which a GPU node's sriov/iommu
+        # contradict; GeneralThroughputCompute sets StaticHighPerf and core boost and leaves SR-IOV, IOMMU and NPS
+        # to the other keys (read from the captured A42 registry)
+        "WorkloadProfile": {"performance": "GeneralThroughputCompute"},
         # NUMA is always on for ProLiant; the nearest switch is how the OS is shown the NUMA nodes
         "NumaGroupSizeOpt": {"enabled": "Clustered", "disabled": "Flat"},
         # AMD NPS (nodes per socket) is the sub-NUMA clustering of EPYC: NPS1 = off

@@ -42,7 +42,7 @@ def test_redundant_rom_never_running_even_when_named() -> None:
     ("iommu", "enabled", "ProcAmdIoVt", "Enabled"),
     ("turbo", "enabled", "ProcAMDBoost", "Enabled"),
     ("boot_mode", "uefi", "BootMode", "Uefi"),
-    ("power_profile", "performance", "WorkloadProfile", "HighPerformanceCompute(HPC)"),
+    ("power_profile", "performance", "WorkloadProfile", "GeneralThroughputCompute"),
     ("numa", "enabled", "NumaGroupSizeOpt", "Clustered"),
     ("sub_numa_clustering", "disabled", "NumaMemoryDomainsPerSocket", "OneMemoryDomainPerSocket"),
 ])
@@ -69,3 +69,16 @@ def test_update_is_simple_update_without_targets() -> None:
     assert service.http_push_uri == "/cgi-bin/uploadFile" and plugin.multipart_uri(service) is None
     assert service.simple_update_target == "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"
     assert plugin.update_targets("bios", plugin.match_firmware("bios", firmware_entries("hpe"))) == []
+
+
+def test_performance_profile_keeps_sriov_and_iommu_settable() -> None:
+    """Regression: HighPerformanceCompute(HPC) forces Sriov and ProcAmdIoVt Disabled in this registry's
+    Dependencies, contradicting the spec's sriov/iommu: the profile chosen for "performance" must not."""
+    from provision.redfish.ops.bios_registry import locked_by
+
+    reg = registry("hpe", REG)
+    t = by_name("hpe").resolve_bios("power_profile", "performance", get("hpe", CUR)["Attributes"], reg)
+    assert t is not None
+    values = {**get("hpe", CUR)["Attributes"], t.attribute: t.value}
+    assert locked_by(reg, "Sriov", values) is None and locked_by(reg, "ProcAmdIoVt", values) is None
+    assert locked_by(reg, "Sriov", {**values, "WorkloadProfile": "HighPerformanceCompute(HPC)"}) is not None
