@@ -144,7 +144,10 @@ def _power_subsystem(conn: Connector, chassis: Json) -> Power | None:
         return None
     supplies = link["Members"] if is_coll(link) and all(is_expanded(m) for m in link["Members"]) else \
         conn.members(str(link["@odata.id"]))
-    return power_from_subsystem(str((sub or {}).get("@odata.id", "")), supplies) if supplies else None
+    if not supplies:
+        return None
+    body = sub or {}
+    return power_from_subsystem(str(body.get("@odata.id", "")), supplies, body.get("PowerSupplyRedundancy"))
 
 
 def _thermal_subsystem(conn: Connector, chassis: Json) -> Thermal | None:

@@ -63,9 +63,14 @@ class Thermal(Resource):
     redundancy: list[Redundancy] = Field(default_factory=list)
 
 
-def power_from_subsystem(uri: str, supplies: list[dict[str, Any]]) -> Power:
-    """PowerSubsystem/PowerSupplies (Redfish 2020.4+) in the shape of the legacy Power resource."""
-    return Power.parse({"@odata.id": uri, "Id": "PowerSubsystem", "PowerSupplies": supplies})
+def power_from_subsystem(uri: str, supplies: list[dict[str, Any]], groups: Any = None) -> Power:
+    """PowerSubsystem/PowerSupplies (Redfish 2020.4+) in the shape of the legacy Power resource; its
+    PowerSupplyRedundancy groups (MinNeededInGroup, MaxSupportedInGroup, RedundancyType) as Redundancy."""
+    redundancy = [{"Name": "PowerSupplyRedundancy", "Mode": g.get("RedundancyType"),
+                   "MinNumNeeded": g.get("MinNeededInGroup"), "MaxNumSupported": g.get("MaxSupportedInGroup"),
+                   "Status": g.get("Status") or {}}
+                  for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)]
+    return Power.parse({"@odata.id": uri, "Id": "PowerSubsystem", "PowerSupplies": supplies, "Redundancy": redundancy})
 
 
 def thermal_from_subsystem(uri: str, metrics: dict[str, Any] | None, fans: list[dict[str, Any]]) -> Thermal:

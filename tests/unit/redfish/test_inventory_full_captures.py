@@ -120,6 +120,8 @@ def test_psus_only_under_power_subsystem() -> None:
     inv = _observe(_without(full_tree("lenovo"), "/redfish/v1/Chassis/1", "Power"))
     psus = [p for pw in inv.power for p in pw.power_supplies]
     assert len(psus) == 4 and {p.power_capacity_watts for p in psus} == {2400}
+    groups = [g for pw in inv.power for g in pw.redundancy]
+    assert [(g.mode, g.min_num_needed, g.max_num_supported) for g in groups] == [("NPlusM", 2, 4)]
 
 
 def test_thermal_only_under_thermal_subsystem() -> None:
