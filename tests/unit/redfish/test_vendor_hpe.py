@@ -82,3 +82,17 @@ def test_performance_profile_keeps_sriov_and_iommu_settable() -> None:
     values = {**get("hpe", CUR)["Attributes"], t.attribute: t.value}
     assert locked_by(reg, "Sriov", values) is None and locked_by(reg, "ProcAmdIoVt", values) is None
     assert locked_by(reg, "Sriov", {**values, "WorkloadProfile": "HighPerformanceCompute(HPC)"}) is not None
+
+
+def test_profile_forces_the_numa_grouping_the_spec_wants() -> None:
+    """NumaGroupSizeOpt is locked under GeneralThroughputCompute, but to Clustered, the value numa: enabled maps to:
+    forced_value says so (ops/bios can then treat it as satisfied rather than refused)."""
+    from provision.redfish.ops.bios_registry import forced_value, locked_by
+
+    reg = registry("hpe", REG)
+    cur = get("hpe", CUR)["Attributes"]
+    values = {**cur, "WorkloadProfile": "GeneralThroughputCompute"}
+    numa = by_name("hpe").resolve_bios("numa", "enabled", cur, reg)
+    assert numa is not None and locked_by(reg, "NumaGroupSizeOpt", values) is not None
+    assert forced_value(reg, "NumaGroupSizeOpt", values) == (True, numa.value)
+    assert forced_value(reg, "ProcSMT", values) == (False, None)
