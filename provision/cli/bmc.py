@@ -45,11 +45,13 @@ def summary(inv: inv_ops.NodeInventory) -> dict[str, object]:
         "system": {"manufacturer": inv.system.manufacturer, "model": inv.system.model,
                    "serial": inv.system.serial_number, "bios_version": inv.system.bios_version,
                    "power_state": inv.system.power_state},
-        "cpus": [{"model": c.model, "cores": c.total_cores, "threads": c.total_threads, "socket": c.socket}
-                 for c in inv.cpus],
+        "cpus": [{"model": c.model, "identity": c.identity, "cores": c.total_cores, "threads": c.total_threads,
+                  "socket": c.socket} for c in inv.cpus],
         "gpus": inv.gpus,
         "memory": [{"slot": m.device_locator or m.id, "mib": m.capacity_mib, "type": m.memory_device_type,
-                    "speed_mhz": m.operating_speed_mhz} for m in inv.memory if m.populated],
+                    "speed_mhz": m.operating_speed_mhz,
+                    "location": m.memory_location.model_dump() if m.memory_location else None}
+                   for m in inv.memory if m.populated],
         "drives": [{"id": d.id, "model": d.model, "bytes": d.capacity_bytes, "protocol": d.protocol,
                     "serial": d.serial_number} for d in inv.drives],
         "network_adapters": [{"id": a.adapter.id, "model": a.adapter.model, "technology": a.technology,
@@ -68,10 +70,10 @@ def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport) -
                   f"{inv.vendor}, power {s.power_state}, {inv.requests} requests")
     console.print(f"  CPUs {len(inv.cpus)}, GPUs {len(inv.gpus)}, DIMMs {len([m for m in inv.memory if m.populated])}, "
                   f"drives {len(inv.drives)}, adapters {len(inv.adapters)}, firmware entries {len(inv.firmware)}")
-    table = Table("figure", "spec", "BMC reports", "verdict", title="drift against the spec")
+    table = Table("figure", "compared", "spec", "BMC reports", "verdict", title="drift against the spec")
     colour = {"ok": "green", "drift": "red", "unknown": "yellow"}
     for i in report.items:
-        table.add_row(i.key, i.expected, i.observed, f"[{colour[i.verdict]}]{i.verdict}[/]")
+        table.add_row(i.key, i.kind.value, i.expected, i.observed, f"[{colour[i.verdict]}]{i.verdict}[/]")
     console.print(table)
 
 

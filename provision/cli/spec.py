@@ -25,9 +25,14 @@ def show(
     """Print the effective spec of NODE."""
     host = load_fleet(inventory).select([node])[0]
     if as_json:
-        emit_json({"host": host.name, "profile": host.profile, "spec": host.spec})
+        emit_json({"host": host.name, "profile": host.profile, "spec": host.spec,
+                   "comparisons": host.spec.effective_comparisons})
         return
-    console.print(_spec_tree(f"{host.name} ({host.profile})", host.spec))
+    tree = _spec_tree(f"{host.name} ({host.profile})", host.spec)
+    kinds = tree.add("[cyan]comparisons[/cyan] (how the BMC drift holds each figure against the spec)")
+    for figure, kind in host.spec.effective_comparisons.items():
+        kinds.add(f"[cyan]{figure}[/cyan]: {kind.value}")
+    console.print(tree)
 
 
 @app.command("validate")
@@ -47,7 +52,7 @@ def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = Fal
 
 def _spec_tree(title: str, spec: NodeSpec) -> Tree:
     tree = Tree(f"[bold]{title}[/bold]")
-    _add(tree, spec.model_dump(mode="json"))
+    _add(tree, spec.model_dump(mode="json", exclude={"comparisons"}))  # shown below as the effective kinds
     return tree
 
 

@@ -391,6 +391,42 @@ class Acceptance(Frozen):
     llm_finetune_tokens_per_sec: PositiveInt | None = None
 
 
+class Comparison(StrEnum):
+    """How an observed figure is held against the spec's."""
+
+    EXACT = "exact"
+    """Observed must equal the spec (a model name, a DIMM size, a count that must not grow)."""
+    MINIMUM = "minimum"
+    """Observed must be at least the spec (seed figures written "(Minimum)" or "at least": a PSU's rating)."""
+
+
+COMPARISONS: dict[str, Comparison] = {
+    "cpu.model": Comparison.EXACT,
+    "cpu.sockets": Comparison.EXACT,
+    "cpu.cores_per_socket": Comparison.EXACT,
+    "memory.dimm_count": Comparison.EXACT,
+    "memory.dimm_size_gb": Comparison.EXACT,
+    "memory.total_gb": Comparison.EXACT,
+    "memory.type": Comparison.EXACT,
+    "gpu.count": Comparison.EXACT,
+    "gpu.model": Comparison.EXACT,
+    "gpu.memory_gb": Comparison.EXACT,
+    "storage.nvme_drives": Comparison.EXACT,
+    "storage.boot.count": Comparison.EXACT,
+    "storage.scratch.count": Comparison.EXACT,
+    "network.ethernet.count": Comparison.EXACT,
+    "network.infiniband.count": Comparison.EXACT,
+    "power.psu_count": Comparison.EXACT,
+    "power.psu_watts": Comparison.MINIMUM,
+}
+"""The default kind of each figure the BMC-side drift compares. A figure the seed writes as "(Minimum)" or "at
+least" (a PSU's rating) is a minimum; the rest are exact. A profile overrides any of them under `comparisons:`
+(e.g. `power.psu_count: minimum` for a class that accepts extra PSUs). Figures named min_* (memory.min_speed_mts,
+cooling.min_fans) are minimums by their name and are checked node-side by conformance (memory.speed, bmc.fans)."""
+
+_TEXT_FIGURES = frozenset({"cpu.model", "memory.type", "gpu.model"})
+
+
 class NodeSpec(Frozen):
     """Everything a node of one class must be."""
 
@@ -408,6 +444,29 @@ class NodeSpec(Frozen):
     firmware: tuple[FirmwareComponent, ...]
     software: Software
     acceptance: Acceptance
+    comparisons: dict[str, Comparison] = Field(
+        default_factory=dict,
+        description="Per drift figure, exact or minimum; figures not named keep the default kind (COMPARISONS)",
+    )
+
+    @field_validator("comparisons")
+    @classmethod
+    def _known_figures(cls, value: dict[str, Comparison]) -> dict[str, Comparison]:
+        unknown = sorted(set(value) - set(COMPARISONS))
+        if unknown:
+            raise ValueError(f"unknown comparison figure(s) {unknown}; known: {sorted(COMPARISONS)}")
+        text = sorted(k for k, v in value.items() if k in _TEXT_FIGURES and v == Comparison.MINIMUM)
+        if text:
+            raise ValueError(f"{text} are names, not figures: they can only be compared exactly")
+        return value
+
+    def comparison(self, figure: str) -> Comparison:
+        """How `figure` (e.g. power.psu_watts) is compared: the profile's choice, else the default."""
+        return self.comparisons.get(figure, COMPARISONS.get(figure, Comparison.EXACT))
+
+    @property
+    def effective_comparisons(self) -> dict[str, Comparison]:
+        return {k: self.comparison(k) for k in COMPARISONS}
 
     @model_validator(mode="after")
     def _cross_checks(self) -> NodeSpec:

@@ -90,6 +90,19 @@ def locked_by(registry: AttributeRegistry, name: str, values: dict[str, AttrValu
     return None
 
 
+def forced_value(registry: AttributeRegistry, name: str, values: dict[str, AttrValue]) -> tuple[bool, AttrValue]:
+    """(True, value) when a Map dependency that holds for `values` sets `name`'s CurrentValue (HPE workload
+    profiles set and lock NumaGroupSizeOpt, Sriov, ...); a locked attribute whose forced value is the target needs
+    no write and is not a refusal. (False, None) when nothing forces it."""
+    for dep in registry.dependencies:
+        body = dep.get("Dependency") or {}
+        if dep.get("Type", "Map") != "Map" or body.get("MapToAttribute") != name:
+            continue
+        if body.get("MapToProperty") == "CurrentValue" and _holds(body.get("MapFrom") or [], values):
+            return True, body.get("MapToValue")
+    return False, None
+
+
 def _holds(terms: list[dict[str, Any]], values: dict[str, AttrValue]) -> bool:
     result: bool | None = None
     for t in terms:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provision.redfish.connector import ROOT, Connector, Json
+from provision.redfish.connector import ROOT, Connector, Json, is_expanded
 from provision.redfish.resources import (
     ComputerSystem,
     Drive,
@@ -18,13 +19,16 @@ from provision.redfish.resources import (
     Power,
     Processor,
     ServiceRoot,
+    SimpleStorage,
     SoftwareInventory,
     Storage,
     Thermal,
+    power_from_subsystem,
+    thermal_from_subsystem,
 )
 from provision.redfish.vendors import GpuView
 from provision.redfish.vendors.registry import detect
-from provision.spec.model import NodeSpec
+from provision.spec.model import Comparison, NodeSpec
 
 
 class Adapter(BaseModel):
@@ -68,7 +72,11 @@ class NodeInventory(BaseModel):
 
 
 def observe(conn: Connector) -> NodeInventory:
-    """Read the whole node: expanded collections where allowed, bounded parallel GETs otherwise."""
+    """Read the whole node: expanded collections where allowed, bounded parallel GETs otherwise.
+
+    Every standard place is read where the BMC links it, and only then: Storage and SimpleStorage, Chassis Power
+    or else PowerSubsystem, Thermal or else ThermalSubsystem, Processors of every system (GPUs may sit on an HGX
+    baseboard system beside the host), PCIeDevices as a collection or as the older list of links."""
     start = conn.stats.requests
     top = conn.parallel({
         "systems": lambda: conn.members(f"{ROOT}/Systems"),
@@ -77,24 +85,85 @@ def observe(conn: Connector) -> NodeInventory:
     })
     systems: list[Json] = top["systems"]
     chassis: list[Json] = top["chassis"]
-    system = systems[0] if systems else {}
+    system = host_system(systems)
+    jobs = _system_jobs(conn, system, [s for s in systems if s is not system]) | _chassis_jobs(conn, chassis)
+    got = conn.parallel(jobs)
+    if not _by_suffix(got, "PCIeDevices") and isinstance(system.get("PCIeDevices"), list):
+        got["sys:PCIeDeviceLinks"] = conn.resolve(system["PCIeDevices"])  # ComputerSystem's older link array
+    inv = _assemble(conn, system, chassis, top["firmware"], got)
+    return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing)})
+
+
+def host_system(systems: list[Json]) -> Json:
+    """The host: the first system with a Bios (an HGX baseboard system beside it has none), else the first."""
+    return next((s for s in systems if isinstance(s.get("Bios"), dict)), systems[0] if systems else {})
+
+
+def _system_jobs(conn: Connector, system: Json, others: list[Json]) -> dict[str, Any]:
     jobs: dict[str, Any] = {}
-    for key in ("Processors", "Memory", "Storage", "SimpleStorage", "PCIeDevices"):
-        if isinstance(system.get(key), dict):
+    for key in ("Processors", "Memory", "Storage", "PCIeDevices"):
+        if isinstance(system.get(key), dict) and system[key].get("@odata.id"):
             uri = str(system[key]["@odata.id"])
             jobs[f"sys:{key}"] = (lambda u=uri, k=key: conn.members(u, levels=2 if k == "Storage" else 1))
+    for other in others:  # only their Processors: the GPUs of an HGX baseboard listed as its own system
+        link = other.get("Processors")
+        if isinstance(link, dict) and link.get("@odata.id"):
+            jobs[f"{other.get('@odata.id')}:OtherProcessors"] = (lambda u=str(link["@odata.id"]): conn.members(u))
+    return jobs
+
+
+def _chassis_jobs(conn: Connector, chassis: list[Json]) -> dict[str, Any]:
+    jobs: dict[str, Any] = {}
     for c in chassis:
+        cid = c.get("@odata.id")
         for key in ("PCIeDevices", "NetworkAdapters", "Drives"):
             if isinstance(c.get(key), dict):
                 uri = str(c[key]["@odata.id"])
-                jobs[f"{c.get('@odata.id')}:{key}"] = (
+                jobs[f"{cid}:{key}"] = (
                     lambda u=uri, k=key: conn.members(u, levels=2 if k == "NetworkAdapters" else 1))
-        for key in ("Power", "Thermal"):
-            if isinstance(c.get(key), dict):
-                jobs[f"{c.get('@odata.id')}:{key}"] = (lambda cc=c, k=key: conn.link(cc, k))
-    got = conn.parallel(jobs)
-    inv = _assemble(conn, system, chassis, top["firmware"], got)
-    return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing)})
+        if isinstance(c.get("Power"), dict):
+            jobs[f"{cid}:Power"] = (lambda cc=c: _parse(Power, conn.link(cc, "Power")))
+        elif isinstance(c.get("PowerSubsystem"), dict):
+            jobs[f"{cid}:Power"] = (lambda cc=c: _power_subsystem(conn, cc))
+        if isinstance(c.get("Thermal"), dict):
+            jobs[f"{cid}:Thermal"] = (lambda cc=c: _parse(Thermal, conn.link(cc, "Thermal")))
+        elif isinstance(c.get("ThermalSubsystem"), dict):
+            jobs[f"{cid}:Thermal"] = (lambda cc=c: _thermal_subsystem(conn, cc))
+    return jobs
+
+
+def _parse(model: type[Power] | type[Thermal], data: Json | None) -> Power | Thermal | None:
+    return model.parse(data) if data else None
+
+
+def _power_subsystem(conn: Connector, chassis: Json) -> Power | None:
+    """PowerSubsystem -> PowerSupplies (the schema that replaces Chassis Power)."""
+    sub = conn.link(chassis, "PowerSubsystem")
+    link = (sub or {}).get("PowerSupplies")
+    if not isinstance(link, dict) or not link.get("@odata.id"):
+        return None
+    supplies = link["Members"] if is_coll(link) and all(is_expanded(m) for m in link["Members"]) else \
+        conn.members(str(link["@odata.id"]))
+    if not supplies:
+        return None
+    body = sub or {}
+    return power_from_subsystem(str(body.get("@odata.id", "")), supplies, body.get("PowerSupplyRedundancy"))
+
+
+def _thermal_subsystem(conn: Connector, chassis: Json) -> Thermal | None:
+    """ThermalSubsystem -> ThermalMetrics (temperatures) and Fans (the schema that replaces Chassis Thermal)."""
+    sub = conn.link(chassis, "ThermalSubsystem")
+    if not sub:
+        return None
+    fans_link = sub.get("Fans")
+    parts = conn.parallel({
+        "metrics": lambda: conn.link(sub, "ThermalMetrics"),
+        "fans": lambda: conn.members(str(fans_link["@odata.id"]))
+        if isinstance(fans_link, dict) and fans_link.get("@odata.id") else [],
+    })
+    if not parts["metrics"] and not parts["fans"]:
+        return None
+    return thermal_from_subsystem(str(sub.get("@odata.id", "")), parts["metrics"], parts["fans"])
 
 
 def _firmware_uri(conn: Connector) -> str:
@@ -113,25 +182,34 @@ def _by_suffix(got: dict[str, Any], suffix: str) -> list[Any]:
 def _assemble(conn: Connector, system: Json, chassis: list[Json], firmware: list[Json],
               got: dict[str, Any]) -> NodeInventory:
     procs = [Processor.parse(p) for p in got.get("sys:Processors") or []]
+    others = [Processor.parse(p) for p in _by_suffix(got, "OtherProcessors")]
     storage_raw = got.get("sys:Storage") or []
-    pcie = [PCIeDevice.parse(d) for d in (got.get("sys:PCIeDevices") or []) + _by_suffix(got, "PCIeDevices")]
-    pcie = list({d.uri: d for d in pcie}.values())
+    pcie_raw = (got.get("sys:PCIeDevices") or []) + _by_suffix(got, "PCIeDevices") + (got.get("sys:PCIeDeviceLinks")
+                                                                                        or [])
+    pcie = list({d.uri: d for d in (PCIeDevice.parse(x) for x in pcie_raw)}.values())
     drives = _drives(conn, storage_raw, _by_suffix(got, "Drives"))
-    adapters = _adapters(conn, _by_suffix(got, "NetworkAdapters"))
+    if not drives:  # a BMC that lists its disks only as SimpleStorage Devices: read it only then
+        drives = [d for s in _simple_storage(conn, system) for d in SimpleStorage.parse(s).drives()]
     root = ServiceRoot.parse(conn.root)
     sysm = ComputerSystem.parse(system)
     vendor = detect(root, sysm)
     cpus = [p for p in procs if (p.processor_type or "CPU").upper() == "CPU" and p.present]
+    gpu_procs = procs + [p for p in others if (p.processor_type or "").upper() == "GPU"]
     return NodeInventory(
         vendor=vendor.name, system=sysm, cpus=cpus,
-        gpus=vendor.find_gpus(procs, pcie, chassis),
+        gpus=vendor.find_gpus(gpu_procs, pcie, chassis),
         memory=[Memory.parse(m) for m in got.get("sys:Memory") or []],
         drives=drives, storage=[Storage.parse(s) for s in storage_raw],
-        pcie_devices=pcie, adapters=adapters,
-        power=[Power.parse(p) for p in _by_suffix(got, "Power")],
-        thermal=[Thermal.parse(t) for t in _by_suffix(got, "Thermal")],
+        pcie_devices=pcie, adapters=_adapters(conn, _by_suffix(got, "NetworkAdapters")),
+        power=[p for p in _by_suffix(got, "Power") if isinstance(p, Power)],
+        thermal=[t for t in _by_suffix(got, "Thermal") if isinstance(t, Thermal)],
         firmware=[SoftwareInventory.parse(f) for f in firmware],
     )
+
+
+def _simple_storage(conn: Connector, system: Json) -> list[Json]:
+    link = system.get("SimpleStorage")
+    return conn.members(str(link["@odata.id"])) if isinstance(link, dict) and link.get("@odata.id") else []
 
 
 def _drives(conn: Connector, storage: list[Json], chassis_drives: list[Json]) -> list[Drive]:
@@ -142,7 +220,8 @@ def _drives(conn: Connector, storage: list[Json], chassis_drives: list[Json]) ->
                   if isinstance(x, dict)]
     full = conn.resolve(links) + chassis_drives
     uniq = {str(d.get("@odata.id", "")).rstrip("/"): d for d in full}
-    return [Drive.parse(d) for d in uniq.values() if Drive.parse(d).present]
+    parsed = [Drive.parse(d) for d in uniq.values()]
+    return [d for d in parsed if d.present]
 
 
 def _adapters(conn: Connector, raw: list[Json]) -> list[Adapter]:
@@ -185,6 +264,8 @@ class DriftItem(BaseModel):
     expected: str
     observed: str
     verdict: Verdict
+    kind: Comparison = Comparison.EXACT
+    """exact: observed must equal the spec; minimum: observed must be at least the spec."""
 
 
 class DriftReport(BaseModel):
@@ -203,32 +284,59 @@ def _norm(text: str | None) -> str:
     return " ".join(t.split())
 
 
-def _item(key: str, expected: object, observed: object, ok: bool | None) -> DriftItem:
+def _holds(kind: Comparison, value: float, want: float) -> bool:
+    return value >= want if kind == Comparison.MINIMUM else value == want
+
+
+def _item(key: str, kind: Comparison, want: object, observed: object, ok: bool | None) -> DriftItem:
     verdict: Verdict = "unknown" if ok is None else ("ok" if ok else "drift")
-    return DriftItem(key=key, expected=str(expected), observed=str(observed), verdict=verdict)
+    expected = f">= {want}" if kind == Comparison.MINIMUM else str(want)
+    return DriftItem(key=key, expected=expected, observed=str(observed), verdict=verdict, kind=kind)
 
 
-def _same_all(values: list[Any], want: Any) -> bool | None:
+def _figure(spec: NodeSpec, key: str, want: float, values: list[float | None]) -> DriftItem:
+    """A per-part figure (DIMM size, PSU watts): every part that reports it must hold; unknown if none does."""
+    kind = spec.comparison(key)
     known = [v for v in values if v is not None]
-    return None if not known else all(v == want for v in known)
+    ok = all(_holds(kind, v, want) for v in known) if known else None
+    return _item(key, kind, want, sorted(set(known)), ok)
+
+
+def _count(spec: NodeSpec, key: str, want: int, seen: int, known: bool = True) -> DriftItem:
+    kind = spec.comparison(key)
+    return _item(key, kind, want, seen, _holds(kind, seen, want) if known else None)
+
+
+def _text(key: str, want: str, seen: list[str | None], same: Callable[[str, str], bool]) -> DriftItem:
+    known = [x for x in seen if x]
+    if any(not same(want, x) for x in known):
+        ok: bool | None = False
+    else:
+        ok = True if seen and len(known) == len(seen) else None
+    shown = ", ".join(sorted({x or "?" for x in seen}))
+    return _item(key, Comparison.EXACT, want, shown, ok)
 
 
 def drift(spec: NodeSpec, inv: NodeInventory) -> DriftReport:
-    """Pure: compare spec and inventory figure by figure (unknown where the BMC does not say)."""
+    """Pure: compare spec and inventory figure by figure (unknown where the BMC does not say), each figure as
+    exact or as a minimum (spec.comparison)."""
     items = _cpu_drift(spec, inv) + _memory_drift(spec, inv) + _gpu_drift(spec, inv)
     items += _storage_drift(spec, inv) + _network_drift(spec, inv) + _power_drift(spec, inv)
     return DriftReport(items=items)
 
 
 def _cpu_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
-    models = sorted({c.model or "?" for c in inv.cpus})
+    """A CPU whose BMC gives no Model shows its ProcessorId identity and makes the model unknown, not "?"."""
     cores = [c.total_cores for c in inv.cpus]
+    model = _text("cpu.model", spec.cpu.model, [c.model for c in inv.cpus], lambda a, b: _norm(a) == _norm(b))
+    unnamed = sorted({c.identity for c in inv.cpus if not c.model and c.identity})
+    if unnamed:
+        named = sorted({c.model for c in inv.cpus if c.model})
+        model = model.model_copy(update={"observed": ", ".join(named + [f"{u} (ProcessorId)" for u in unnamed])})
     return [
-        _item("cpu.model", spec.cpu.model, ", ".join(models),
-              all(_norm(spec.cpu.model) == _norm(m) for m in models) if inv.cpus else None),
-        _item("cpu.sockets", spec.cpu.sockets, len(inv.cpus), len(inv.cpus) == spec.cpu.sockets),
-        _item("cpu.cores_per_socket", spec.cpu.cores_per_socket, sorted({c for c in cores if c}),
-              _same_all(cores, spec.cpu.cores_per_socket)),
+        model,
+        _count(spec, "cpu.sockets", spec.cpu.sockets, len(inv.cpus)),
+        _figure(spec, "cpu.cores_per_socket", spec.cpu.cores_per_socket, [float(c) if c else None for c in cores]),
     ]
 
 
@@ -236,26 +344,26 @@ def _memory_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     dimms = [m for m in inv.memory if m.populated]
     sizes = [round((m.capacity_mib or 0) / 1024) for m in dimms]
     total = sum(sizes)
-    types = [m.memory_device_type for m in dimms]
     return [
-        _item("memory.dimm_count", spec.memory.dimm_count, len(dimms), len(dimms) == spec.memory.dimm_count),
-        _item("memory.dimm_size_gb", spec.memory.dimm_size_gb, sorted(set(sizes)),
-              _same_all(sizes, spec.memory.dimm_size_gb)),
-        _item("memory.total_gb", spec.memory.total_gb, total, total == spec.memory.total_gb),
-        _item("memory.type", spec.memory.type, sorted({t for t in types if t}), _same_all(types, spec.memory.type)),
+        _count(spec, "memory.dimm_count", spec.memory.dimm_count, len(dimms)),
+        _figure(spec, "memory.dimm_size_gb", spec.memory.dimm_size_gb, [float(x) for x in sizes]),
+        _count(spec, "memory.total_gb", spec.memory.total_gb, total),
+        _text("memory.type", spec.memory.type, [m.memory_device_type for m in dimms] if dimms else [],
+              lambda a, b: a.upper() == b.upper()),
     ]
 
 
+def _gpu_match(want: str, seen: str) -> bool:
+    a, b = _norm(want), _norm(seen)
+    return bool(b) and (b in a or a in b)
+
+
 def _gpu_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
-    models = sorted({g.model or "?" for g in inv.gpus})
-    want = _norm(spec.gpu.model)
-    model_ok = all(_norm(m) and (_norm(m) in want or want in _norm(m)) for m in models) if inv.gpus else None
-    mems = [g.memory_gib for g in inv.gpus]
+    mems = [None if g.memory_gib is None else float(round(g.memory_gib)) for g in inv.gpus]
     return [
-        _item("gpu.count", spec.gpu.count, len(inv.gpus), len(inv.gpus) == spec.gpu.count),
-        _item("gpu.model", spec.gpu.model, ", ".join(models), model_ok),
-        _item("gpu.memory_gb", spec.gpu.memory_gb, sorted({m for m in mems if m}),
-              _same_all([None if m is None else round(m) for m in mems], spec.gpu.memory_gb)),
+        _count(spec, "gpu.count", spec.gpu.count, len(inv.gpus)),
+        _text("gpu.model", spec.gpu.model, [g.model for g in inv.gpus], _gpu_match),
+        _figure(spec, "gpu.memory_gb", spec.gpu.memory_gb, mems),
     ]
 
 
@@ -264,18 +372,17 @@ def _near(tb: float | None, want: float) -> bool:
 
 
 def _storage_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
-    nvme = [d for d in inv.drives if (d.protocol or "NVMe").upper() == "NVME"]
+    nvme = [d for d in inv.drives if d.is_nvme]
     sized = [d for d in nvme if d.capacity_tb]
     boot = [d for d in sized if _near(d.capacity_tb, spec.storage.boot.size_tb)]
     scratch = [d for d in sized if _near(d.capacity_tb, spec.storage.scratch.size_tb)]
-    known = bool(sized)
+    st = spec.storage
     return [
-        _item("storage.nvme_drives", spec.storage.boot.count + spec.storage.scratch.count, len(nvme),
-              len(nvme) == spec.storage.boot.count + spec.storage.scratch.count),
-        _item("storage.boot.count", f"{spec.storage.boot.count} x {spec.storage.boot.size_tb} TB", len(boot),
-              len(boot) == spec.storage.boot.count if known else None),
-        _item("storage.scratch.count", f"{spec.storage.scratch.count} x {spec.storage.scratch.size_tb} TB",
-              len(scratch), len(scratch) == spec.storage.scratch.count if known else None),
+        _count(spec, "storage.nvme_drives", st.boot.count + st.scratch.count, len(nvme)),
+        _count(spec, "storage.boot.count", st.boot.count, len(boot), bool(sized)).model_copy(
+            update={"expected": f"{st.boot.count} x {st.boot.size_tb} TB"}),
+        _count(spec, "storage.scratch.count", st.scratch.count, len(scratch), bool(sized)).model_copy(
+            update={"expected": f"{st.scratch.count} x {st.scratch.size_tb} TB"}),
     ]
 
 
@@ -285,18 +392,15 @@ def _network_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     eth = [a for a in known if a.technology == "Ethernet"]
     want_ib = spec.network.infiniband.count if spec.network.infiniband else 0
     return [
-        _item("network.ethernet.count", spec.network.ethernet.count, len(eth),
-              len(eth) == spec.network.ethernet.count if known else None),
-        _item("network.infiniband.count", want_ib, len(ib), len(ib) == want_ib if known else None),
+        _count(spec, "network.ethernet.count", spec.network.ethernet.count, len(eth), bool(known)),
+        _count(spec, "network.infiniband.count", want_ib, len(ib), bool(known)),
     ]
 
 
 def _power_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     psus = [p for pw in inv.power for p in pw.power_supplies if p.present]
-    watts = [p.power_capacity_watts for p in psus]
+    watts = [None if p.power_capacity_watts is None else float(int(p.power_capacity_watts)) for p in psus]
     return [
-        _item("power.psu_count", spec.power.psu_count, len(psus), len(psus) == spec.power.psu_count if inv.power
-              else None),
-        _item("power.psu_watts", spec.power.psu_watts, sorted({int(w) for w in watts if w}),
-              _same_all([None if w is None else int(w) for w in watts], spec.power.psu_watts)),
+        _count(spec, "power.psu_count", spec.power.psu_count, len(psus), bool(inv.power)),
+        _figure(spec, "power.psu_watts", spec.power.psu_watts, watts),
     ]

@@ -78,5 +78,16 @@ def text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_PLACEHOLDERS = frozenset({"", "n/a", "na", "none", "null", "unknown", "not available", "not specified", "-"})
+
+
+def real_text(value: Any) -> str | None:
+    """A BMC's string with padding stripped; None for placeholders ("N/A", "Unknown", "") that say nothing."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    return None if text.lower() in _PLACEHOLDERS else text
+
+
 def texts(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()

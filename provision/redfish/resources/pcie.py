@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from provision.redfish.resources.base import Resource, text_or_none
+from provision.redfish.resources.base import Resource, real_text, text_or_none
 
 
 class PCIeDevice(Resource):
@@ -20,6 +20,16 @@ class PCIeDevice(Resource):
     firmware_version: str | None = None
     pcie_interface: dict[str, Any] = Field(default_factory=dict, alias="PCIeInterface")
     oem: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("model", "manufacturer", "serial_number", "firmware_version", "part_number", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str | None:
+        return real_text(v)
+
+    @property
+    def label(self) -> str | None:
+        """Model, else the Name (Lenovo says Model "N/A" and Name "NVIDIA L40")."""
+        return self.model or real_text(self.name)
 
     @property
     def pcie_type(self) -> str | None:

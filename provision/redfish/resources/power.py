@@ -61,3 +61,32 @@ class Thermal(Resource):
     temperatures: list[Temperature] = Field(default_factory=list)
     fans: list[Fan] = Field(default_factory=list)
     redundancy: list[Redundancy] = Field(default_factory=list)
+
+
+def power_from_subsystem(uri: str, supplies: list[dict[str, Any]], groups: Any = None) -> Power:
+    """PowerSubsystem/PowerSupplies (Redfish 2020.4+) in the shape of the legacy Power resource; its
+    PowerSupplyRedundancy groups (MinNeededInGroup, MaxSupportedInGroup, RedundancyType) as Redundancy."""
+    redundancy = [{"Name": "PowerSupplyRedundancy", "Mode": g.get("RedundancyType"),
+                   "MinNumNeeded": g.get("MinNeededInGroup"), "MaxNumSupported": g.get("MaxSupportedInGroup"),
+                   "Status": g.get("Status") or {}}
+                  for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)]
+    return Power.parse({"@odata.id": uri, "Id": "PowerSubsystem", "PowerSupplies": supplies, "Redundancy": redundancy})
+
+
+def thermal_from_subsystem(uri: str, metrics: dict[str, Any] | None, fans: list[dict[str, Any]]) -> Thermal:
+    """ThermalSubsystem (ThermalMetrics readings and Fans) in the shape of the legacy Thermal resource."""
+    temps = []
+    for r in (metrics or {}).get("TemperatureReadingsCelsius") or []:
+        if not isinstance(r, dict):
+            continue
+        source = str(r.get("DataSourceUri") or r.get("@odata.id") or "")
+        temps.append({"Name": r.get("DeviceName") or source.rsplit("/", 1)[-1] or None,
+                      "ReadingCelsius": r.get("Reading"), "PhysicalContext": r.get("PhysicalContext")})
+    out_fans = []
+    for f in fans:
+        raw = f.get("SpeedPercent")
+        speed: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        rpm = speed.get("SpeedRPM")
+        out_fans.append({"Name": f.get("Name"), "Reading": rpm if rpm is not None else speed.get("Reading"),
+                         "ReadingUnits": "RPM" if rpm is not None else "Percent", "Status": f.get("Status") or {}})
+    return Thermal.parse({"@odata.id": uri, "Id": "ThermalSubsystem", "Temperatures": temps, "Fans": out_fans})

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
 
-from provision.redfish.resources.base import Resource
+from pydantic import Field, field_validator
+
+from provision.redfish.resources.base import Resource, dig, link_ids, real_text
+
+_CACHE = ("L1Cache", "L2Cache", "L3Cache", "L4Cache")
 
 
 class Processor(Resource):
@@ -14,6 +18,7 @@ class Processor(Resource):
     """CPU, GPU, FPGA, ..."""
     manufacturer: str | None = None
     model: str | None = None
+    """As the BMC says it, padding stripped; None for "N/A" placeholders."""
     socket: str | None = None
     total_cores: int | None = None
     total_threads: int | None = None
@@ -21,3 +26,57 @@ class Processor(Resource):
     serial_number: str | None = None
     firmware_version: str | None = None
     memory_gib: float | None = Field(default=None, alias="ProcessorMemoryGiB")
+    processor_id: dict[str, Any] = Field(default_factory=dict, alias="ProcessorId")
+    """VendorId, EffectiveFamily, EffectiveModel, Step, IdentificationRegisters (DMTF Processor.ProcessorId)."""
+    memory_summary: dict[str, Any] = Field(default_factory=dict)
+    """Processor.MemorySummary: TotalMemorySizeMiB of a GPU's own memory (v1_11+)."""
+    processor_memory: list[dict[str, Any]] = Field(default_factory=list)
+    """Processor.ProcessorMemory (deprecated): caches and integrated memory, each with CapacityMiB."""
+    links: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("model", "manufacturer", "serial_number", "firmware_version", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str | None:
+        return real_text(v)
+
+    @field_validator("processor_id", "memory_summary", "links", mode="before")
+    @classmethod
+    def _obj(cls, v: Any) -> dict[str, Any]:
+        return v if isinstance(v, dict) else {}
+
+    @field_validator("processor_memory", mode="before")
+    @classmethod
+    def _list(cls, v: Any) -> list[dict[str, Any]]:
+        return [m for m in v if isinstance(m, dict)] if isinstance(v, list) else []
+
+    @property
+    def identity(self) -> str | None:
+        """The CPU as ProcessorId describes it when Model is absent: vendor, family, model, stepping."""
+        pid = self.processor_id
+        parts = [f"{k.lower()} {real_text(str(pid[key]))}" for key, k in
+                 (("EffectiveFamily", "Family"), ("EffectiveModel", "Model"), ("Step", "Stepping"))
+                 if pid.get(key) is not None and real_text(str(pid[key]))]
+        vendor = real_text(pid.get("VendorId")) or self.manufacturer
+        if not parts and not real_text(pid.get("IdentificationRegisters")):
+            return None
+        regs = real_text(pid.get("IdentificationRegisters"))
+        text = " ".join(filter(None, [vendor, *parts]))
+        return f"{text} (id {regs})" if regs and not parts else text
+
+    @property
+    def own_memory_gib(self) -> float | None:
+        """An accelerator's own memory: MemorySummary.TotalMemorySizeMiB, else non-cache ProcessorMemory."""
+        if self.memory_gib:
+            return self.memory_gib
+        total = self.memory_summary.get("TotalMemorySizeMiB")
+        if isinstance(total, int | float) and total > 0:
+            return round(total / 1024, 1)
+        mib = sum(m.get("CapacityMiB") or 0 for m in self.processor_memory
+                  if m.get("MemoryType") not in _CACHE and isinstance(m.get("CapacityMiB"), int | float))
+        return round(mib / 1024, 1) if mib else None
+
+    @property
+    def pcie_device_uri(self) -> str | None:
+        """Links.PCIeDevice: where a GPU's board (its name, on some BMCs its only model) is described."""
+        ids = link_ids(dig(self.links, "PCIeDevice"))
+        return ids[0] if ids else None

@@ -23,7 +23,43 @@ from provision.redfish.vendors import versions
 ENABLED = ("Enabled", "Enable", True, "On")
 DISABLED = ("Disabled", "Disable", False, "Off")
 STYLES = (("Enabled", "Disabled"), ("Enable", "Disable"), ("On", "Off"), (True, False))
-_GPU_MODEL = re.compile(r"(?i)\b(H100|H200|H800|A100|A800|B100|B200|GB200|L40S?|GPU)\b")
+_GPU_MODEL = re.compile(r"(?i)\b(H100|H200|H800|A100|A800|B100|B200|GB200|GH200|L40S?|L4|A40|A30|A10|GPU)\b")
+_NOT_GPU = re.compile(r"(?i)nvswitch|switch|riser|backplane|retimer")
+_TOKEN_START = r"(?:^|[^A-Za-z0-9])"
+_TOKEN_END = r"(?:[^A-Za-z]|$)"
+
+
+class FwRule(BaseModel):
+    """Which FirmwareInventory entries are one component: every regex given must match (re.search)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str | None = None
+    """Id or Name (either)."""
+    id: str | None = None
+    name: str | None = None
+    software_id: str | None = None
+    description: str | None = None
+
+    def matches(self, e: SoftwareInventory) -> bool:
+        checks = [(self.id, e.id), (self.name, e.name), (self.software_id, e.software_id),
+                  (self.description, e.description)]
+        if self.label is not None and not any(re.search(self.label, x) for x in (e.id, e.name or "") if x):
+            return False
+        return all(re.search(rx, value or "") for rx, value in checks if rx is not None)
+
+
+def _oem_actions(oem: dict[str, Any]) -> list[tuple[str, Any]]:
+    """OEM actions at Actions.Oem.<name> or one level deeper, Actions.Oem.<Vendor>.<name> (NVIDIA)."""
+    out = [(k, v) for k, v in oem.items() if k.startswith("#")]
+    for vendor in (v for k, v in oem.items() if not k.startswith("#") and isinstance(v, dict)):
+        out += [(k, v) for k, v in vendor.items() if k.startswith("#")]
+    return out
+
+
+def _labels(e: SoftwareInventory) -> list[str]:
+    return [x for x in (e.id, e.name, e.description) if x]
+
 
 
 class GpuView(BaseModel):
@@ -75,18 +111,38 @@ class VendorPlugin:
         "performance": ("MaxPerf", "PerfOptimized", "Performance", "MaximumPerformance"),
         "uefi": ("Uefi", "UEFI"),
     }
+    bios_attr_values: ClassVar[dict[str, dict[str, AttrValue]]] = {}
+    """Per vendor attribute, the value each neutral value means where it is not an Enabled/Disabled spelling
+    (Lenovo Memory_SocketInterleave: enabled -> NUMA)."""
     bios_inverted: ClassVar[frozenset[str]] = frozenset()
     """Neutral keys whose vendor attribute has the opposite sense (Dell NodeInterleave for numa)."""
     bios_pending_suffix: ClassVar[str] = "Settings"
 
-    firmware_patterns: ClassVar[dict[str, str]] = {
-        "bmc": r"(?i)^(bmc|.*\bbmc\b.*|.*remote access controller.*)$",
-        "bios": r"(?i)^(bios|.*\bbios\b.*)$",
-        "gpu": r"(?i)^.*\bgpu.*$",
-        "nvswitch": r"(?i)^.*nvswitch.*$",
-        "ib_nic": r"(?i)^.*(connectx|infiniband|mellanox|\bnic\d*\b).*$",
+    firmware_rules: ClassVar[dict[str, tuple[FwRule, ...]]] = {
+        "bmc": (FwRule(label=r"(?i)^(bmc|bmc firmware|host_?bmc(_\d+)?|.*remote access controller.*)$"),
+                FwRule(label=r"(?i)" + _TOKEN_START + "bmc" + _TOKEN_END)),
+        "bios": (FwRule(label=r"(?i)^(bios|uefi|system rom|host_?bios(_\d+)?|bios firmware|.* bios firmware)$"),
+                 FwRule(label=r"(?i)^(?!.*(driver|option ?rom|nvme|raid|adapter|nic\b)).*\bbios\b.*$")),
+        "gpu": (FwRule(label=r"(?i)^(?!.*(switch|riser|backplane|retimer)).*" + _TOKEN_START
+                       + r"gpu(_?sxm)?(_?\d+)?" + _TOKEN_END),),
+        "nvswitch": (FwRule(label=r"(?i)^.*nvswitch.*$"),),
+        "ib_nic": (FwRule(label=r"(?i)^.*(connectx|infiniband|mellanox|" + _TOKEN_START + r"nic\d*"
+                          + _TOKEN_END + ").*$"),),
     }
-    firmware_exclude: ClassVar[str] = r"(?i)(backup|golden|staging|capsule|previous|erot|inforom|_me\b|\bme\b)"
+    """Per component, alternatives in order of preference: the first rule that matches a running entry wins
+    (so a vendor can say "FW_BMC_0, else HGX_FW_BMC_0"). Token bounds treat `_` as a separator (`\\b` does not:
+    `_` is a word character, so `\\bgpu` never matched HGX_FW_GPU_SXM_1)."""
+    firmware_exclude: ClassVar[str] = r"(?i)" + _TOKEN_START + r"(erot|inforom|me|pldm)" + _TOKEN_END
+    """Entries that are never one of the spec's components (root-of-trust, InfoROM, Intel ME)."""
+    inactive_pattern: ClassVar[str] = (
+        r"(?i)" + _TOKEN_START + r"(backup|golden|staging|staged|pending|inactive|previous|capsule|recovery"
+        r"|redundant|standby|secondary|rollback)" + _TOKEN_END)
+    """Names of slots that hold firmware which is not running (Supermicro Golden_/Staging_/Backup_, Lenovo
+    -Backup/-Pending, HPE "Redundant System ROM", Dell Previous-)."""
+    inactive_states: ClassVar[frozenset[str]] = frozenset(
+        {"Disabled", "StandbySpare", "StandbyOffline", "Absent", "UnavailableOffline", "Deferring"})
+    """DMTF Status.State values of a slot that is not the running image (Lenovo marks BMC-Backup StandbySpare and
+    the -Pending slots Disabled)."""
 
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
@@ -124,6 +180,9 @@ class VendorPlugin:
     def _bios_value(
         self, attr: str, neutral: str | int | bool, current: dict[str, AttrValue], registry: AttributeRegistry
     ) -> AttrValue:
+        mapped = self.bios_attr_values.get(attr, {})
+        if isinstance(neutral, str) and neutral in mapped:
+            return mapped[neutral]
         if not isinstance(neutral, str) or neutral not in self.bios_values:
             return neutral
         candidates = self.bios_values[neutral]
@@ -150,21 +209,52 @@ class VendorPlugin:
     def match_firmware(
         self, component: str, entries: list[SoftwareInventory], override: dict[str, str] | None = None
     ) -> list[SoftwareInventory]:
-        """The FirmwareInventory entries that are this component's running firmware."""
-        pattern = (override or {}).get(self.name) or self.firmware_patterns.get(component)
-        if not pattern:
-            return []
-        out = []
-        for e in entries:
-            labels = [e.id, e.name or ""]
-            if any(re.match(pattern, x) for x in labels if x) and not any(
-                re.search(self.firmware_exclude, x) for x in labels if x
-            ):
-                out.append(e)
-        return out
+        """The FirmwareInventory entries that are this component's running firmware (never a pending, backup,
+        staging or inactive copy, even when the spec's `match` names it)."""
+        pattern = (override or {}).get(self.name)
+        rules = (FwRule(label=pattern),) if pattern else self.firmware_rules.get(component, ())
+        running = [e for e in entries if self.is_running(e)]
+        for rule in rules:
+            found = [e for e in running if rule.matches(e) and not self._excluded(e)]
+            if found:
+                return found
+        return []
+
+    def is_running(self, entry: SoftwareInventory) -> bool:
+        """False for slots that hold firmware the device is not running, by standard state or by name."""
+        state = entry.status.state if entry.status else None
+        if state in self.inactive_states:
+            return False
+        return not any(re.search(self.inactive_pattern, x) for x in _labels(entry))
+
+    def _excluded(self, entry: SoftwareInventory) -> bool:
+        return any(re.search(self.firmware_exclude, x) for x in _labels(entry))
 
     def multipart_uri(self, service: UpdateService) -> str | None:
         return service.multipart_http_push_uri
+
+    task_monitor: ClassVar[str] = "task"
+    """How an update's progress is followed: "task" (the DMTF Task the POST answers, to TaskState Completed)."""
+
+    def update_methods(self, service: UpdateService) -> tuple[str, ...]:
+        """What this BMC offers, as it advertises it: multipart (MultipartHttpPushUri with UpdateParameters
+        Targets), simple (SimpleUpdate with ImageURI), http_push (the deprecated HttpPushUri PUT/POST) and the
+        OEM install actions (e.g. oem:#SmcUpdateService.Install); the ones this plugin uses come first."""
+        offered = []
+        if self.multipart_uri(service):
+            offered.append("multipart")
+        if service.simple_update_target:
+            offered.append("simple")
+        if service.multipart_http_push_uri and "multipart" not in offered:
+            offered.append("multipart (not used)")
+        if service.http_push_uri:
+            offered.append("http_push")
+        raw = service.actions.get("Oem")
+        oem: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        for name, action in sorted(_oem_actions(oem)):
+            if isinstance(action, dict) and action.get("target"):
+                offered.append(f"oem:{name}")
+        return tuple(offered)
 
     def update_targets(self, component: str, entries: list[SoftwareInventory]) -> list[str]:
         """The `Targets` of an update: the inventory entries themselves (DMTF semantics)."""
@@ -181,8 +271,11 @@ class VendorPlugin:
     def find_gpus(
         self, processors: list[Processor], pcie: list[PCIeDevice], chassis: list[dict[str, Any]]
     ) -> list[GpuView]:
-        """GPUs from Processors (type GPU), else PCIe devices, else HGX GPU chassis."""
-        found = [_gpu_from_proc(p) for p in processors if (p.processor_type or "").upper() == "GPU" and p.present]
+        """GPUs from Processors (type GPU, with or without a model string), else PCIe devices, else HGX GPU
+        chassis. A GPU Processor without a Model takes it from the PCIe device it links (Lenovo XCC)."""
+        boards = {d.uri: d for d in pcie}
+        found = [_gpu_from_proc(p, boards.get(p.pcie_device_uri or "")) for p in processors
+                 if (p.processor_type or "").upper() == "GPU" and p.present]
         if found:
             return found
         found = [_gpu_from_pcie(d) for d in pcie if self.is_gpu_device(d)]
@@ -191,12 +284,12 @@ class VendorPlugin:
         return [
             GpuView(uri=str(c.get("@odata.id")), model=c.get("Model"), serial_number=c.get("SerialNumber"),
                     firmware_version=None, memory_gib=_gib_from_model(c.get("Model")), source="chassis")
-            for c in chassis if re.match(r"(?i)^HGX_GPU_SXM_\d+$", str(c.get("Id", "")))
+            for c in chassis if re.match(r"(?i)^HGX_GPU_(SXM_)?\d+$", str(c.get("Id", "")))
         ]
 
     def is_gpu_device(self, dev: PCIeDevice) -> bool:
         label = " ".join(filter(None, [dev.id, dev.name, dev.model]))
-        return dev.present and bool(_GPU_MODEL.search(label)) and "nvswitch" not in label.lower()
+        return dev.present and bool(_GPU_MODEL.search(label)) and not _NOT_GPU.search(label)
 
 
 def _gib_from_model(model: str | None) -> float | None:
@@ -204,11 +297,12 @@ def _gib_from_model(model: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _gpu_from_proc(p: Processor) -> GpuView:
-    return GpuView(uri=p.uri, model=p.model, serial_number=p.serial_number, firmware_version=p.firmware_version,
-                   memory_gib=p.memory_gib or _gib_from_model(p.model), source="processors")
+def _gpu_from_proc(p: Processor, board: PCIeDevice | None) -> GpuView:
+    model = p.model or (board.label if board else None)
+    return GpuView(uri=p.uri, model=model, serial_number=p.serial_number, firmware_version=p.firmware_version,
+                   memory_gib=p.own_memory_gib or _gib_from_model(model), source="processors")
 
 
 def _gpu_from_pcie(d: PCIeDevice) -> GpuView:
-    return GpuView(uri=d.uri, model=d.model, serial_number=d.serial_number, firmware_version=d.firmware_version,
-                   memory_gib=_gib_from_model(d.model), source="pcie")
+    return GpuView(uri=d.uri, model=d.label, serial_number=d.serial_number, firmware_version=d.firmware_version,
+                   memory_gib=_gib_from_model(d.label), source="pcie")

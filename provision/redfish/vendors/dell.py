@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from provision.redfish.vendors.base import VendorPlugin
+from provision.redfish.vendors.base import FwRule, VendorPlugin
 
 
 class DellPlugin(VendorPlugin):
@@ -23,11 +23,13 @@ class DellPlugin(VendorPlugin):
         "power_profile": (r"^SysProfile$",),
     }
     bios_inverted = frozenset({"numa"})
-    firmware_patterns: ClassVar[dict[str, str]] = {
-        "bmc": r"(?i)^(Installed-.*__iDRAC\..*|Integrated Dell Remote Access Controller)$",
-        "bios": r"(?i)^(Installed-.*__BIOS\..*|BIOS)$",
-        "gpu": r"(?i)^Installed-.*__(Video|GPU)\..*$",
-        "nvswitch": r"(?i)^Installed-.*NVSwitch.*$",
-        "ib_nic": r"(?i)^Installed-.*__(InfiniBand|NIC)\..*$",
+    firmware_rules: ClassVar[dict[str, tuple[FwRule, ...]]] = {
+        "bmc": (FwRule(id=r"(?i)^Installed-.*__iDRAC\."),),
+        "bios": (FwRule(id=r"(?i)^Installed-.*__BIOS\."),),
+        "gpu": (FwRule(id=r"(?i)^Installed-.*__(Video|GPU)\."),),
+        "nvswitch": (FwRule(id=r"(?i)^Installed-.*NVSwitch"),),
+        "ib_nic": (FwRule(id=r"(?i)^Installed-.*__(InfiniBand|NIC)\."),),
     }
-    firmware_exclude = r"(?i)^(Previous|Current)-"
+    """Dell's documented convention (iDRAC Redfish API guide, FirmwareInventory): `Installed-` is the running
+    image, `Previous-` the rollback copy, `Available-` a staged one; `Current-` duplicates Installed-."""
+    inactive_pattern = r"(?i)^(Previous|Current|Available)-"

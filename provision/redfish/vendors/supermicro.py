@@ -6,7 +6,7 @@ import re
 from typing import Any, ClassVar
 
 from provision.redfish.resources import PCIeDevice, SoftwareInventory, UpdateService
-from provision.redfish.vendors.base import VendorPlugin
+from provision.redfish.vendors.base import FwRule, VendorPlugin
 
 _HEX = r"_[0-9A-F]{4}$"
 
@@ -38,13 +38,18 @@ class SupermicroPlugin(VendorPlugin):
         "performance": ("BIOS Controls EPB", "Maximum Performance", "Performance"),
         "uefi": ("UEFI",),
     }
-    firmware_patterns: ClassVar[dict[str, str]] = {
-        "bmc": r"^BMC$",
-        "bios": r"^BIOS$",
-        "gpu": r"^HGX_FW_GPU_SXM_\d+$",
-        "nvswitch": r"^HGX_FW_NVSwitch_\d+$",
-        "ib_nic": r"^NIC\d+ .*\bMCX7",  # ConnectX-7 HCAs, by the model in the entry's Name
+    firmware_rules: ClassVar[dict[str, tuple[FwRule, ...]]] = {
+        "bmc": (FwRule(id=r"^BMC$"),),
+        "bios": (FwRule(id=r"^BIOS$"),),
+        "gpu": (FwRule(id=r"^HGX_FW_GPU_SXM_\d+$"),),  # the HGX baseboard's copies (GPU1..8 are read-only views)
+        "nvswitch": (FwRule(id=r"^HGX_FW_NVSwitch_\d+$"),),
+        "ib_nic": (FwRule(name=r"^NIC\d+ .*\bMCX7"),),  # ConnectX-7 HCAs, by the model in the entry's Name
+        "hgx_bmc": (FwRule(id=r"^HGX_FW_BMC_\d+$"),),
+        "erot": (FwRule(id=r"^HGX_FW_ERoT_"),),
     }
+    """From the capture (X13 BMC 11.01.01 with an HGX H100 baseboard behind it): Golden_/Backup_/Staging_ and
+    Capsule_ copies sit beside the running BMC and BIOS and are filtered as inactive."""
+    firmware_exclude = r"(?i)(?:^|[^A-Za-z0-9])(inforom|me|pldm)(?:[^A-Za-z]|$)"
 
     def is_gpu_device(self, dev: PCIeDevice) -> bool:
         """GPU1..GPU8 under Chassis/1/PCIeDevices (the HGX baseboard's GPUs as the X13 BMC lists them)."""

@@ -71,3 +71,55 @@ def test_supermicro_capture_inventory(spec) -> None:  # type: ignore[no-untyped-
     assert [c.model for c in inv.cpus] == ["Intel(R) Xeon(R) Platinum 8462Y+"] * 2
     verdicts = {i.key: i.verdict for i in drift(spec, inv).items}
     assert verdicts["gpu.count"] == "ok" and verdicts["cpu.model"] == "drift"  # the capture has 8462Y+
+
+
+# ---- comparison kinds (exact | minimum) ------------------------------------------------------------
+def _with(spec, **comparisons: str):  # type: ignore[no-untyped-def]
+    from provision.spec.model import NodeSpec
+
+    return NodeSpec.model_validate({**spec.model_dump(mode="json"), "comparisons": comparisons})
+
+
+def test_psu_watts_is_a_minimum_by_default(spec) -> None:  # type: ignore[no-untyped-def]
+    bigger = r.Power(PowerSupplies=[r.PowerSupply(PowerCapacityWatts=3600, Status={"State": "Enabled"})] * 2)
+    items = {i.key: i for i in drift(spec, _inv(power=[bigger])).items}
+    assert items["power.psu_watts"].kind == "minimum" and items["power.psu_watts"].verdict == "ok"
+    assert items["power.psu_watts"].expected == ">= 3200"
+    smaller = r.Power(PowerSupplies=[r.PowerSupply(PowerCapacityWatts=2400, Status={"State": "Enabled"})] * 2)
+    assert "power.psu_watts" in {i.key for i in drift(spec, _inv(power=[smaller])).drifted}
+
+
+def test_exact_figures_stay_exact(spec) -> None:  # type: ignore[no-untyped-def]
+    items = {i.key: i for i in drift(spec, _inv(gpus=_inv().gpus * 2)).items}  # 16 GPUs where 8 are specified
+    assert items["gpu.count"].kind == "exact" and items["gpu.count"].verdict == "drift"
+    assert {i.kind for i in items.values() if i.key != "power.psu_watts"} == {"exact"}
+
+
+def test_profile_may_make_a_count_a_minimum(spec) -> None:  # type: ignore[no-untyped-def]
+    three = r.Power(PowerSupplies=[r.PowerSupply(PowerCapacityWatts=3200, Status={"State": "Enabled"})] * 3)
+    assert "power.psu_count" in {i.key for i in drift(spec, _inv(power=[three])).drifted}
+    relaxed = _with(spec, **{"power.psu_count": "minimum"})
+    item = next(i for i in drift(relaxed, _inv(power=[three])).items if i.key == "power.psu_count")
+    assert (item.kind, item.verdict, item.expected) == ("minimum", "ok", ">= 2")
+
+
+@pytest.mark.parametrize(("comparisons", "message"), [
+    ({"power.psu_colour": "minimum"}, "unknown comparison figure"),
+    ({"cpu.model": "minimum"}, "names, not figures"),
+    ({"power.psu_watts": "at-least"}, "Input should be 'exact' or 'minimum'"),
+])
+def test_bad_comparisons_refused(spec, comparisons: dict, message: str) -> None:  # type: ignore[no-untyped-def]
+    from pydantic import ValidationError
+
+    from provision.spec.model import NodeSpec
+
+    data = spec.model_dump(mode="json")
+    data["comparisons"] = comparisons
+    with pytest.raises(ValidationError, match=message):
+        NodeSpec.model_validate(data)
+
+
+def test_every_drift_item_has_a_default_kind(spec) -> None:  # type: ignore[no-untyped-def]
+    from provision.spec.model import COMPARISONS
+
+    assert {i.key for i in drift(spec, _inv()).items} == set(COMPARISONS)
