@@ -98,6 +98,56 @@ class Pcie(Frozen):
     width: PositiveInt
 
 
+# Xid codes that make a GPU unfit until serviced or reset: Azure HPC Node Health Checks' default list
+# (github.com/Azure/azurehpc-health-checks, customTests/azure_gpu_xid.nhc: "48 56 57 58 62 63 64 65 68 69
+# 73 74 79 80 81 92 119 120"); what each means is NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors:
+# 48 double-bit ECC, 63/64 page retirement or row remap event/failure, 74 NVLink error, 79 fallen off the
+# bus, 92 high single-bit ECC rate, 119/120 GSP errors). Any other Xid since boot is a warning.
+DEFAULT_FAILING_XIDS = (48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119, 120)
+
+
+class GpuTemperature(Frozen):
+    """A warn and a fail tier in degrees C (fail must be above warn)."""
+
+    warn_c: PositiveInt
+    fail_c: PositiveInt
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GpuTemperature:
+        if self.fail_c <= self.warn_c:
+            raise ValueError(f"fail_c ({self.fail_c}) must be above warn_c ({self.warn_c})")
+        return self
+
+
+class GpuHealth(Frozen):
+    """GPU health thresholds (defaults from NVIDIA's documents and Azure NHC's practice; see each field).
+
+    - Row remapping (NVIDIA "GPU Memory Error Management", docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt):
+      `Pending` means a row will be remapped at the next GPU reset (the GPU needs a reset); `Remapping Failure
+      Occurred` means a remap failed, which is NVIDIA's RMA criterion. Both fail, as Azure NHC's
+      azure_gpu_ecc.nhc does; it also fails above 512 rows remapped for uncorrectable errors.
+    - Retired pages (NVIDIA "Dynamic Page Retirement", docs.nvidia.com/deploy/dynamic-page-retirement):
+      pages pending retirement need a reboot; NHC fails a GPU whose retired single + double bit pages reach
+      62 with retirement pending (the table holds 64 pages); we fail at `retired_pages_max` or more.
+    - ECC volatile uncorrectable errors since the driver loaded: any fails (NHC fails any SRAM uncorrectable).
+    - Clocks event reasons (NVML nvmlClocksEventReasons): HW slowdown, HW thermal, HW power brake and SW
+      thermal slowdown fail; idle, applications clocks, SW power cap and sync boost are normal operation
+      (NHC's azure_gpu_clock_throttling.nhc ignores idle, none and SW power cap).
+    - Temperatures: the project's tiers, below the slowdown temperature of H100/H200 boards (nvidia-smi's
+      `GPU Slowdown Temp`, about 87-90 C on the captured H100s' T.Limit scale) so a hot GPU warns first.
+    - NVLink error counters (`nvidia-smi nvlink -e`): recovery and CRC errors above the maximum fail;
+      replays are retransmissions the link absorbs and only warn (GCM's dcgmi nvlink check defaults all to 0).
+    """
+
+    failing_xids: tuple[int, ...] = DEFAULT_FAILING_XIDS
+    retired_pages_max: NonNegativeInt = 60
+    remapped_rows_uncorrectable_max: NonNegativeInt = 512
+    ecc_volatile_uncorrectable_max: NonNegativeInt = 0
+    gpu_temperature: GpuTemperature = GpuTemperature(warn_c=80, fail_c=87)
+    memory_temperature: GpuTemperature = GpuTemperature(warn_c=85, fail_c=95)
+    nvlink_errors_max: NonNegativeInt = 0
+
+
 class Gpu(Frozen):
     """Accelerators."""
 
@@ -114,6 +164,7 @@ class Gpu(Frozen):
     ecc: bool = True
     mig: bool = False
     power_limit_w: PositiveInt
+    health: GpuHealth = GpuHealth()
 
     @model_validator(mode="after")
     def _nvlink_matches_interconnect(self) -> Gpu:
