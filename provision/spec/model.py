@@ -496,6 +496,37 @@ class SshEndpoint(BaseModel):
     common_args: str = ""
 
 
+_WAIVER_PATTERN_RE = re.compile(r"^[A-Za-z0-9_.*?/:\-\[\]]+$")
+
+
+class Waiver(BaseModel):
+    """A conformance check the inventory waives on this host: check id or glob pattern, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    pattern: str = Field(min_length=1, description="A check id, or an fnmatch pattern such as kernel.module.*")
+    reason: str = Field(min_length=1, description="Why the check cannot be judged on this host")
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        if not _WAIVER_PATTERN_RE.match(value):
+            raise ValueError(f"{value!r} is not a check id or pattern (letters, digits, . _ - / : * ? [ ])")
+        return value
+
+
+class LabDeclaration(BaseModel):
+    """What the inventory declares about a lab host (`provision_lab`, `provision_lab_waivers`).
+
+    A host is a lab twin only when its inventory says so: nothing found on the node makes it one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lab: bool = False
+    waivers: tuple[Waiver, ...] = ()
+
+
 class HostEntry(BaseModel):
     """One inventory host with its resolved spec and endpoints."""
 
@@ -507,6 +538,7 @@ class HostEntry(BaseModel):
     spec: NodeSpec
     bmc: BmcEndpoint
     ssh: SshEndpoint | None = None
+    lab: LabDeclaration = LabDeclaration()
 
 
 class Fleet(BaseModel):
