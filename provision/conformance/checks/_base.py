@@ -3,8 +3,12 @@
 A check module exposes `probes(spec, level) -> list[Probe]` (the commands it needs run on the
 node) and `evaluate(ctx) -> None` (compares the parsed output with the spec, recording one
 CheckResult per property through `ctx.record`). A section that cannot be read (tool missing,
-non-zero exit, ParseError) fails the checks that needed it with the reason as `found`: never a
-silent pass.
+non-zero exit, ParseError) makes the checks that needed it ERROR with the reason as `found`: never a
+silent pass. A check not run because the spec, inventory or operator says so is WAIVED with the
+reason; a reading judged on tiers goes through `ctx.tiered` (PASS, WARN or FAIL).
+
+Lab twins: a check the lab cannot present (no IPoIB, no kernel modules, md simulated) is WAIVED
+through `ctx.lab_waive`, the one place that decides it; `Context.lab` is its only input.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from provision.conformance.facts import NodeFacts, Section
-from provision.conformance.model import CheckResult, Level
+from provision.conformance.model import CheckResult, Level, Outcome, Threshold
 from provision.errors import ParseError
 from provision.spec.model import NodeSpec
 
@@ -84,6 +88,24 @@ class Context:
             raise value
         return value
 
+    def result(
+        self, check_id: str, area: str, description: str, expected: object, found: object, outcome: Outcome,
+        detail: str = "",
+    ) -> None:
+        """Record one check with an explicit outcome (the helpers below are the usual way)."""
+        self.results.append(
+            CheckResult(
+                node=self.node,
+                id=check_id,
+                area=area,
+                description=description,
+                expected=_show(expected),
+                found=_show(found),
+                outcome=outcome,
+                detail=detail,
+            )
+        )
+
     def record(
         self,
         check_id: str,
@@ -94,42 +116,43 @@ class Context:
         passed: bool,
         detail: str = "",
     ) -> None:
-        self.results.append(
-            CheckResult(
-                node=self.node,
-                id=check_id,
-                area=area,
-                description=description,
-                expected=_show(expected),
-                found=_show(found),
-                passed=passed,
-                detail=detail,
-            )
-        )
+        """Record a verdict on facts that were read: PASS or FAIL."""
+        self.result(check_id, area, description, expected, found, Outcome.PASS if passed else Outcome.FAIL, detail)
 
     def equal(self, check_id: str, area: str, description: str, expected: object, found: object) -> None:
         """Record a check that passes when found == expected."""
         self.record(check_id, area, description, expected, found, found == expected)
 
-    def unreadable(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
-        """Record a failed check whose facts could not be read."""
-        self.record(check_id, area, description, expected, f"unreadable: {why}", False)
+    def tiered(
+        self, check_id: str, area: str, description: str, value: float, threshold: Threshold, detail: str = "",
+    ) -> None:
+        """Record a reading judged on a threshold's tiers: PASS, WARN or FAIL."""
+        unit = f" {threshold.unit}" if threshold.unit and threshold.unit != "%" else threshold.unit
+        self.result(check_id, area, description, threshold.describe(), f"{value:g}{unit}", threshold.judge(value),
+                    detail)
 
-    def skip(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
-        """Record a check that did not run (reported as not run, never as passed)."""
-        self.results.append(
-            CheckResult(
-                node=self.node,
-                id=check_id,
-                area=area,
-                description=description,
-                expected=_show(expected),
-                found="not run",
-                passed=False,
-                skipped=True,
-                detail=why,
-            )
-        )
+    def error(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
+        """Record a check whose facts could not be gathered or read (ERROR, never a pass)."""
+        self.result(check_id, area, description, expected, f"could not check: {why}", Outcome.ERROR, why)
+
+    def unreadable(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
+        """Record a check whose section could not be read (tool missing, exit, parse): an ERROR."""
+        self.result(check_id, area, description, expected, f"unreadable: {why}", Outcome.ERROR, why)
+
+    def waive(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
+        """Record a check not run because the spec, inventory or operator says so (WAIVED, with why)."""
+        self.result(check_id, area, description, expected, "waived", Outcome.WAIVED, why)
+
+    def lab_waive(self, check_id: str, area: str, description: str, expected: object, why: str) -> bool:
+        """On a lab twin, waive a check the lab cannot present and return True; elsewhere return False.
+
+        The one place where being a lab node changes what a check records (the caller records its
+        verdict when this returns False). Its only input is `self.lab`.
+        """
+        if not self.lab:
+            return False
+        self.waive(check_id, area, description, expected, f"{LAB_NOTE}: {why}")
+        return True
 
     def lab_detail(self, what: str) -> str:
         """The note a check adds when the lab simulates what it reads."""

@@ -1,8 +1,8 @@
 """BMC-side checks through the Redfish layer: BIOS, firmware baseline, PSUs, fans, temperatures, SEL.
 
 `observe_bmc` reads the BMC (provision.redfish) into typed BmcFacts; `evaluate_bmc` compares them
-with the spec (pure, tested on tables). When no BMC is reachable every BMC check is reported as
-NOT RUN (skipped), never as passed.
+with the spec (pure, tested on tables). When the BMC cannot be read (unreachable, credentials
+refused, TLS) every BMC check is an ERROR naming why, never a pass; `--no-bmc` waives them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from provision.errors import ProvisionError
 from provision.redfish.resources import Power, Thermal
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.log import LogEntry
-from provision.spec.model import HostEntry
+from provision.spec.model import HostEntry, NodeSpec
 
 AREA = "bmc"
 
@@ -65,18 +65,44 @@ def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -
     _sel(ctx, facts, since)
 
 
-def skip_all(ctx: Context, why: str) -> None:
-    """No BMC reachable: each BMC check is reported as not run."""
-    spec = ctx.spec
-    for key, value in spec.bios.settings.items():
-        ctx.skip(f"bmc.bios.{key}", AREA, f"BIOS {key}", value, why)
-    for fw in (f for f in spec.firmware if f.updated_by == "bmc"):
-        ctx.skip(f"bmc.firmware.{fw.component}", AREA, f"{fw.component} firmware", f">= {fw.version}", why)
-    ctx.skip("bmc.psu", AREA, "PSUs present and healthy", spec.power.psu_count, why)
-    ctx.skip("bmc.psu_redundancy", AREA, "PSU redundancy", spec.power.redundancy, why)
-    ctx.skip("bmc.fans", AREA, "fans healthy", f">= {spec.cooling.min_fans}", why)
-    ctx.skip("bmc.temperatures", AREA, "temperatures within limits", "within limits", why)
-    ctx.skip("bmc.sel", AREA, "no critical SEL entry since the last bring-up", "none", why)
+def planned(spec: NodeSpec) -> list[tuple[str, str, str]]:
+    """(id, description, expected) of every BMC check the spec asks for, for rows that cannot be judged."""
+    rows = [(f"bmc.bios.{key}", f"BIOS {key}", str(value)) for key, value in spec.bios.settings.items()]
+    rows += [(f"bmc.firmware.{fw.component}", f"{fw.component} firmware at or above the baseline", f">= {fw.version}")
+             for fw in spec.firmware if fw.updated_by == "bmc"]
+    rows.append(("bmc.psu", "PSUs present and healthy", str(spec.power.psu_count)))
+    if spec.power.redundancy != "none":
+        rows.append(("bmc.psu_redundancy", "PSU redundancy", spec.power.redundancy))
+    rows.append(("bmc.fans", "fans present and healthy", f">= {spec.cooling.min_fans}"))
+    rows.append(("bmc.temperatures", "temperatures within limits", "within limits"))
+    rows.append(("bmc.sel", "no critical SEL entry since the last bring-up", "none"))
+    return rows
+
+
+def error_all(ctx: Context, why: str) -> None:
+    """The BMC could not be read: every BMC check is an ERROR with the reason (never a pass)."""
+    for cid, desc, expected in planned(ctx.spec):
+        ctx.error(cid, AREA, desc, expected, why)
+
+
+def waive_all(ctx: Context, why: str) -> None:
+    """The operator turned the BMC checks off: every BMC check is WAIVED with the reason."""
+    for cid, desc, expected in planned(ctx.spec):
+        ctx.waive(cid, AREA, desc, expected, why)
+
+
+def bmc_problem(exc: ProvisionError) -> str:
+    """One line saying why the BMC could not be read, by kind (the message never holds a secret)."""
+    from provision.redfish.errors import RedfishAuthError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
+
+    kinds: tuple[tuple[type[ProvisionError], str], ...] = (
+        (RedfishAuthError, "BMC refused the credentials"),
+        (RedfishTlsError, "BMC TLS verification failed"),
+        (RedfishTimeout, "BMC did not answer in time"),
+        (RedfishUnavailable, "BMC not reachable"),
+    )
+    label = next((text for kind, text in kinds if isinstance(exc, kind)), "BMC could not be read")
+    return f"{label}: {exc}"
 
 
 def _bios(ctx: Context, facts: BmcFacts) -> None:
@@ -84,7 +110,7 @@ def _bios(ctx: Context, facts: BmcFacts) -> None:
         desc = f"BIOS {s.key}" + (f" ({s.attribute})" if s.attribute else "")
         want = ctx.spec.bios.settings[s.key]
         if s.attribute is None:
-            ctx.skip(f"bmc.bios.{s.key}", AREA, desc, want, f"{facts.vendor} BIOS has no attribute for {s.key}")
+            ctx.error(f"bmc.bios.{s.key}", AREA, desc, want, f"{facts.vendor} BIOS has no attribute for {s.key}")
             continue
         ctx.record(f"bmc.bios.{s.key}", AREA, desc, f"{want} ({s.wanted})", s.current, s.current == s.wanted)
 
@@ -97,8 +123,8 @@ def _firmware(ctx: Context, facts: BmcFacts) -> None:
         versions = seen.get(fw.component, ())
         desc = f"{fw.component} firmware at or above the baseline"
         if not versions:
-            ctx.record(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", "not in FirmwareInventory",
-                       False)
+            ctx.error(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}",
+                      f"{fw.component} not in FirmwareInventory")
             continue
         low = [v for v in versions if compare(v, fw.version) < 0]
         ctx.record(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", sorted(set(versions)),
@@ -158,7 +184,7 @@ def _temperatures(ctx: Context, facts: BmcFacts) -> None:
 def _sel(ctx: Context, facts: BmcFacts, since: datetime | None) -> None:
     desc = "no critical SEL entry" + (f" since {since.isoformat()}" if since else "")
     if not facts.sel_read:
-        ctx.skip("bmc.sel", AREA, desc, "none", "the BMC exposes no SEL log service")
+        ctx.error("bmc.sel", AREA, desc, "none", "the BMC exposes no SEL log service")
         return
     critical = [e for e in facts.sel if (e.severity or "").lower() == "critical" and _after(e, since)]
     ctx.record("bmc.sel", AREA, desc, "none",
@@ -186,11 +212,11 @@ def observe_bmc(host: HostEntry) -> BmcFacts:
 
 
 def run_bmc_checks(ctx: Context, host: HostEntry, since: datetime | None = None) -> None:
-    """Observe then evaluate; an unreachable BMC skips every BMC check with the reason."""
+    """Observe then evaluate; a BMC that cannot be read makes every BMC check an ERROR with the reason."""
     try:
         facts = observe_bmc(host)
     except ProvisionError as exc:
-        skip_all(ctx, f"BMC not reachable: {exc}")
+        error_all(ctx, bmc_problem(exc))
         return
     evaluate_bmc(ctx, facts, since)
 

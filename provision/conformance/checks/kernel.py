@@ -62,11 +62,10 @@ def evaluate(ctx: Context) -> None:
     except Unreadable as why:
         ctx.unreadable("kernel.release", AREA, desc, expected, why.reason)
     else:
-        if ctx.lab and release == uname and release != expected:
-            # A twin that does not present its own osrelease runs the lab host's kernel: nothing to judge.
-            ctx.skip("kernel.release", AREA, desc, expected,
-                     f"LAB STAND-IN: the twin runs the lab host's kernel ({release}) and presents no osrelease")
-        else:
+        # A twin that does not present its own osrelease runs the lab host's kernel: nothing to judge.
+        if not (release == uname and release != expected and ctx.lab_waive(
+                "kernel.release", AREA, desc, expected,
+                f"the twin runs the lab host's kernel ({release}) and presents no osrelease")):
             ctx.record("kernel.release", AREA, desc, expected, release, release == expected,
                        ctx.lab_detail("osrelease presented by the twin") if release != uname else "")
     if ctx.level is not Level.QUICK:
@@ -83,10 +82,9 @@ def _modules(ctx: Context) -> None:
         return
     for mod in wanted:
         desc = f"kernel module {mod} loaded"
-        if not modular and ctx.lab:
-            ctx.skip(f"kernel.module.{mod}", AREA, desc, "loaded",
-                     "LAB STAND-IN: the twin shares the lab host's kernel, which has no module support; "
-                     "kernel modules are not simulated")
+        if not modular and ctx.lab_waive(
+                f"kernel.module.{mod}", AREA, desc, "loaded",
+                "the twin shares the lab host's kernel, which has no module support; kernel modules are not simulated"):
             continue
         ctx.record(f"kernel.module.{mod}", AREA, desc, "loaded",
                    "loaded" if mod in present else "not loaded", mod in present)

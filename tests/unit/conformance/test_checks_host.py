@@ -11,7 +11,7 @@ import json
 import pytest
 
 from provision.conformance.checks.names import pinned_packages, required_units
-from provision.conformance.model import Level
+from provision.conformance.model import Level, Outcome
 from tests.unit.conformance.helpers import area, fixture, run, spec
 
 LSCPU_8280 = fixture("lscpu/linuxhw/lscpu.2x-xeon-platinum-8280.cascadelake.txt")
@@ -32,7 +32,8 @@ DCGM_FAIL = fixture("dcgm/handwritten/dcgmi-diag-r2.fail.txt")
 
 
 def failed(ctx, name: str) -> list[str]:  # type: ignore[no-untyped-def]
-    return [r.id for r in area(ctx, name).values() if not r.passed and not r.skipped]
+    """Checks that fail the node: FAIL, or ERROR (could not be made); waived and warned ones do not."""
+    return [r.id for r in area(ctx, name).values() if not r.accepted]
 
 
 # ---- CPU ------------------------------------------------------------------------------------------
@@ -91,7 +92,7 @@ def test_monolithic_kernel_skips_modules_only_in_the_lab() -> None:
     listing = "@monolithic\nkernel\nprintk\n"
     lab = run(spec(), {"kernel_modules": listing, "lab_standins": "nvidia-smi\n@twin\n"})
     mods = [r for r in area(lab, "kernel").values() if r.id.startswith("kernel.module.")]
-    assert mods and all(r.skipped and not r.passed and "LAB STAND-IN" in r.detail for r in mods)
+    assert mods and all(r.outcome is Outcome.WAIVED and "LAB STAND-IN" in r.detail for r in mods)
     real = run(spec(), {"kernel_modules": listing})
     assert "kernel.module.nvidia" in failed(real, "kernel")
 
@@ -138,8 +139,10 @@ def test_ib_port_down_and_slow_fail_their_own_checks() -> None:
     blocks[j] = blocks[j].replace("Rate: 400", "Rate: 200")
     ctx = run(s, {"ibstat": "CA '".join(blocks), "netdevs": ib_netdevs(8)})
     assert set(failed(ctx, "infiniband")) == {"infiniband.mlx5_4/1.state", "infiniband.mlx5_4/1.physical_state",
-                                              "infiniband.mlx5_5/1.rate"}
-    assert area(ctx, "infiniband")["infiniband.mlx5_4/1.rate"].skipped  # a Down port has no negotiated rate
+                                              "infiniband.mlx5_5/1.rate", "infiniband.mlx5_4/1.rate"}
+    down = area(ctx, "infiniband")["infiniband.mlx5_4/1.rate"]
+    assert down.outcome is Outcome.ERROR and "Down" in down.detail  # a Down port has no negotiated rate to read
+    assert area(ctx, "infiniband")["infiniband.mlx5_5/1.rate"].outcome is Outcome.FAIL
 
 
 def test_ipoib_mtu_mode_and_address() -> None:
@@ -187,7 +190,9 @@ def test_raid_missing_array_and_lab_root() -> None:
     lab = run(spec(), {"mdstat": MDSTAT, "mdadm_detail": MDADM_CLEAN, "root_source": "overlay\n",
                        "lab_standins": "@twin\n"})
     root = area(lab, "raid")["raid.root"]
-    assert root.skipped and "overlay" in root.detail
+    assert root.outcome is Outcome.WAIVED and "overlay" in root.detail
+    real = run(spec(), {"mdstat": MDSTAT, "mdadm_detail": MDADM_CLEAN, "root_source": "overlay\n"})
+    assert area(real, "raid")["raid.root"].outcome is Outcome.FAIL
 
 
 # ---- ZFS --------------------------------------------------------------------------------------------
@@ -277,8 +282,9 @@ def test_burnin_only_at_burnin_level_and_thresholds() -> None:
     assert area(run(s, sections, Level.FULL), "burnin") == {}
     b = area(run(s, sections, Level.BURNIN), "burnin")
     assert b["burnin.dcgm_diag"].passed and b["burnin.nccl_busbw"].passed
-    assert all(b[i].skipped and not b[i].passed for i in ("burnin.fio_seq_read", "burnin.fio_rand_read",
-                                                          "burnin.ib_write_bw"))
+    # A burn-in tool that is missing is an ERROR naming it (could not check), never a pass or a waiver.
+    for cid in ("burnin.fio_seq_read", "burnin.fio_rand_read", "burnin.ib_write_bw"):
+        assert b[cid].outcome is Outcome.ERROR and "command not found" in b[cid].detail, b[cid]
     slow = run(s, sections | {"dcgmi_diag": DCGM_FAIL, "nccl_all_reduce": nccl.replace("371.52", "180.3")},
                Level.BURNIN)
     bad = area(slow, "burnin")
@@ -298,7 +304,8 @@ def test_fio_json_is_read() -> None:
 @pytest.mark.parametrize("level", list(Level))
 def test_no_facts_at_all_never_passes(level: Level) -> None:
     ctx = run(spec(), {}, level)
-    assert ctx.results and not any(r.passed for r in ctx.results)
+    assert ctx.results and not any(r.accepted for r in ctx.results)
+    assert {r.outcome for r in ctx.results} <= {Outcome.ERROR, Outcome.FAIL}
     assert len({r.id for r in ctx.results}) == len(ctx.results)
 
 
@@ -316,7 +323,7 @@ def test_kernel_release_in_the_lab_is_not_run_when_it_is_the_hosts() -> None:
     host = "6.18.44-fc-v657\n6.18.44-fc-v657\n"
     lab = run(spec(), {"kernel_release": host, "lab_standins": "@twin\n"}, Level.QUICK)
     rel = area(lab, "kernel")["kernel.release"]
-    assert rel.skipped and not rel.passed and "6.18.44-fc-v657" in rel.detail
+    assert rel.outcome is Outcome.WAIVED and "6.18.44-fc-v657" in rel.detail
     real = run(spec(), {"kernel_release": host}, Level.QUICK)
     assert failed(real, "kernel") == ["kernel.release"]
     # A twin presenting its own osrelease (the factory kernel before the reboot) is judged.

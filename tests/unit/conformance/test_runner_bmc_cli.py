@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen, evaluate_bmc, skip_all
+from provision.conformance.checks import bmc as bmc_checks
+from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen, error_all, evaluate_bmc, waive_all
 from provision.conformance.facts import GatherError
-from provision.conformance.model import Level
+from provision.conformance.model import Level, Outcome
 from provision.conformance.runner import verify
+from provision.errors import ProvisionError
+from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
 from provision.redfish.resources import LogEntry, Power, Thermal
 from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
 from tests.unit.conformance.helpers import ROOT, area, framed, run, spec
@@ -47,8 +50,9 @@ def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
     assert up.lab and up.standins == ("nvidia-smi",) and up.error is None
     ids = {r.id: r for r in up.results}
     assert ids["gpu.count"].passed and ids["gpu.0.model"].passed
-    assert not ids["cpu.model"].passed and ids["cpu.model"].found.startswith("unreadable")
+    assert ids["cpu.model"].outcome is Outcome.ERROR and ids["cpu.model"].found.startswith("unreadable")
     assert down.error and "Connection refused" in down.error and down.results == ()
+    assert down.verdict is Outcome.ERROR  # an unreachable node could not be checked: never a pass
     assert not report.ok and len(seen_scripts) == 2 and "nvidia-smi -q" in seen_scripts[0]
 
 
@@ -57,14 +61,14 @@ def test_bmc_hook_runs_after_node_checks_but_not_at_quick() -> None:
 
     def hook(ctx, h):  # type: ignore[no-untyped-def]
         calls.append(h.name)
-        skip_all(ctx, "no BMC in this test")
+        waive_all(ctx, "no BMC in this test")
 
     runner_for = lambda h: (lambda node, script: framed({}))  # noqa: E731
     full = verify([host("n1")], Level.FULL, runner_for=runner_for, bmc=hook)
     verify([host("n1")], Level.QUICK, runner_for=runner_for, bmc=hook)
     assert calls == ["n1"]
     bmc = [r for r in full.nodes[0].results if r.area == "bmc"]
-    assert bmc and all(r.skipped and not r.passed for r in bmc)
+    assert bmc and all(r.outcome is Outcome.WAIVED and r.detail == "no BMC in this test" for r in bmc)
 
 
 # ---- BMC checks as tables ------------------------------------------------------------------------------
@@ -124,17 +128,60 @@ def test_sel_since_last_bringup_and_no_sel_service() -> None:
     assert bmc_run(bmc_facts(sel=old), since=datetime(2026, 6, 1, tzinfo=UTC))["bmc.sel"].passed
     assert not bmc_run(bmc_facts(sel=old))["bmc.sel"].passed
     none = bmc_run(bmc_facts(sel=(), sel_read=False))["bmc.sel"]
-    assert none.skipped and not none.passed
+    assert none.outcome is Outcome.ERROR and "no SEL" in none.detail
 
 
-def test_unreachable_bmc_is_not_run_never_passed() -> None:
+def test_unmapped_bios_key_and_absent_component_are_errors_naming_them() -> None:
+    f = bmc_facts()
+    bios = (f.bios[0].model_copy(update={"attribute": None, "wanted": None, "current": None}), *f.bios[1:])
+    fw = tuple(x for x in f.firmware if x.component != "bios")
+    checks = bmc_run(f.model_copy(update={"bios": bios, "firmware": fw}))
+    unmapped, absent = checks[f"bmc.bios.{bios[0].key}"], checks["bmc.firmware.bios"]
+    assert unmapped.outcome is Outcome.ERROR and bios[0].key in unmapped.detail
+    assert absent.outcome is Outcome.ERROR and "bios not in FirmwareInventory" in absent.detail
+    assert {r.id for r in checks.values() if r.outcome is not Outcome.PASS} == {unmapped.id, absent.id}
+
+
+def test_error_all_and_waive_all_cover_what_evaluate_records() -> None:
+    good = bmc_run(bmc_facts())
+    for fill, outcome in ((error_all, Outcome.ERROR), (waive_all, Outcome.WAIVED)):
+        ctx = run(spec(), {}, Level.QUICK)
+        ctx.results.clear()
+        fill(ctx, "why")
+        assert {r.id for r in ctx.results} == set(good) and {r.outcome for r in ctx.results} == {outcome}
+
+
+@pytest.mark.parametrize(
+    ("exc", "label"),
+    [
+        (RedfishUnavailable("https://10.0.0.9: connection refused"), "BMC not reachable"),
+        (RedfishAuthError("https://10.0.0.9: login as admin refused (401)"), "BMC refused the credentials"),
+        (RedfishTlsError("https://10.0.0.9: certificate verify failed"), "BMC TLS verification failed"),
+        (RedfishTimeout("https://10.0.0.9: no answer in 15 s"), "BMC did not answer in time"),
+        (RedfishError("https://10.0.0.9: /redfish/v1/Systems answered 500"), "BMC could not be read"),
+        (ProvisionError("node01: no BMC credentials"), "BMC could not be read"),
+    ],
+)
+def test_each_bmc_error_kind_makes_error_rows(exc: ProvisionError, label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def observe(_host: HostEntry) -> BmcFacts:
+        raise exc
+
+    monkeypatch.setattr(bmc_checks, "observe_bmc", observe)
+    ctx = run(spec(), {}, Level.QUICK)
+    ctx.results.clear()
+    bmc_checks.run_bmc_checks(ctx, host("n1"))
+    assert ctx.results and {r.outcome for r in ctx.results} == {Outcome.ERROR}
+    assert all(r.detail == f"{label}: {exc}" for r in ctx.results)
+
+
+def test_unreachable_bmc_is_an_error_never_passed() -> None:
     from provision.conformance.checks.bmc import run_bmc_checks
 
     ctx = run(spec(), {}, Level.QUICK)
     ctx.results.clear()
     run_bmc_checks(ctx, host("n1").model_copy(update={"bmc": BmcEndpoint(address="http://127.0.0.1:9",
                                                                            username="u", password="s3cret-h7-pw")}))
-    assert ctx.results and all(r.skipped and not r.passed for r in ctx.results)
+    assert ctx.results and all(r.outcome is Outcome.ERROR for r in ctx.results)
     assert "BMC not reachable" in ctx.results[0].detail
     assert not any("s3cret-h7-pw" in r.model_dump_json() for r in ctx.results)
 
