@@ -23,6 +23,7 @@ TWIN_WAIVERS: dict[str, str] = {
     "infiniband.ipoib": "the lab host has no kernel InfiniBand stack: a twin has no IPoIB interfaces "
                         "(the HCAs are the stand-in ibstat's)",
     "raid.root": "a twin's / is its systemd-nspawn overlay, not an md device",
+    "ethernet.*.mtu": "a twin's Ethernet-mode ConnectX ports are the stand-in ibstat's: no netdev carries them",
 }
 # What a twin cannot present when the lab host's kernel has no md driver: procfs cannot gain a file, so
 # there is no /proc/mdstat to bind the simulated one over (mdadm --detail still shows it: raid.state).

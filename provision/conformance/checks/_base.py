@@ -7,8 +7,9 @@ non-zero exit, ParseError) makes the checks that needed it ERROR with the reason
 silent pass. A check not run because the spec, inventory or operator says so is WAIVED with the
 reason; a reading judged on tiers goes through `ctx.tiered` (PASS, WARN or FAIL).
 
-Lab twins: a check the lab cannot present (no IPoIB, no kernel modules, md simulated) is WAIVED
-through `ctx.lab_waive`, the one place that decides it; `Context.lab` is its only input.
+Lab twins are declared by the inventory (`provision_lab`, with `provision_lab_waivers`): a check the
+declaration lists becomes WAIVED with its reason after evaluation (runner.apply_waivers); no check
+decides anything from being in the lab. `Context.lab` (the declaration) only adds notes to details.
 """
 
 from __future__ import annotations
@@ -143,19 +144,8 @@ class Context:
         """Record a check not run because the spec, inventory or operator says so (WAIVED, with why)."""
         self.result(check_id, area, description, expected, "waived", Outcome.WAIVED, why)
 
-    def lab_waive(self, check_id: str, area: str, description: str, expected: object, why: str) -> bool:
-        """On a lab twin, waive a check the lab cannot present and return True; elsewhere return False.
-
-        The one place where being a lab node changes what a check records (the caller records its
-        verdict when this returns False). Its only input is `self.lab`.
-        """
-        if not self.lab:
-            return False
-        self.waive(check_id, area, description, expected, f"{LAB_NOTE}: {why}")
-        return True
-
     def lab_detail(self, what: str) -> str:
-        """The note a check adds when the lab simulates what it reads."""
+        """The note a check adds on a declared lab node (display only: never changes an outcome)."""
         return f"{LAB_NOTE}: {what}" if self.lab else ""
 
 

@@ -76,9 +76,6 @@ def _ipoib(ctx: Context, ib: InfiniBand) -> None:
     except Unreadable as why:
         ctx.unreadable("infiniband.ipoib", AREA, desc, ib.count, why.reason)
         return
-    if not devs and ctx.lab_waive("infiniband.ipoib", AREA, desc, ib.count,
-                                  "twins have no IPoIB netdevs (no kernel InfiniBand stack in the lab)"):
-        return
     ctx.equal("infiniband.ipoib", AREA, desc, ib.count, len(devs))
     for dev in devs:
         ctx.equal(f"infiniband.{dev.name}.mtu", AREA, f"{dev.name} IPoIB MTU", ipoib.mtu, dev.mtu)

@@ -27,7 +27,7 @@ def sample_run() -> RunReport:
                    "nvidia_smi_nvlink": section(H100_590, "nvidia-smi nvlink -s", phase="capabilities")},
                Level.QUICK)
     bad = run(spec(), {"lscpu": fixture("lscpu/linuxhw/lscpu.2x-xeon-platinum-8280.cascadelake.txt"),
-                       "kernel_modules": "@monolithic\nkernel\n", "lab_standins": "@twin\n"}, Level.QUICK)
+                       "kernel_modules": "@monolithic\nkernel\n"}, Level.QUICK)
     bad.waive("kernel.module.x", "kernel", "module <x> & \"quotes\"", "loaded", "LAB STAND-IN: no modules")
     bad.error("bmc.psu", "bmc", "PSUs present and healthy", 2, "BMC refused the credentials: login refused (401)")
     bad.tiered("bmc.temperatures", "bmc", "temperatures within limits", 37.0,

@@ -33,7 +33,7 @@ GPU_590 = {"gpu.count": 1, "software.nvidia_driver.branch": "590", "software.nvi
 
 def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
     sections = {"nvidia_smi_q": (0, section(H100_590, "nvidia-smi -q", exact=True), ""),
-                "lab_standins": (0, "nvidia-smi\n@twin\n", "")}
+                "lab_standins": (0, "/usr/bin/nvidia-smi\n", "")}
     seen_scripts: list[str] = []
 
     def runner_for(h: HostEntry):  # type: ignore[no-untyped-def]
@@ -47,7 +47,8 @@ def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
     report = verify([host("up01", **GPU_590), host("down02")], Level.QUICK, runner_for=runner_for)
     up, down = report.nodes
     assert [n.node for n in report.nodes] == ["up01", "down02"]
-    assert up.lab and up.standins == ("nvidia-smi",) and up.error is None
+    # Stand-ins found are listed, but only the inventory declares a lab node: this one is judged as real.
+    assert not up.lab and up.standins == ("nvidia-smi",) and up.error is None
     ids = {r.id: r for r in up.results}
     assert ids["gpu.count"].passed and ids["gpu.0.model"].passed
     assert ids["cpu.model"].outcome is Outcome.ERROR and ids["cpu.model"].found.startswith("unreadable")
