@@ -10,6 +10,7 @@ stand-in packages + holds + services + zpool create; not the Ansible roles), the
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import subprocess
@@ -36,6 +37,7 @@ pytestmark = [
 ]
 
 NODE = "node01"
+HOST_MD = Path("/proc/mdstat").exists()
 GPUS = range(8)
 # Which part each fault hits on an ML-PROD-V4 twin (provision/lab/twins/personality/faults.py):
 # gpu_missing: GPU 3; nvlink_down: GPU 1 link 5; ib_port_down: the last IB HCA (mlx5_1); ib_port_slow: the
@@ -48,13 +50,20 @@ EXPECTED: dict[str, set[str]] = {
     "fabric_manager_failed": FM,
     "ib_port_down": {"infiniband.mlx5_1/1.state", "infiniband.mlx5_1/1.physical_state"},
     "ib_port_slow": {"infiniband.mlx5_0/1.rate"},
-    "boot_mirror_degraded": {"raid.sync", "raid.members", "raid.state"},
+    # A lab host without md cannot present /proc/mdstat: raid.sync/raid.members are then declared waived.
+    "boot_mirror_degraded": {"raid.state"} | (set() if not HOST_MD else {"raid.sync", "raid.members"}),
     "scratch_drive_missing": {"nvme.count", "zfs.pool", "zfs.devices"},
     "nvme_wearing_out": {"nvme.nvme6n1.wear", "nvme.nvme6n1.media_errors"},
     # The loaded driver is not the pinned one (the package is): the running-driver checks fail, and the
     # fabric manager refuses to run against a driver of another version, as the real one does.
     "package_wrong_version": {"gpu.driver_version", "fabric.version"} | FM,
+    # GPU health (faults.py GPU_HEALTH_TARGET): each hits one GPU no other fault touches.
+    "gpu_xid": {"gpu.2.xid"},
+    "gpu_row_remap_pending": {"gpu.4.row_remap"},
+    "gpu_throttle_thermal": {"gpu.5.clocks", "gpu.5.temperature", "gpu.5.memory_temperature"},
+    "gpu_pcie_downtrained": {"gpu.6.pcie_gen"},
 }
+GPU_FAULTS = {"gpu_xid": 2, "gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}
 # After these faults are cleared the operator restarts the fabric manager (it exited, as the real one does).
 RESTART_FM = {"fabric_manager_failed", "package_wrong_version"}
 
@@ -113,6 +122,40 @@ def test_fault_fails_exactly_its_checks(lab: tuple[Path, Path, Path, TwinInfo], 
             ssh(info, "systemctl reset-failed nvidia-fabricmanager; systemctl restart nvidia-fabricmanager")
     assert failing(with_fault) == EXPECTED[kind]
     assert failing(node_report(inventory)) == set(), f"clearing {kind} did not restore the twin"
+
+
+def test_declared_twin_exits_0_with_its_waivers_and_each_gpu_fault_exits_1_naming_the_gpu(
+    lab: tuple[Path, Path, Path, TwinInfo], tmp_path: Path
+) -> None:
+    inventory, twin_dir, _, _ = lab
+    declared = load_fleet(inventory).select([NODE])[0].lab
+    assert declared.lab and declared.waivers  # the lab's inventory declares the twin, with reasons
+
+    def verify_json() -> tuple[int, dict]:  # type: ignore[type-arg]
+        out = tmp_path / "report.json"
+        proc = cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(out))
+        return proc.returncode, json.loads(out.read_text())["nodes"][0]
+
+    rc, node = verify_json()
+    assert rc == 0, [(r["id"], r["found"]) for r in node["results"] if r["outcome"] in ("fail", "error")]
+    waived = {r["id"]: r["detail"] for r in node["results"] if r["outcome"] == "waived"}
+    assert {i for i in waived if not i.startswith("bmc.")} and node["lab"] is True
+    for check, why in waived.items():
+        if not check.startswith("bmc."):  # --no-bmc waives the BMC side; the rest is the inventory's list
+            assert any(fnmatch.fnmatchcase(check, w.pattern) and w.reason in why for w in declared.waivers), check
+    bus = {g: r["description"] for r in node["results"] for g in GPU_FAULTS.values()
+           if r["id"] == f"gpu.{g}.model"}
+    for kind, gpu in GPU_FAULTS.items():
+        twins.fault(twin_dir, NODE, kind, False)
+        try:
+            rc, node = verify_json()
+        finally:
+            twins.fault(twin_dir, NODE, kind, True)
+        failed = [r for r in node["results"] if r["outcome"] == "fail"]
+        assert rc == 1 and failed, kind
+        name = bus[gpu].removesuffix(" model")  # "GPU 5 (00000000:A8:00.0)"
+        assert all(r["id"].startswith(f"gpu.{gpu}.") and name in r["description"] and name in r["detail"]
+                   for r in failed), (kind, failed)
 
 
 def test_every_twin_fault_kind_has_a_test() -> None:

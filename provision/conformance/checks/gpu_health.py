@@ -55,6 +55,7 @@ def where(index: int, info: GpuInfo) -> str:
 
 def evaluate_gpus(ctx: Context, gpus: tuple[GpuInfo, ...]) -> None:
     """Every health check of every GPU of `nvidia-smi -q` (called by the gpu module at full level)."""
+    first = len(ctx.results)
     for index, info in enumerate(gpus):
         _pcie(ctx, index, info)
         _row_remap(ctx, index, info)
@@ -69,6 +70,18 @@ def evaluate_gpus(ctx: Context, gpus: tuple[GpuInfo, ...]) -> None:
     _xids(ctx, gpus)
     if ctx.spec.gpu.nvlink is not None:
         _nvlink_errors(ctx, gpus)
+    _name_the_gpus(ctx, first, gpus)
+
+
+def _name_the_gpus(ctx: Context, first: int, gpus: tuple[GpuInfo, ...]) -> None:
+    """A health result that is not a pass names its GPU in the detail too (reports show id, found, detail)."""
+    names = {f"gpu.{index}.": where(index, info) for index, info in enumerate(gpus)}
+    for n in range(first, len(ctx.results)):
+        result = ctx.results[n]
+        name = next((v for k, v in names.items() if result.id.startswith(k)), None)
+        if name is None or result.outcome is Outcome.PASS or name in result.detail:
+            continue
+        ctx.results[n] = result.model_copy(update={"detail": f"{name}; {result.detail}" if result.detail else name})
 
 
 def _pcie(ctx: Context, index: int, info: GpuInfo) -> None:
