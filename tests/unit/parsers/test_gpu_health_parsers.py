@@ -85,3 +85,9 @@ def test_kernel_log_without_xid_is_empty_and_an_empty_log_is_an_error() -> None:
     assert p.parse_xid_events("[    0.000000] Linux version 6.1.0-27-amd64\n") == ()
     with pytest.raises(ParseError, match="empty"):
         p.parse_xid_events("\n")
+
+
+def test_xml_clock_events_and_ecc() -> None:
+    gpu = p.parse_nvidia_smi_xml(text("nvidia-smi/telegraf/a10g.xml")).gpus[0]
+    assert gpu.performance_state == "P8" and gpu.clock_events is not None and gpu.clock_events.idle is True
+    assert gpu.ecc_errors is not None and gpu.ecc_errors.volatile_uncorrectable == 0

@@ -94,6 +94,9 @@ def _visible(twin: Twin, kind: str) -> bool:
     gpu = {"gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}.get(kind)
     if gpu is not None:
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
+        xml = p.parse_nvidia_smi_xml(twin.out("nvidia_smi", "-q", "-x")).gpus
+        fields = ("clock_events", "remapped_rows", "pcie", "temperature_gpu_c", "temperature_memory_c")
+        assert [[getattr(g, f) for f in fields] for g in xml] == [[getattr(g, f) for f in fields] for g in gpus]
         healthy = [g for i, g in enumerate(gpus) if i != gpu]
         hit = gpus[gpu]
         shows = {
