@@ -16,6 +16,7 @@ from provision.errors import ProvisionError
 from provision.redfish.resources import Power, Thermal
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.log import LogEntry
+from provision.redfish.vendors.base import BiosProof
 from provision.spec.model import HostEntry, NodeSpec
 
 AREA = "bmc"
@@ -30,6 +31,7 @@ class BiosSetting(BaseModel):
     attribute: str | None
     wanted: AttrValue | None
     current: AttrValue | None
+    proof: BiosProof | None = Field(default=None, description="No attribute: the vendor plugin's other evidence")
 
 
 class FirmwareSeen(BaseModel):
@@ -109,8 +111,13 @@ def _bios(ctx: Context, facts: BmcFacts) -> None:
     for s in facts.bios:
         desc = f"BIOS {s.key}" + (f" ({s.attribute})" if s.attribute else "")
         want = ctx.spec.bios.settings[s.key]
+        if s.attribute is None and s.proof is not None:
+            ctx.record(f"bmc.bios.{s.key}", AREA, desc, want, s.proof.evidence, s.proof.holds,
+                       f"no BIOS attribute for {s.key}; judged from {s.proof.evidence}")
+            continue
         if s.attribute is None:
-            ctx.error(f"bmc.bios.{s.key}", AREA, desc, want, f"{facts.vendor} BIOS has no attribute for {s.key}")
+            ctx.error(f"bmc.bios.{s.key}", AREA, desc, want,
+                      f"{facts.vendor} BIOS has no attribute for {s.key} and no other evidence")
             continue
         ctx.record(f"bmc.bios.{s.key}", AREA, desc, f"{want} ({s.wanted})", s.current, s.current == s.wanted)
 

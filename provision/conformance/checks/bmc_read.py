@@ -48,6 +48,7 @@ def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:
             attribute=target.attribute if target else None,
             wanted=target.value if target else None,
             current=current.get(target.attribute) if target else None,
+            proof=None if target else node.vendor.prove_bios(key, value, node.system),
         ))
     return tuple(out)
 

@@ -50,6 +50,17 @@ class BiosTarget(BaseModel):
     value: AttrValue
 
 
+class BiosProof(BaseModel):
+    """A BIOS setting judged from other evidence than a BIOS attribute (which this BIOS lacks)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    holds: bool
+    evidence: str
+    """What was read, e.g. 'ComputerSystem.Boot.BootSourceOverrideMode is UEFI'."""
+
+
 class VendorPlugin:
     """DMTF-standard behaviour; vendor plugins override the class data or a method, never branch."""
 
@@ -142,6 +153,20 @@ class VendorPlugin:
             if cur in style and neutral in ("enabled", "disabled"):
                 return style[0] if neutral == "enabled" else style[1]
         return next((c for c in candidates if isinstance(c, str)), candidates[0])
+
+    def prove_bios(self, key: str, value: str | int | bool, system: ComputerSystem) -> BiosProof | None:
+        """A neutral key this BIOS has no attribute for, judged another way; None when it cannot be.
+
+        Generic: boot_mode from ComputerSystem.Boot.BootSourceOverrideMode (DMTF ComputerSystem schema:
+        "the BIOS boot mode to use when the system boots from the BootSourceOverrideTarget boot source";
+        the BMCs of the captures report the firmware's mode there, e.g. Supermicro X13, whose BIOS has no
+        boot-mode attribute). A vendor with better evidence overrides this.
+        """
+        mode = system.boot.boot_source_override_mode
+        if key != "boot_mode" or not isinstance(value, str) or not mode:
+            return None
+        return BiosProof(key=key, holds=mode.lower() == value.lower(),
+                         evidence=f"ComputerSystem.Boot.BootSourceOverrideMode is {mode}")
 
     # ---- firmware --------------------------------------------------------------------------------
     def parse_version(self, raw: str | None) -> str | None:
