@@ -33,8 +33,10 @@ def read_bmc(host: HostEntry) -> BmcFacts:
         FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version))
         for s in statuses
     )
+    ambient = tuple(t.name for th in inv.thermal for t in th.temperatures
+                    if t.name and node.vendor.is_internal_ambient(t.name))
     return BmcFacts(vendor=node.vendor.name, bios=bios, firmware=firmware, power=tuple(inv.power),
-                    thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read)
+                    thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read, ambient=ambient)
 
 
 def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:

@@ -99,6 +99,11 @@ class VendorPlugin:
     }
     firmware_exclude: ClassVar[str] = r"(?i)(backup|golden|staging|capsule|previous|erot|inforom|_me\b|\bme\b)"
 
+    internal_ambient: ClassVar[str] = r"(?i)(ambient|^system temp$)"
+    """Thermal sensor names that read the air inside the chassis (judged against the spec's
+    warn_internal_ambient_c). 'System Temp' is the board ambient sensor of Supermicro BMCs (X13 capture:
+    Thermal 'System Temp', PhysicalContext SystemBoard); 'Ambient' is the DMTF mockups' and others' name."""
+
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
     def matches(cls, root: ServiceRoot, system: ComputerSystem | None) -> bool:
@@ -167,6 +172,10 @@ class VendorPlugin:
             return None
         return BiosProof(key=key, holds=mode.lower() == value.lower(),
                          evidence=f"ComputerSystem.Boot.BootSourceOverrideMode is {mode}")
+
+    def is_internal_ambient(self, sensor_name: str | None) -> bool:
+        """Is this Thermal sensor the chassis' internal ambient (see `internal_ambient`)?"""
+        return bool(sensor_name) and re.search(self.internal_ambient, sensor_name or "") is not None
 
     # ---- firmware --------------------------------------------------------------------------------
     def parse_version(self, raw: str | None) -> str | None:
