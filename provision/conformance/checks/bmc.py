@@ -44,6 +44,7 @@ class FirmwareSeen(BaseModel):
 
     component: str
     versions: tuple[str, ...]
+    entries: int = Field(default=0, description="FirmwareInventory entries matched (some may lack a version)")
 
 
 class BmcFacts(BaseModel):
@@ -136,8 +137,9 @@ def _firmware(ctx: Context, facts: BmcFacts) -> None:
         versions = seen.get(fw.component, ())
         desc = f"{fw.component} firmware at or above the baseline"
         if not versions:
-            ctx.error(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}",
-                      f"{fw.component} not in FirmwareInventory")
+            entries = next((f.entries for f in facts.firmware if f.component == fw.component), 0)
+            why = "running version unreadable" if entries else "not in FirmwareInventory"
+            ctx.error(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", f"{fw.component} {why}")
             continue
         low = [v for v in versions if compare(v, fw.version) < 0]
         ctx.record(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", sorted(set(versions)),

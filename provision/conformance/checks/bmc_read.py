@@ -30,7 +30,8 @@ def read_bmc(host: HostEntry) -> BmcFacts:
         entries, sel_read = _sel(node)
     statuses = firmware_ops.status(host.spec.firmware, fw_state, node.vendor)
     firmware = tuple(
-        FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version))
+        FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version),
+                     entries=len(s.entries))
         for s in statuses
     )
     ambient = tuple(t.name for th in inv.thermal for t in th.temperatures

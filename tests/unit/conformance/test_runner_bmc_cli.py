@@ -145,6 +145,9 @@ def test_unmapped_bios_key_and_absent_component_are_errors_naming_them() -> None
     assert unmapped.outcome is Outcome.ERROR and bios[0].key in unmapped.detail
     assert absent.outcome is Outcome.ERROR and "bios not in FirmwareInventory" in absent.detail
     assert {r.id for r in checks.values() if r.outcome is not Outcome.PASS} == {unmapped.id, absent.id}
+    unreadable = (FirmwareSeen(component="bios", versions=(), entries=1), *fw)
+    row = bmc_run(f.model_copy(update={"firmware": unreadable}))["bmc.firmware.bios"]
+    assert row.outcome is Outcome.ERROR and row.detail == "bios running version unreadable"
 
 
 def test_error_all_and_waive_all_cover_what_evaluate_records() -> None:
