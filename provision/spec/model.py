@@ -244,6 +244,17 @@ class Jbod(Frozen):
 class NvmeHealth(Frozen):
     max_percentage_used: Annotated[int, Field(ge=0, le=100)]
     max_media_errors: NonNegativeInt
+    warn_percentage_used: Annotated[int | None, Field(ge=0, le=100)] = None
+    """Optional warning tier for wear: above it a drive warns (never fails the exit code)."""
+    warn_available_spare_pct: Annotated[int | None, Field(ge=0, le=100)] = None
+    """Optional warning tier: available spare below it warns; below the drive's own threshold fails."""
+
+    @model_validator(mode="after")
+    def _tiers(self) -> NvmeHealth:
+        if self.warn_percentage_used is not None and self.warn_percentage_used > self.max_percentage_used:
+            raise ValueError(f"warn_percentage_used {self.warn_percentage_used} is above max_percentage_used "
+                             f"{self.max_percentage_used}")
+        return self
 
 
 class Storage(Frozen):

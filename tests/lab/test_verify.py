@@ -2,10 +2,13 @@
 
 One ML-PROD-V4 twin is brought up and converged MINIMALLY by tests/lab/verify_lab.py (pinned
 stand-in packages + holds + services + zpool create; not the Ansible roles), then:
-- a converged twin passes every node-side check (>= 80), through the real CLI with all reports;
-- each twin fault fails exactly the checks it should and no other, and clearing it restores a pass;
+- a converged twin passes every node-side check (>= 80), through the real CLI with all reports (exit 0;
+  what the lab cannot present is WAIVED with the reason, never passed);
+- each twin fault fails exactly the checks it should and no other (FAIL, or ERROR where the fact is
+  gone), and clearing it restores a pass;
 - the BMC-side checks read the simulated BMC: BIOS checks flip from fail to pass after
-  `provision bios apply`; an unreachable BMC makes them NOT RUN, never passed.
+  `provision bios apply`; the seed's internal ambient (37 C) is a WARNING; an unreachable BMC or a wrong
+  password makes them ERROR rows and `provision verify` exits 3, never passed.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.bmc import run_bmc_checks
 from provision.conformance.facts import NodeFacts
-from provision.conformance.model import CheckResult, Level, NodeReport
+from provision.conformance.model import CheckResult, Level, NodeReport, Outcome
 from provision.conformance.runner import verify
 from provision.lab import manager, twins
 from provision.lab.twins.models import TwinInfo
@@ -48,7 +52,8 @@ EXPECTED: dict[str, set[str]] = {
     "gpu_missing": {"gpu.count"},
     "nvlink_down": {"gpu.1.nvlink"},
     "fabric_manager_failed": FM,
-    "ib_port_down": {"infiniband.mlx5_1/1.state", "infiniband.mlx5_1/1.physical_state"},
+    # a Down port has no negotiated rate: its rate check could not be made (ERROR), never passed
+    "ib_port_down": {"infiniband.mlx5_1/1.state", "infiniband.mlx5_1/1.physical_state", "infiniband.mlx5_1/1.rate"},
     "ib_port_slow": {"infiniband.mlx5_0/1.rate"},
     # A lab host without md cannot present /proc/mdstat: raid.sync/raid.members are then declared waived.
     "boot_mirror_degraded": {"raid.state"} | (set() if not HOST_MD else {"raid.sync", "raid.members"}),
@@ -83,7 +88,8 @@ def node_report(inventory: Path, level: Level = Level.FULL) -> NodeReport:
 
 
 def failing(report: NodeReport) -> set[str]:
-    return {r.id for r in report.failed}
+    """Checks that fail the node: FAIL or ERROR (warned and waived ones do not)."""
+    return {r.id for r in report.results if not r.accepted}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -101,7 +107,12 @@ def test_converged_twin_passes_every_node_check(lab: tuple[Path, Path, Path, Twi
     bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in node["results"]
            if r["outcome"] == "fail"]
     assert proc.returncode == 0, "\n".join(bad) + proc.stderr
-    assert node["totals"]["fail"] == 0 and node["totals"]["pass"] >= 80
+    assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0 and node["totals"]["pass"] >= 80
+    waived = [r for r in node["results"] if r["outcome"] == "waived"]
+    # --no-bmc waives the BMC side; the lab's inventory waives what a twin cannot present (kernel modules,
+    # IPoIB, / on md0, uname -r), each with its reason
+    assert waived and all(r["detail"] for r in waived)
+    assert {r["area"] for r in waived if not r["detail"].startswith("waived by the inventory")} == {"bmc"}
     assert node["lab"] is True and "nvidia-smi" in node["standins"]
     assert "LAB STAND-IN" in html.read_text() and "<testsuite" in junit.read_text()
 
@@ -176,23 +187,54 @@ def test_bmc_bios_checks_follow_bios_apply(lab: tuple[Path, Path, Path, TwinInfo
     assert diff.returncode in (0, 1), diff.stderr
     changes = {c["key"] for c in json.loads(diff.stdout)["plan"]["changes"]}
     failed_bios = {i.removeprefix("bmc.bios.") for i, r in before.items()
-                   if i.startswith("bmc.bios.") and not r.passed and not r.skipped}
+                   if i.startswith("bmc.bios.") and r.outcome is Outcome.FAIL}
     assert failed_bios and failed_bios == changes
+    assert not [r for r in before.values() if r.outcome is Outcome.ERROR]
     assert cli("bios", "apply", NODE, "-i", str(inventory)).returncode == 0
     after = bmc_results(inventory)
-    assert all(r.passed or r.skipped for i, r in after.items() if i.startswith("bmc.bios."))
-    for cid in ("bmc.psu", "bmc.psu_redundancy", "bmc.fans", "bmc.temperatures"):
-        assert after[cid].passed, after[cid]
+    assert all(r.outcome is Outcome.PASS for i, r in after.items() if i.startswith("bmc.bios.")), after
+    # the Supermicro BIOS has no boot-mode attribute: boot_mode is judged from ComputerSystem.Boot, shown
+    assert "BootSourceOverrideMode" in after["bmc.bios.boot_mode"].found
+    for cid in ("bmc.psu", "bmc.psu_redundancy", "bmc.fans", "bmc.power_draw"):
+        assert after[cid].outcome is Outcome.PASS, after[cid]
+    # the seed's internal ambient ('System Temp' 37 C) is above warn_internal_ambient_c 35: a warning
+    temps = after["bmc.temperatures"]
+    assert temps.outcome is Outcome.WARN and "System Temp 37 C" in temps.found, temps
 
 
-def test_unreachable_bmc_is_reported_not_run(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+def _wrong_password(inventory: Path, tmp_path: Path) -> Path:
+    """A copy of the lab inventory whose BMC password for NODE is wrong."""
+    import shutil
+
+    copy = tmp_path / "inventory"
+    shutil.copytree(inventory.parent, copy)
+    hv = copy / "host_vars" / f"{NODE}.yml"
+    data = yaml.safe_load(hv.read_text())
+    data["provision_bmc_password"] = "Wr0ng-pa55word"
+    hv.write_text("---\n" + yaml.safe_dump(data, sort_keys=False))
+    return copy / inventory.name
+
+
+@pytest.mark.parametrize(("case", "label"), [("drop", "BMC not reachable"),
+                                             ("wrong password", "BMC refused the credentials")])
+def test_unreadable_bmc_is_error_rows_and_verify_exits_3(lab: tuple[Path, Path, Path, TwinInfo], tmp_path: Path,
+                                                        case: str, label: str) -> None:
     inventory, _, bmc_dir, _ = lab
-    manager.fault(bmc_dir, NODE, "drop", False, None)
-    try:
-        results = bmc_results(inventory)
-    finally:
-        manager.fault(bmc_dir, NODE, "drop", True, None)
-    assert results and all(r.skipped and not r.passed for r in results.values())
+    if case == "drop":
+        manager.fault(bmc_dir, NODE, "drop", False, None)
+        try:
+            proc = cli("verify", NODE, "-i", str(inventory), "--json", "-")
+        finally:
+            manager.fault(bmc_dir, NODE, "drop", True, None)
+    else:
+        proc = cli("verify", NODE, "-i", str(_wrong_password(inventory, tmp_path)), "--json", "-")
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "could not be fully checked" in proc.stderr and "Traceback" not in proc.stderr
+    assert "Wr0ng-pa55word" not in proc.stdout + proc.stderr
+    (node,) = json.loads(proc.stdout)["nodes"]
+    bmc = [r for r in node["results"] if r["area"] == "bmc"]
+    assert bmc and all(r["outcome"] == "error" and r["detail"].startswith(label) for r in bmc), bmc[:2]
+    assert node["totals"]["fail"] == 0 and node["verdict"] == "error"
 
 
 def test_burnin_tier_runs_the_twins_stand_ins_and_says_so(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
@@ -201,8 +243,8 @@ def test_burnin_tier_runs_the_twins_stand_ins_and_says_so(lab: tuple[Path, Path,
     burnin = {r.id: r for r in report.results if r.area == "burnin"}
     dcgm = burnin["burnin.dcgm_diag"]
     assert dcgm.passed and "LAB STAND-IN" in dcgm.detail
-    # Tools the twins do not carry are NOT RUN (never passed), with the reason.
+    # Tools the twins do not carry are ERRORs (could not check, never passed), naming why.
     for cid in ("burnin.nccl_busbw", "burnin.fio_seq_read", "burnin.fio_rand_read", "burnin.ib_write_bw"):
         result = burnin[cid]
         assert (result.passed and "LAB STAND-IN" in result.detail) or (
-            result.skipped and "not found" in result.detail), result
+            result.outcome is Outcome.ERROR and "not found" in result.detail), result

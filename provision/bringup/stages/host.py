@@ -123,13 +123,16 @@ class VerifyStage:
     def plan(self, ctx: StageContext, observed: NodeReport) -> StagePlan:
         if observed.error:
             raise CheckFailed(f"{ctx.host.name}: conformance could not run: {observed.error}")
-        bad = observed.failed + observed.errors  # a check that could not be made stops the node as a failure does
-        if bad:
-            shown = "; ".join(f"{r.id}: expected {r.expected}, found {r.found}" for r in bad[:5])
-            what = " and ".join(part for part in (
-                f"{len(observed.failed)} check(s) failed" if observed.failed else "",
-                f"{len(observed.errors)} could not be made" if observed.errors else "") if part)
-            raise CheckFailed(f"{ctx.host.name}: {what}: {shown}")
+        # a check that could not be made (ERROR) stops the node as a failure does: never a pass
+        parts = []
+        if observed.failed:
+            shown = "; ".join(f"{r.id}: expected {r.expected}, found {r.found}" for r in observed.failed[:5])
+            parts.append(f"{len(observed.failed)} check(s) failed: {shown}")
+        if observed.errors:
+            shown = "; ".join(f"{r.id}: {r.detail}" for r in observed.errors[:3])
+            parts.append(f"{len(observed.errors)} check(s) could not be made: {shown}")
+        if parts:
+            raise CheckFailed(f"{ctx.host.name}: " + "; ".join(parts))
         counts = observed.counts()
         areas = Counter(r.area for r in observed.results if r.outcome in (Outcome.PASS, Outcome.WARN))
         by_area = ", ".join(f"{area} {count}" for area, count in sorted(areas.items()))

@@ -233,6 +233,33 @@ def test_nvme_count_and_smart() -> None:
     nv = area(ctx, "nvme")
     assert set(failed(ctx, "nvme")) == {"nvme.count", "nvme.nvme1n1.wear", "nvme.nvme1n1.media_errors"}
     assert nv["nvme.count"].found == "2" and nv["nvme.nvme0n1.wear"].found == "0%"
+    assert nv["nvme.nvme0n1.spare"].outcome is Outcome.PASS  # QEMU: spare 0% with a 0% threshold
+
+
+@pytest.mark.parametrize(
+    ("used", "spare", "thresh", "wear", "spare_outcome"),
+    [
+        (10, 100, 10, Outcome.PASS, Outcome.PASS),
+        (70, 100, 10, Outcome.PASS, Outcome.PASS),   # the warning tier itself passes
+        (71, 100, 10, Outcome.WARN, Outcome.PASS),   # above warn_percentage_used 70
+        (80, 25, 10, Outcome.WARN, Outcome.WARN),    # max_percentage_used 80 allows 80; spare below 30 warns
+        (81, 9, 10, Outcome.FAIL, Outcome.FAIL),     # spare below the drive's own threshold fails
+    ],
+)
+def test_nvme_wear_and_spare_tiers(used: int, spare: int, thresh: int, wear: Outcome, spare_outcome: Outcome) -> None:
+    s = spec(**{"storage.nvme_health.warn_percentage_used": 70, "storage.nvme_health.warn_available_spare_pct": 30})
+    log = json.loads(SMART) | {"percent_used": used, "avail_spare": spare, "spare_thresh": thresh}
+    nv = area(run(s, {"nvme_list": NVME_LIST, "nvme_smart:/dev/nvme0n1": json.dumps(log)}), "nvme")
+    assert (nv["nvme.nvme0n1.wear"].outcome, nv["nvme.nvme0n1.spare"].outcome) == (wear, spare_outcome)
+    assert nv["nvme.nvme0n1.wear"].expected == "<= 80% (warn above 70%)"
+    assert nv["nvme.nvme0n1.spare"].expected == f">= {thresh}% (warn below 30%)"
+
+
+def test_nvme_warn_tier_above_the_failure_tier_is_refused() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="warn_percentage_used 90 is above max_percentage_used 80"):
+        spec(**{"storage.nvme_health.warn_percentage_used": 90})
 
 
 # ---- packages and services ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from provision.conformance.checks import bmc as bmc_checks
 from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen, error_all, evaluate_bmc, waive_all
 from provision.conformance.facts import GatherError
-from provision.conformance.model import Level, Outcome
+from provision.conformance.model import Level, NodeReport, Outcome, RunReport
 from provision.conformance.runner import verify
 from provision.errors import ProvisionError
 from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
@@ -27,6 +28,7 @@ def host(name: str, **spec_changes: object) -> HostEntry:
                      ssh=SshEndpoint(host="127.0.0.1"))
 
 
+FULL_SMC = ROOT / "tests/fixtures/redfish/full/supermicro/redfish/v1"
 GPU_590 = {"gpu.count": 1, "software.nvidia_driver.branch": "590", "software.nvidia_driver.version": "590.48.01",
            "software.fabric_manager.version": "590.48.01"}
 
@@ -79,7 +81,8 @@ def bmc_facts(**over: object) -> BmcFacts:
                  for k, v in s.bios.settings.items())
     firmware = tuple(FirmwareSeen(component=f.component, versions=(f.version,)) for f in s.firmware)
     power = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}}] * 2,
-                          "Redundancy": [{"Mode": "N+m", "Status": {"Health": "OK"}}]}),)
+                          "Redundancy": [{"Mode": "N+m", "Status": {"Health": "OK"}}],
+                          "PowerControl": [{"PowerConsumedWatts": 2161, "PowerMetrics": {"MaxConsumedWatts": 2165}}]}),)
     thermal = (Thermal.parse({
         "Fans": [{"Name": f"FAN{i}", "Status": {"State": "Enabled", "Health": "OK"}} for i in range(8)],
         "Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 24, "PhysicalContext": "Intake"},
@@ -100,7 +103,7 @@ def test_bmc_all_good() -> None:
     checks = bmc_run(bmc_facts())
     assert [r.id for r in checks.values() if not r.passed] == []
     bmc_side = [f for f in spec().firmware if f.updated_by == "bmc"]  # in-band firmware is checked on the node
-    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 5
+    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 6
 
 
 def test_bmc_faults_fail_their_checks() -> None:
@@ -110,7 +113,8 @@ def test_bmc_faults_fail_their_checks() -> None:
     fw = tuple(x if x.component != "bios" else FirmwareSeen(component="bios", versions=("1.4",)) for x in f.firmware)
     one_psu = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}},
                                               {"Status": {"State": "Enabled", "Health": "Critical"}}],
-                            "Redundancy": [{"Mode": "N+m", "Status": {"Health": "Critical"}}]}),)
+                            "Redundancy": [{"Mode": "N+m", "Status": {"Health": "Critical"}}],
+                            "PowerControl": [{"PowerConsumedWatts": 7100}]}),)
     hot = (Thermal.parse({"Fans": [{"Status": {"Health": "OK"}}] * 5,
                           "Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 41, "PhysicalContext": "Intake"}]}),)
     sel = (LogEntry.parse({"Severity": "Critical", "Message": "PSU2 AC lost", "Created": "2026-11-30T12:00:00Z"}),)
@@ -118,7 +122,8 @@ def test_bmc_faults_fail_their_checks() -> None:
                                           "sel": sel}))
     failed = {r.id for r in checks.values() if not r.passed}
     assert failed == {f"bmc.bios.{bios[0].key}", "bmc.firmware.bios", "bmc.psu", "bmc.psu_redundancy", "bmc.fans",
-                      "bmc.temperatures", "bmc.sel"}
+                      "bmc.temperatures", "bmc.sel", "bmc.power_draw"}
+    assert {r.outcome for r in checks.values() if not r.passed} == {Outcome.FAIL}
     assert checks["bmc.firmware.bios"].found == "1.4" and "Inlet Temp 41 C" in checks["bmc.temperatures"].found
 
 
@@ -141,6 +146,9 @@ def test_unmapped_bios_key_and_absent_component_are_errors_naming_them() -> None
     assert unmapped.outcome is Outcome.ERROR and bios[0].key in unmapped.detail
     assert absent.outcome is Outcome.ERROR and "bios not in FirmwareInventory" in absent.detail
     assert {r.id for r in checks.values() if r.outcome is not Outcome.PASS} == {unmapped.id, absent.id}
+    unreadable = (FirmwareSeen(component="bios", versions=(), entries=1), *fw)
+    row = bmc_run(f.model_copy(update={"firmware": unreadable}))["bmc.firmware.bios"]
+    assert row.outcome is Outcome.ERROR and row.detail == "bios running version unreadable"
 
 
 def test_error_all_and_waive_all_cover_what_evaluate_records() -> None:
@@ -185,6 +193,79 @@ def test_unreachable_bmc_is_an_error_never_passed() -> None:
     assert ctx.results and all(r.outcome is Outcome.ERROR for r in ctx.results)
     assert "BMC not reachable" in ctx.results[0].detail
     assert not any("s3cret-h7-pw" in r.model_dump_json() for r in ctx.results)
+
+
+# ---- threshold tiers on BMC readings ------------------------------------------------------------------------
+def capture_thermal() -> tuple[Thermal, ...]:
+    """Chassis/1/Thermal of the whole Supermicro HGX H100 capture: its 'System Temp' (internal ambient) is 37 C."""
+    data = json.loads((FULL_SMC / "Chassis/1/Thermal/index.json").read_text())
+    return (Thermal.parse(data),)
+
+
+def test_capture_internal_ambient_above_35_c_is_a_warning_and_exits_0() -> None:
+    from provision.redfish.vendors import by_name
+
+    thermal = capture_thermal()
+    ambient = tuple(t.name for t in thermal[0].temperatures if t.name and by_name("supermicro").is_internal_ambient(t.name))
+    assert ambient == ("System Temp",)
+    temps = bmc_run(bmc_facts(thermal=thermal, ambient=ambient))["bmc.temperatures"]
+    assert temps.outcome is Outcome.WARN and temps.found == "System Temp 37 C (warn above 35)"
+    node = NodeReport(node="n1", profile="ml_prod_v4", results=(temps,))
+    assert node.ok and RunReport(level=Level.FULL, nodes=(node,)).exit_code == 0
+    # Without the ambient classification the same readings pass (37 C is far below the components' 90 C).
+    assert bmc_run(bmc_facts(thermal=thermal))["bmc.temperatures"].outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize(
+    ("sensor", "ambient", "outcome", "found"),
+    [
+        ({"Name": "Inlet Temp", "ReadingCelsius": 35, "PhysicalContext": "Intake"}, False, Outcome.PASS, ""),
+        ({"Name": "Inlet Temp", "ReadingCelsius": 36, "PhysicalContext": "Intake"}, False, Outcome.FAIL,
+         "Inlet Temp 36 C (limit 35)"),
+        # the sensor's own UpperThresholdNonCritical is a warning tier, its UpperThresholdCritical lowers the failure
+        ({"Name": "CPU1 Temp", "ReadingCelsius": 43, "UpperThresholdNonCritical": 42, "UpperThresholdCritical": 45},
+         False, Outcome.WARN, "CPU1 Temp 43 C (warn above 42)"),
+        ({"Name": "CPU1 Temp", "ReadingCelsius": 46, "UpperThresholdNonCritical": 42, "UpperThresholdCritical": 45},
+         False, Outcome.FAIL, "CPU1 Temp 46 C (limit 45)"),
+        # Dell's inlet: UpperThresholdNonCritical 38 lies above the spec's 35 C limit: no warning tier, fails at 35
+        ({"Name": "System Board Inlet Temp", "ReadingCelsius": 37, "UpperThresholdNonCritical": 38,
+          "UpperThresholdCritical": 42}, False, Outcome.FAIL, "System Board Inlet Temp 37 C (limit 35)"),
+        ({"Name": "System Temp", "ReadingCelsius": 36}, True, Outcome.WARN, "System Temp 36 C (warn above 35)"),
+        ({"Name": "System Temp", "ReadingCelsius": 91}, True, Outcome.FAIL, "System Temp 91 C (limit 90)"),
+    ],
+)
+def test_temperature_tiers(sensor: dict, ambient: bool, outcome: Outcome, found: str) -> None:
+    thermal = (Thermal.parse({"Temperatures": [sensor]}),)
+    temps = bmc_run(bmc_facts(thermal=thermal, ambient=(sensor["Name"],) if ambient else ()))["bmc.temperatures"]
+    assert temps.outcome is outcome and (temps.found == found if found else temps.found == "1 sensors within limits")
+
+
+def test_no_temperature_or_power_reading_is_an_error() -> None:
+    checks = bmc_run(bmc_facts(thermal=(Thermal.parse({"Fans": []}),), power=(Power.parse({}),)))
+    assert checks["bmc.temperatures"].outcome is Outcome.ERROR and "no temperature" in checks["bmc.temperatures"].detail
+    assert checks["bmc.power_draw"].outcome is Outcome.ERROR and "no PowerControl" in checks["bmc.power_draw"].detail
+
+
+@pytest.mark.parametrize(
+    ("control", "outcome", "found"),
+    [
+        ({"PowerConsumedWatts": 2161, "PowerMetrics": {"MaxConsumedWatts": 2165}}, Outcome.PASS, "2165 W"),
+        ({"PowerConsumedWatts": 5600}, Outcome.WARN, "5600 W"),            # above the spec's 5500 W peak
+        ({"PowerConsumedWatts": 5000, "PowerMetrics": {"MaxConsumedWatts": 5900}}, Outcome.WARN, "5900 W"),
+        ({"PowerConsumedWatts": 6500}, Outcome.FAIL, "6500 W"),            # above 2 x 3200 W of PSUs
+    ],
+)
+def test_power_draw_tiers(control: dict, outcome: Outcome, found: str) -> None:
+    power = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}}] * 2,
+                          "PowerControl": [control]}),)
+    draw = bmc_run(bmc_facts(power=power))["bmc.power_draw"]
+    assert (draw.outcome, draw.found, draw.expected) == (outcome, found, "<= 6400 W (warn above 5500 W)")
+
+
+def test_power_draw_of_the_capture_passes() -> None:
+    data = json.loads((FULL_SMC / "Chassis/1/Power/index.json").read_text())
+    draw = bmc_run(bmc_facts(power=(Power.parse(data),)))["bmc.power_draw"]
+    assert draw.outcome is Outcome.PASS and draw.detail == "now 2161 W, interval max 2165 W"
 
 
 # ---- CLI: bad input is one line and exit 2 -----------------------------------------------------------------
