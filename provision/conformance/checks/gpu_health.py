@@ -180,14 +180,15 @@ def _xids(ctx: Context, gpus: tuple[GpuInfo, ...]) -> None:
     except Unreadable as why:
         ctx.unreadable("gpu.xid", AREA, "Xid events in the kernel log", expected, why.reason)
         return
-    seen: set[int] = set()
+    claimed: set[int] = set()  # positions in `events` of the Xids some listed GPU logged
     for index, info in enumerate(gpus):
-        mine = [e for e in events if e.matches(info.bus_id)]
-        seen |= {id(e) for e in mine}
+        positions = [n for n, e in enumerate(events) if e.matches(info.bus_id)]
+        claimed.update(positions)
+        mine = [events[n] for n in positions]
         outcome, found = _xid_outcome(ctx, mine)
         ctx.result(f"gpu.{index}.xid", AREA, f"{where(index, info)} Xid events since boot", expected, found, outcome,
                    "failing Xids: " + ", ".join(map(str, ctx.spec.gpu.health.failing_xids)) if mine else "")
-    stray = [e for e in events if id(e) not in seen]
+    stray = [e for n, e in enumerate(events) if n not in claimed]
     if stray:  # e.g. a GPU that fell off the bus (Xid 79) is no longer in nvidia-smi's list
         outcome, found = _xid_outcome(ctx, stray)
         pcis = ", ".join(sorted({e.pci for e in stray}))
