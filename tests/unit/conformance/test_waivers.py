@@ -95,3 +95,25 @@ def test_loader_reads_the_declaration_typed(inventory_copy: Path) -> None:
     assert fleet.hosts["node01"].lab == LabDeclaration(lab=True, waivers=(Waiver(pattern="kernel.module.*",
                                                                                   reason="no modules"),))
     assert fleet.hosts["node02"].lab == LabDeclaration()
+
+
+def test_the_lab_inventory_declares_its_twins(tmp_path: Path) -> None:
+    """What the lab writes for a twin (lab_host_vars, used by `lab up` and the roles' twin inventory) loads
+    back as a typed declaration with every waiver and its reason."""
+    import shutil
+    from types import SimpleNamespace
+
+    from provision.ansible.lab import write_twin_inventory
+    from provision.lab.twins.personality import prepare_node
+
+    repo = Path(__file__).resolve().parents[3]
+    shutil.copytree(repo / "firmware", tmp_path / "firmware")
+    twins_dir = tmp_path / "twins"
+    prepare_node(twins_dir / "node01" / "state", spec(), 1)
+    twin = SimpleNamespace(name="node01", address="10.203.1.2", port=22, user="root", key_file=tmp_path / "k",
+                           known_hosts=tmp_path / "kh", repo_url="http://10.203.1.1:8080/")
+    hosts = write_twin_inventory(tmp_path / "inv", "ml_prod_v4", repo / "inventory" / "group_vars", [twin], twins_dir)
+    hv = hosts.parent / "host_vars" / "node01.yml"
+    hv.write_text(hv.read_text() + "provision_bmc_address: https://127.0.0.1:8443\n")
+    lab = load_fleet(hosts).hosts["node01"].lab
+    assert lab.lab and {w.pattern: w.reason for w in lab.waivers} == lab_waivers()
