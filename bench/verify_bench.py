@@ -203,7 +203,8 @@ def run(args: argparse.Namespace, base: Path) -> None:
         first1, one_fresh, rep1 = series(one, True, args.repeat)
         cpu1 = dict(LAST_CPU)
         node = rep1.nodes[0]
-        checks = f"{len(node.results)} checks ({len(node.failed)} failed, {len(node.skipped)} not run)"
+        checks = (f"{len(node.results)} checks ({len(node.failed)} failed, {len(node.errors)} could not be made, "
+                  f"{len(node.waived)} waived)")
         rows.append(("verify, 1 node, fresh connection, first run (stand-ins render)", first1, cpu1["first"], checks))
         rows.append(("verify, 1 node, fresh connection", one_fresh, cpu1["median"], checks))
         _first_w, one_warm, _ = series(one, False, args.repeat)

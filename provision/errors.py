@@ -27,6 +27,12 @@ class CheckFailed(ProvisionError):
     """A conformance check failed or drift was found (exit 1)."""
 
 
+class ChecksIncomplete(ProvisionError):
+    """No check failed but some could not be made: unreachable, auth, TLS, unreadable, tool missing (exit 3)."""
+
+    exit_code = 3
+
+
 class ParseError(ProvisionError):
     """A tool's output could not be parsed; names the tool."""
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from provision.errors import LabError
+from provision.lab.declaration import lab_declaration
 
 LAB_GROUP_VARS = "lab_group_vars.yml"
 
@@ -41,10 +42,11 @@ def boot_members(hardware_json: Path) -> list[str]:
 
 
 def lab_host_vars(repo_url: str, hardware_json: Path) -> dict[str, Any]:
-    """Host variables of one twin for the roles: its repository and its drives."""
+    """Host variables of one twin: its repository and its drives (roles), its lab declaration (conformance)."""
     return {
         "provision_lab_repo_url": repo_url,
         "zfs_scratch_devices": scratch_devices(hardware_json),
+        **lab_declaration(),
     }
 
 

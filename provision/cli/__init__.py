@@ -1,7 +1,7 @@
 """The `provision` command line: thin, maps errors to exit codes, renders results.
 
 Exit codes: 0 ok; 1 a check failed or drift found (or an operation failed);
-2 bad input or usage.
+2 bad input or usage; 3 (verify) no check failed but some could not be made.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`provision bios diff|apply NODE`: spec vs current BIOS; apply stages values, resets once, verifies.
 
 Exit 0: converged (or the plan printed); 1: differences found (diff) or the BMC failed; 2: bad input
-(including values the attribute registry refuses).
+(including values the attribute registry refuses); 3: a spec key could not be checked (no attribute
+on this BIOS and no other evidence; one error line each), never reported as matching.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from rich.table import Table
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
 from provision.cli.output import console, emit_json
-from provision.errors import CheckFailed
+from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import converge
 from provision.redfish.ops.session import open_host
@@ -30,11 +31,24 @@ def render(node: str, plan: bios_ops.BiosPlan) -> None:
                   title=f"{node} BIOS ({plan.vendor}, registry: {plan.registry or 'none'})")
     for c in plan.changes:
         table.add_row(c.key, c.attribute, repr(c.current), repr(c.target), "pending reset" if c.pending else "change")
-    console.print(table if plan.changes else f"{node}: BIOS matches the spec")
+    if plan.changes:
+        console.print(table)
+    elif not plan.differs and not plan.unmapped:
+        console.print(f"{node}: BIOS matches the spec")
     for line in plan.invalid:
         console.print(f"[red]refused:[/red] {line}", highlight=False)
+    for proof in plan.proven:
+        verdict = "[green]holds[/green]" if proof.holds else "[red]differs[/red]"
+        console.print(f"{proof.key}: {verdict} (no BIOS attribute; {proof.evidence})", highlight=False)
+    for line in plan.problems():
+        console.print(f"[magenta]error:[/magenta] {node}: {line}", highlight=False)
+
+
+def raise_unchecked(node: str, plan: bios_ops.BiosPlan) -> None:
+    """ChecksIncomplete (exit 3) when a spec key could not be checked."""
     if plan.unmapped:
-        console.print(f"[yellow]no attribute on this BIOS for:[/yellow] {', '.join(plan.unmapped)}")
+        raise ChecksIncomplete(f"{node}: {len(plan.unmapped)} BIOS key(s) could not be checked: "
+                               f"{', '.join(plan.unmapped)}")
 
 
 @app.command("diff")
@@ -47,8 +61,11 @@ def diff(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: Js
         emit_json({"node": node, "plan": plan})
     else:
         render(node, plan)
-    if plan.changes or plan.invalid:
-        raise CheckFailed(f"{node}: {len(plan.changes) + len(plan.invalid)} BIOS setting(s) differ from the spec")
+    if plan.differs:
+        count = len(plan.changes) + len(plan.invalid) + len(plan.unmet)
+        raise CheckFailed(f"{node}: {count} BIOS setting(s) differ from the spec"
+                          + (f" ({len(plan.unmapped)} more could not be checked)" if plan.unmapped else ""))
+    raise_unchecked(node, plan)
 
 
 @app.command("apply")
@@ -64,6 +81,7 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
                 emit_json({"node": node, "plan": cplan.bios, "applied": False})
             else:
                 render(node, cplan.bios)
+            raise_unchecked(node, cplan.bios)
             return
         result = converge.apply(facts, host.spec, cplan, opts, Clock(poll_s=1.0))
     if as_json:
@@ -72,3 +90,4 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
         render(node, cplan.bios)
         console.print(f"{node}: wrote {len(result.bios_written)} attribute(s); host resets {result.host_resets}; "
                       + ("verified" if result.host_resets else "staged (applies at the next host reset)"))
+    raise_unchecked(node, cplan.bios)

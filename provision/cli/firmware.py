@@ -2,7 +2,9 @@
 
 `update` sends BMC (and other immediate) images first and waits the BMC reset out, stages the
 host-reset images and the BIOS values, resets the host ONCE, then verifies everything.
-Exit 0: at baseline / done; 1: not at baseline (status) or an update failed; 2: bad input.
+Exit 0: at baseline / done (or the plan printed); 1: not at baseline (status) or an update failed;
+2: bad input; 3: a baseline component could not be checked (absent from FirmwareInventory, or its
+version unreadable; one error line each), never reported as at baseline.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from rich.table import Table
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
 from provision.cli.output import console, emit_json
-from provision.errors import CheckFailed
+from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.session import open_host
@@ -43,9 +45,25 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
             running = ", ".join(sorted({e.version or "?" for e in r.entries})) or "-"
             table.add_row(r.component, r.target, running, str(len(r.entries)), r.verdict)
         console.print(table)
-    off = [r.component for r in rows if r.verdict != "ok"]
+    unchecked = [r for r in rows if r.verdict in fw.UNCHECKED]
+    if not as_json:
+        for r in unchecked:
+            why = "not in FirmwareInventory" if r.verdict == "absent" else "running version unreadable"
+            console.print(f"[magenta]error:[/magenta] {node}: firmware {r.component}: {why}: could not check",
+                          highlight=False)
+    off = [r.component for r in rows if r.verdict not in ("ok", *fw.UNCHECKED)]
+    more = f" ({len(unchecked)} more could not be checked)" if unchecked else ""
     if off:
-        raise CheckFailed(f"{node}: firmware not at baseline: {', '.join(off)}")
+        raise CheckFailed(f"{node}: firmware not at baseline: {', '.join(off)}{more}")
+    if unchecked:
+        raise ChecksIncomplete(f"{node}: firmware could not be checked: {', '.join(r.component for r in unchecked)}")
+
+
+def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:
+    """ChecksIncomplete (exit 3) when a baseline component or BIOS key could not be checked."""
+    missing = cplan.firmware.absent + (cplan.bios.unmapped if cplan.bios else [])
+    if missing:
+        raise ChecksIncomplete(f"{node}: could not be checked: {', '.join(missing)}")
 
 
 def render(node: str, cplan: converge.ConvergePlan) -> None:
@@ -54,13 +72,16 @@ def render(node: str, cplan: converge.ConvergePlan) -> None:
         table.add_row(str(n), s.component + (" (downgrade)" if s.downgrade else ""), s.version, s.method,
                       s.apply_time, "yes" if s.needs_host_reset else "no", ", ".join(s.entries[:3])
                       + (" ..." if len(s.entries) > 3 else ""))
-    console.print(table if cplan.firmware.steps else f"{node}: firmware at baseline")
+    if cplan.firmware.steps:
+        console.print(table)
+    elif not (cplan.firmware.refused or cplan.firmware.skipped or cplan.firmware.absent):
+        console.print(f"{node}: firmware at baseline")
     for line in cplan.firmware.refused:
         console.print(f"[red]refused:[/red] {line}", highlight=False)
     for line in cplan.firmware.skipped:
         console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
-    if cplan.firmware.absent:
-        console.print(f"[yellow]not in FirmwareInventory:[/yellow] {', '.join(cplan.firmware.absent)}")
+    for line in cplan.firmware.problems() + (cplan.bios.problems() if cplan.bios else []):
+        console.print(f"[magenta]error:[/magenta] {node}: {line}", highlight=False)
     if cplan.bios and cplan.bios.changes:
         console.print(f"BIOS: {len(cplan.bios.changes)} attribute(s) staged for the same host reset")
     console.print(f"host resets: {1 if cplan.host_reset else 0}")
@@ -82,6 +103,7 @@ def plan(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, allow_downg
         emit_json({"node": node, "plan": cplan, "host_reset": cplan.host_reset})
     else:
         render(node, cplan)
+    raise_unchecked(node, cplan)
 
 
 @app.command("update")
@@ -102,6 +124,7 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
                 emit_json({"node": node, "plan": cplan, "applied": False})
             else:
                 render(node, cplan)
+            raise_unchecked(node, cplan)
             return
         if not as_json:
             render(node, cplan)
@@ -112,3 +135,4 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
         console.print(f"{node}: sent {', '.join(result.firmware_sent) or 'no firmware'}; BIOS attributes "
                       f"{len(result.bios_written)}; host resets {result.host_resets}; "
                       + ("verified" if result.verified else "staged"))
+    raise_unchecked(node, cplan)

@@ -1,4 +1,8 @@
-"""`provision verify NODE...`: conformance of nodes against their spec; exit 0 all pass, 1 any fail."""
+"""`provision verify NODE...`: conformance of nodes against their spec.
+
+Exit codes: 0 every check passed, warned or was waived; 1 a check failed; 3 no check failed but some
+could not be made (BMC or node unreachable, credentials refused, TLS, unreadable output, tool missing).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,8 @@ import typer
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt
 from provision.cli.output import console, emit_json
 from provision.conformance.checks._base import Context
-from provision.conformance.model import Level
-from provision.errors import CheckFailed, InputError
+from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, RunReport
+from provision.errors import CheckFailed, ChecksIncomplete, InputError
 from provision.spec import load_fleet
 from provision.spec.model import HostEntry
 
@@ -47,15 +51,19 @@ def verify_command(
         Path | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout, no table)")
     ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
-    no_bmc: Annotated[bool, typer.Option("--no-bmc", help="Skip the BMC-side checks (reported as not run)")] = False,
+    no_bmc: Annotated[bool, typer.Option("--no-bmc", help="Waive the BMC-side checks (reported as waived)")] = False,
     sel_since: Annotated[
         datetime | None,
         typer.Option("--sel-since", help="Count SEL entries from then on (default: last bring-up in the journal)"),
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="List every check, not only failed ones")] = False,
 ) -> None:
-    """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs)."""
-    from provision.conformance.checks.bmc import skip_all
+    """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs).
+
+    Exit codes: 0 every check passed, warned or was waived; 1 a check failed; 3 no check failed but
+    some could not be made (unreachable, credentials refused, TLS, unreadable, tool missing).
+    """
+    from provision.conformance.checks.bmc import waive_all
     from provision.conformance.report import render_terminal, to_json, write_html, write_json, write_junit
     from provision.conformance.runner import verify
 
@@ -68,7 +76,7 @@ def verify_command(
         raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
 
     def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
-        skip_all(ctx, "BMC checks turned off (--no-bmc)")
+        waive_all(ctx, "BMC checks turned off (--no-bmc)")
 
     hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since)
     run = verify(hosts, level, bmc=hook)
@@ -82,6 +90,16 @@ def verify_command(
         emit_json(to_json(run))
     else:
         render_terminal(run, console, show_all=show_all)
-    if not run.ok:
-        failed = [n.node for n in run.nodes if not n.ok]
+    raise_for(run)
+
+
+def raise_for(run: RunReport) -> None:
+    """CheckFailed (exit 1) when a check failed, ChecksIncomplete (exit 3) when some could not be made."""
+    code = run.exit_code
+    if code == EXIT_FAILED:
+        failed = [n.node for n in run.nodes if n.failed]
         raise CheckFailed(f"{len(failed)} of {len(run.nodes)} node(s) not conformant: {', '.join(failed)}")
+    if code == EXIT_INCOMPLETE:
+        unsure = [n.node for n in run.nodes if not n.ok]
+        raise ChecksIncomplete(f"{len(unsure)} of {len(run.nodes)} node(s) could not be fully checked: "
+                               f"{', '.join(unsure)} (no check failed)")

@@ -10,14 +10,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from fnmatch import fnmatchcase
 
 from provision.conformance.checks import NODE_AREAS, burnin
 from provision.conformance.checks import lab as lab_probe
 from provision.conformance.checks._base import Context
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, gather, ssh_runner
-from provision.conformance.model import CheckResult, Level, NodeReport, RunReport
+from provision.conformance.model import CheckResult, Level, NodeReport, Outcome, RunReport
 from provision.errors import InventoryError, ProvisionError
-from provision.spec.model import HostEntry, NodeSpec
+from provision.spec.model import HostEntry, LabDeclaration, NodeSpec, Waiver
 
 RunnerFor = Callable[[HostEntry], Runner]
 
@@ -41,13 +42,38 @@ def node_probes(spec: NodeSpec, level: Level) -> list[Probe]:
     return list(seen.values())
 
 
-def evaluate(node: str, spec: NodeSpec, facts: NodeFacts, level: Level) -> Context:
-    """Every node-side check of `level` from facts already gathered (pure: no I/O)."""
-    is_lab, _tools = lab_probe.standins(facts)
-    ctx = Context(node=node, spec=spec, facts=facts, level=level, lab=is_lab)
+def evaluate(
+    node: str, spec: NodeSpec, facts: NodeFacts, level: Level, lab: LabDeclaration | None = None
+) -> Context:
+    """Every node-side check of `level` from facts already gathered (pure: no I/O).
+
+    `lab` is the inventory's declaration: the checks it waives are WAIVED with its reasons, every other
+    check is judged as on real hardware. Nothing found on the node makes it a lab node.
+    """
+    declared = lab or LabDeclaration()
+    ctx = Context(node=node, spec=spec, facts=facts, level=level, lab=declared.lab)
     for module in (*NODE_AREAS, burnin):
         module.evaluate(ctx)
+    ctx.results[:] = apply_waivers(ctx.results, declared.waivers)
     return ctx
+
+
+def waiver_for(check_id: str, waivers: Sequence[Waiver]) -> Waiver | None:
+    """The first waiver whose pattern (a check id or an fnmatch pattern) matches `check_id`."""
+    return next((w for w in waivers if fnmatchcase(check_id, w.pattern)), None)
+
+
+def apply_waivers(results: Sequence[CheckResult], waivers: Sequence[Waiver]) -> list[CheckResult]:
+    """Each result a waiver lists becomes WAIVED with the waiver's reason (what was found is kept)."""
+    out = []
+    for result in results:
+        waiver = waiver_for(result.id, waivers)
+        if waiver is None or result.outcome is Outcome.WAIVED:
+            out.append(result)
+            continue
+        why = f"waived by the inventory (provision_lab_waivers {waiver.pattern}): {waiver.reason}"
+        out.append(result.model_copy(update={"outcome": Outcome.WAIVED, "detail": why}))
+    return out
 
 
 # How long one node's gather may take: burn-in runs DCGM diag, NCCL, fio and ib_write_bw for minutes.
@@ -74,17 +100,16 @@ def verify_node(
         facts = gather(host.name, node_probes(host.spec, level), runner_for(host))
     except (GatherError, InventoryError) as exc:
         return NodeReport(node=host.name, profile=host.profile, error=str(exc))
-    ctx = evaluate(host.name, host.spec, facts, level)
+    ctx = evaluate(host.name, host.spec, facts, level, host.lab)
     if bmc is not None and level is not Level.QUICK:
         bmc(ctx, host)
-    _is_lab, tools = lab_probe.standins(facts)
     return NodeReport(
         node=host.name,
         profile=host.profile,
-        lab=ctx.lab,
-        standins=tools,
+        lab=host.lab.lab,
+        standins=lab_probe.standins(facts),  # display only: what the grep found, not what decides anything
         gather_seconds=round(facts.seconds, 3),
-        results=tuple(_unique(ctx.results)),
+        results=tuple(_unique(apply_waivers(ctx.results, host.lab.waivers))),
     )
 
 

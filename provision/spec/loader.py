@@ -14,10 +14,12 @@ from pydantic import ValidationError
 
 from provision.errors import InventoryError, SpecError
 from provision.redfish.redact import register_secret
-from provision.spec.model import BmcEndpoint, Fleet, HostEntry, NodeSpec, SshEndpoint
+from provision.spec.model import BmcEndpoint, Fleet, HostEntry, LabDeclaration, NodeSpec, SshEndpoint, Waiver
 from provision.spec.strict_yaml import load_strict, yaml_files
 
 PROFILE_VAR = "provision_profile"
+LAB_VAR = "provision_lab"
+WAIVERS_VAR = "provision_lab_waivers"
 PROFILE_PREFIX = "provision_profile_"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 
@@ -137,7 +139,32 @@ def _host_entry(
         spec=spec,
         bmc=_bmc_endpoint(inventory, base, name, hv),
         ssh=_ssh_endpoint(name, hv),
+        lab=_lab_declaration(inventory, name, hv),
     )
+
+
+def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDeclaration:
+    """`provision_lab` (a bool) and `provision_lab_waivers` (check id or pattern -> reason) of one host."""
+    lab = hv.get(LAB_VAR, False)
+    if not isinstance(lab, bool):
+        raise InventoryError(f"{inventory}: host {host}: {LAB_VAR}: must be true or false (got {lab!r})")
+    raw = hv.get(WAIVERS_VAR)
+    if raw is None:
+        return LabDeclaration(lab=lab)
+    if not lab:
+        raise InventoryError(f"{inventory}: host {host}: {WAIVERS_VAR} is set but {LAB_VAR} is not true "
+                             "(waivers are for declared lab hosts)")
+    if not isinstance(raw, dict):
+        raise InventoryError(f"{inventory}: host {host}: {WAIVERS_VAR}: must be a mapping of check id -> reason")
+    waivers = []
+    for pattern, reason in raw.items():
+        if not isinstance(reason, str) or not reason.strip():
+            raise InventoryError(f"{inventory}: host {host}: {WAIVERS_VAR}.{pattern}: needs a reason (a string)")
+        try:
+            waivers.append(Waiver(pattern=str(pattern), reason=str(reason)))
+        except ValidationError as exc:
+            raise InventoryError(f"{inventory}: host {host}: {_describe(exc, WAIVERS_VAR)}") from None
+    return LabDeclaration(lab=True, waivers=tuple(waivers))
 
 
 def _build_spec(where: str, host: str, profile: str, raw: Any) -> NodeSpec:

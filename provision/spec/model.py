@@ -98,6 +98,56 @@ class Pcie(Frozen):
     width: PositiveInt
 
 
+# Xid codes that make a GPU unfit until serviced or reset: Azure HPC Node Health Checks' default list
+# (github.com/Azure/azurehpc-health-checks, customTests/azure_gpu_xid.nhc: "48 56 57 58 62 63 64 65 68 69
+# 73 74 79 80 81 92 119 120"); what each means is NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors:
+# 48 double-bit ECC, 63/64 page retirement or row remap event/failure, 74 NVLink error, 79 fallen off the
+# bus, 92 high single-bit ECC rate, 119/120 GSP errors). Any other Xid since boot is a warning.
+DEFAULT_FAILING_XIDS = (48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119, 120)
+
+
+class GpuTemperature(Frozen):
+    """A warn and a fail tier in degrees C (fail must be above warn)."""
+
+    warn_c: PositiveInt
+    fail_c: PositiveInt
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GpuTemperature:
+        if self.fail_c <= self.warn_c:
+            raise ValueError(f"fail_c ({self.fail_c}) must be above warn_c ({self.warn_c})")
+        return self
+
+
+class GpuHealth(Frozen):
+    """GPU health thresholds (defaults from NVIDIA's documents and Azure NHC's practice; see each field).
+
+    - Row remapping (NVIDIA "GPU Memory Error Management", docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt):
+      `Pending` means a row will be remapped at the next GPU reset (the GPU needs a reset); `Remapping Failure
+      Occurred` means a remap failed, which is NVIDIA's RMA criterion. Both fail, as Azure NHC's
+      azure_gpu_ecc.nhc does; it also fails above 512 rows remapped for uncorrectable errors.
+    - Retired pages (NVIDIA "Dynamic Page Retirement", docs.nvidia.com/deploy/dynamic-page-retirement):
+      pages pending retirement need a reboot; NHC fails a GPU whose retired single + double bit pages reach
+      62 with retirement pending (the table holds 64 pages); we fail at `retired_pages_max` or more.
+    - ECC volatile uncorrectable errors since the driver loaded: any fails (NHC fails any SRAM uncorrectable).
+    - Clocks event reasons (NVML nvmlClocksEventReasons): HW slowdown, HW thermal, HW power brake and SW
+      thermal slowdown fail; idle, applications clocks, SW power cap and sync boost are normal operation
+      (NHC's azure_gpu_clock_throttling.nhc ignores idle, none and SW power cap).
+    - Temperatures: the project's tiers, below the slowdown temperature of H100/H200 boards (nvidia-smi's
+      `GPU Slowdown Temp`, about 87-90 C on the captured H100s' T.Limit scale) so a hot GPU warns first.
+    - NVLink error counters (`nvidia-smi nvlink -e`): recovery and CRC errors above the maximum fail;
+      replays are retransmissions the link absorbs and only warn (GCM's dcgmi nvlink check defaults all to 0).
+    """
+
+    failing_xids: tuple[int, ...] = DEFAULT_FAILING_XIDS
+    retired_pages_max: NonNegativeInt = 60
+    remapped_rows_uncorrectable_max: NonNegativeInt = 512
+    ecc_volatile_uncorrectable_max: NonNegativeInt = 0
+    gpu_temperature: GpuTemperature = GpuTemperature(warn_c=80, fail_c=87)
+    memory_temperature: GpuTemperature = GpuTemperature(warn_c=85, fail_c=95)
+    nvlink_errors_max: NonNegativeInt = 0
+
+
 class Gpu(Frozen):
     """Accelerators."""
 
@@ -114,6 +164,7 @@ class Gpu(Frozen):
     ecc: bool = True
     mig: bool = False
     power_limit_w: PositiveInt
+    health: GpuHealth = GpuHealth()
 
     @model_validator(mode="after")
     def _nvlink_matches_interconnect(self) -> Gpu:
@@ -193,6 +244,17 @@ class Jbod(Frozen):
 class NvmeHealth(Frozen):
     max_percentage_used: Annotated[int, Field(ge=0, le=100)]
     max_media_errors: NonNegativeInt
+    warn_percentage_used: Annotated[int | None, Field(ge=0, le=100)] = None
+    """Optional warning tier for wear: above it a drive warns (never fails the exit code)."""
+    warn_available_spare_pct: Annotated[int | None, Field(ge=0, le=100)] = None
+    """Optional warning tier: available spare below it warns; below the drive's own threshold fails."""
+
+    @model_validator(mode="after")
+    def _tiers(self) -> NvmeHealth:
+        if self.warn_percentage_used is not None and self.warn_percentage_used > self.max_percentage_used:
+            raise ValueError(f"warn_percentage_used {self.warn_percentage_used} is above max_percentage_used "
+                             f"{self.max_percentage_used}")
+        return self
 
 
 class Storage(Frozen):
@@ -512,6 +574,37 @@ class SshEndpoint(BaseModel):
     common_args: str = ""
 
 
+_WAIVER_PATTERN_RE = re.compile(r"^[A-Za-z0-9_.*?/:\-\[\]]+$")
+
+
+class Waiver(BaseModel):
+    """A conformance check the inventory waives on this host: check id or glob pattern, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    pattern: str = Field(min_length=1, description="A check id, or an fnmatch pattern such as kernel.module.*")
+    reason: str = Field(min_length=1, description="Why the check cannot be judged on this host")
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        if not _WAIVER_PATTERN_RE.match(value):
+            raise ValueError(f"{value!r} is not a check id or pattern (letters, digits, . _ - / : * ? [ ])")
+        return value
+
+
+class LabDeclaration(BaseModel):
+    """What the inventory declares about a lab host (`provision_lab`, `provision_lab_waivers`).
+
+    A host is a lab twin only when its inventory says so: nothing found on the node makes it one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lab: bool = False
+    waivers: tuple[Waiver, ...] = ()
+
+
 class HostEntry(BaseModel):
     """One inventory host with its resolved spec and endpoints."""
 
@@ -523,6 +616,7 @@ class HostEntry(BaseModel):
     spec: NodeSpec
     bmc: BmcEndpoint
     ssh: SshEndpoint | None = None
+    lab: LabDeclaration = LabDeclaration()
 
 
 class Fleet(BaseModel):

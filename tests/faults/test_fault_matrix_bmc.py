@@ -16,10 +16,18 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import pytest
+import requests
 import yaml
+from pydantic import SecretStr
 
 from provision.campaign.labkit import write_lab_campaign
+from provision.conformance.checks._base import Context
+from provision.conformance.checks.bmc import run_bmc_checks
+from provision.conformance.facts import NodeFacts
+from provision.conformance.model import Level, NodeReport, Outcome, RunReport
 from provision.lab import manager
+from provision.spec import load_fleet
+from provision.spec.model import HostEntry
 from tests.faults.faultkit import (
     FAILED_CLEANLY,
     RECOVERED,
@@ -95,7 +103,7 @@ ROWS: dict[str, Row] = {}
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultLab]:
     workdir = tmp_path_factory.mktemp("faults-bmc")
-    nodes = len(CELLS) + len(CAMPAIGN_FAULTS) + 1
+    nodes = len(CELLS) + len(CAMPAIGN_FAULTS) + 2  # + the campaign's canary + the verify cells' node
     state = manager.up(manager.UpOptions(lab_dir=workdir / "lab", nodes=nodes, bmc_only=True, speed=SPEED,
                                          source_inventory=ROOT / "inventory" / "hosts.yml"))
     try:
@@ -227,3 +235,45 @@ def test_campaign_wave(lab: FaultLab) -> None:
             failures.append(f"{node} {fault.kind}: {outcome} (expected {expected}): {error}")
     assert by_node[canary]["outcome"] == "done"
     assert not failures, failures
+
+
+# --- verify's BMC-side checks when the BMC cannot be read: error rows, exit 3, never a pass ----------
+VERIFY_NODE: list[str] = []  # one node for these cells (they change nothing on it)
+
+
+def _bmc_rows(host: HostEntry) -> tuple[NodeReport, RunReport]:
+    ctx = Context(node=host.name, spec=host.spec, facts=NodeFacts(node=host.name, sections={}), level=Level.FULL)
+    run_bmc_checks(ctx, host)
+    node = NodeReport(node=host.name, profile=host.profile, results=tuple(ctx.results))
+    return node, RunReport(level=Level.FULL, nodes=(node,))
+
+
+@pytest.mark.parametrize(("case", "label"), [
+    ("unavailable", "BMC not reachable"),
+    ("wrong password", "BMC refused the credentials"),
+    ("TLS failure", "BMC TLS verification failed"),
+])
+def test_bmc_unreadable_at_verify_is_error_rows_and_exit_3(lab: FaultLab, case: str, label: str) -> None:
+    if not VERIFY_NODE:
+        VERIFY_NODE.append(lab.take())
+    node = VERIFY_NODE[0]
+    host = load_fleet(lab.inventory).select([node])[0]
+    assert host.bmc is not None
+    secrets = [*lab.secrets(), "Wr0ng-pa55word"]
+    baseline, _ = _bmc_rows(host)
+    assert baseline.results and not baseline.errors, [r.found for r in baseline.errors]  # readable without a fault
+    if case == "unavailable":
+        with injected(lab.lab_dir, node, Fault("unavailable", 1)):
+            report, run = _bmc_rows(host)
+    elif case == "wrong password":
+        report, run = _bmc_rows(host.model_copy(update={"bmc": host.bmc.model_copy(
+            update={"password": SecretStr("Wr0ng-pa55word")})}))
+    else:  # a CA bundle that did not sign the lab's certificate (the public roots)
+        report, run = _bmc_rows(host.model_copy(update={"bmc": host.bmc.model_copy(
+            update={"ca_file": requests.certs.where()})}))
+    assert {r.id for r in report.results} == {r.id for r in baseline.results}
+    assert {r.outcome for r in report.results} == {Outcome.ERROR}, [(r.id, r.outcome) for r in report.results]
+    assert all(r.detail.startswith(label) and "\n" not in r.detail for r in report.results), report.results[0].detail
+    assert not any(s in r.model_dump_json() for r in report.results for s in secrets)
+    assert (run.exit_code, run.ok) == (3, False)
+

@@ -293,8 +293,9 @@ def test_node_unreachable_at_verify(lab: FaultLab) -> None:
 
 @pytest.mark.parametrize(("fault", "expected", "note"), [
     (Fault("latency", 150), RECOVERED, ""),
-    (Fault("unavailable", 1), RECOVERED,
-     "the node's verdict does not change: the BMC-side checks are counted as not run, not as failed"),
+    (Fault("unavailable", 1), FAILED_CLEANLY,
+     "the BMC-side checks could not be made: error rows naming why, and the verify stage stops the node on "
+     "them as on a failure (never a pass)"),
     (Fault("session-expiry", on="login"), RECOVERED, ""),
 ], ids=lambda v: v.kind if isinstance(v, Fault) else "")
 def test_bmc_fault_at_verify(lab: FaultLab, fault: Fault, expected: str, note: str) -> None:
@@ -302,6 +303,8 @@ def test_bmc_fault_at_verify(lab: FaultLab, fault: Fault, expected: str, note: s
         run = run_stages(lab, NODE, ["verify"], SPEED)
     rerun = _rerun(lab, "verify") if expected != RECOVERED else ""
     outcome = _record(lab, fault.describe(), "verify", run, rerun, note)
+    if expected == FAILED_CLEANLY:
+        assert "could not be made" in run.error and "bmc." in run.error, run.error
     _expect("verify", outcome, expected, rerun or None)
 
 

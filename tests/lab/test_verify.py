@@ -2,14 +2,18 @@
 
 One ML-PROD-V4 twin is brought up and converged MINIMALLY by tests/lab/verify_lab.py (pinned
 stand-in packages + holds + services + zpool create; not the Ansible roles), then:
-- a converged twin passes every node-side check (>= 80), through the real CLI with all reports;
-- each twin fault fails exactly the checks it should and no other, and clearing it restores a pass;
+- a converged twin passes every node-side check (>= 80), through the real CLI with all reports (exit 0;
+  what the lab cannot present is WAIVED with the reason, never passed);
+- each twin fault fails exactly the checks it should and no other (FAIL, or ERROR where the fact is
+  gone), and clearing it restores a pass;
 - the BMC-side checks read the simulated BMC: BIOS checks flip from fail to pass after
-  `provision bios apply`; an unreachable BMC makes them NOT RUN, never passed.
+  `provision bios apply`; the seed's internal ambient (37 C) is a WARNING; an unreachable BMC or a wrong
+  password makes them ERROR rows and `provision verify` exits 3, never passed.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import subprocess
@@ -18,11 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.bmc import run_bmc_checks
 from provision.conformance.facts import NodeFacts
-from provision.conformance.model import CheckResult, Level, NodeReport
+from provision.conformance.model import CheckResult, Level, NodeReport, Outcome
 from provision.conformance.runner import verify
 from provision.lab import manager, twins
 from provision.lab.twins.models import TwinInfo
@@ -36,6 +41,7 @@ pytestmark = [
 ]
 
 NODE = "node01"
+HOST_MD = Path("/proc/mdstat").exists()
 GPUS = range(8)
 # Which part each fault hits on an ML-PROD-V4 twin (provision/lab/twins/personality/faults.py):
 # gpu_missing: GPU 3; nvlink_down: GPU 1 link 5; ib_port_down: the last IB HCA (mlx5_1); ib_port_slow: the
@@ -46,15 +52,23 @@ EXPECTED: dict[str, set[str]] = {
     "gpu_missing": {"gpu.count"},
     "nvlink_down": {"gpu.1.nvlink"},
     "fabric_manager_failed": FM,
-    "ib_port_down": {"infiniband.mlx5_1/1.state", "infiniband.mlx5_1/1.physical_state"},
+    # a Down port has no negotiated rate: its rate check could not be made (ERROR), never passed
+    "ib_port_down": {"infiniband.mlx5_1/1.state", "infiniband.mlx5_1/1.physical_state", "infiniband.mlx5_1/1.rate"},
     "ib_port_slow": {"infiniband.mlx5_0/1.rate"},
-    "boot_mirror_degraded": {"raid.sync", "raid.members", "raid.state"},
+    # A lab host without md cannot present /proc/mdstat: raid.sync/raid.members are then declared waived.
+    "boot_mirror_degraded": {"raid.state"} | (set() if not HOST_MD else {"raid.sync", "raid.members"}),
     "scratch_drive_missing": {"nvme.count", "zfs.pool", "zfs.devices"},
     "nvme_wearing_out": {"nvme.nvme6n1.wear", "nvme.nvme6n1.media_errors"},
     # The loaded driver is not the pinned one (the package is): the running-driver checks fail, and the
     # fabric manager refuses to run against a driver of another version, as the real one does.
     "package_wrong_version": {"gpu.driver_version", "fabric.version"} | FM,
+    # GPU health (faults.py GPU_HEALTH_TARGET): each hits one GPU no other fault touches.
+    "gpu_xid": {"gpu.2.xid"},
+    "gpu_row_remap_pending": {"gpu.4.row_remap"},
+    "gpu_throttle_thermal": {"gpu.5.clocks", "gpu.5.temperature", "gpu.5.memory_temperature"},
+    "gpu_pcie_downtrained": {"gpu.6.pcie_gen"},
 }
+GPU_FAULTS = {"gpu_xid": 2, "gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}
 # After these faults are cleared the operator restarts the fabric manager (it exited, as the real one does).
 RESTART_FM = {"fabric_manager_failed", "package_wrong_version"}
 
@@ -74,7 +88,8 @@ def node_report(inventory: Path, level: Level = Level.FULL) -> NodeReport:
 
 
 def failing(report: NodeReport) -> set[str]:
-    return {r.id for r in report.failed}
+    """Checks that fail the node: FAIL or ERROR (warned and waived ones do not)."""
+    return {r.id for r in report.results if not r.accepted}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -92,7 +107,12 @@ def test_converged_twin_passes_every_node_check(lab: tuple[Path, Path, Path, Twi
     bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in node["results"]
            if r["outcome"] == "fail"]
     assert proc.returncode == 0, "\n".join(bad) + proc.stderr
-    assert node["totals"]["fail"] == 0 and node["totals"]["pass"] >= 80
+    assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0 and node["totals"]["pass"] >= 80
+    waived = [r for r in node["results"] if r["outcome"] == "waived"]
+    # --no-bmc waives the BMC side; the lab's inventory waives what a twin cannot present (kernel modules,
+    # IPoIB, / on md0, uname -r), each with its reason
+    assert waived and all(r["detail"] for r in waived)
+    assert {r["area"] for r in waived if not r["detail"].startswith("waived by the inventory")} == {"bmc"}
     assert node["lab"] is True and "nvidia-smi" in node["standins"]
     assert "LAB STAND-IN" in html.read_text() and "<testsuite" in junit.read_text()
 
@@ -115,6 +135,40 @@ def test_fault_fails_exactly_its_checks(lab: tuple[Path, Path, Path, TwinInfo], 
     assert failing(node_report(inventory)) == set(), f"clearing {kind} did not restore the twin"
 
 
+def test_declared_twin_exits_0_with_its_waivers_and_each_gpu_fault_exits_1_naming_the_gpu(
+    lab: tuple[Path, Path, Path, TwinInfo], tmp_path: Path
+) -> None:
+    inventory, twin_dir, _, _ = lab
+    declared = load_fleet(inventory).select([NODE])[0].lab
+    assert declared.lab and declared.waivers  # the lab's inventory declares the twin, with reasons
+
+    def verify_json() -> tuple[int, dict]:  # type: ignore[type-arg]
+        out = tmp_path / "report.json"
+        proc = cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(out))
+        return proc.returncode, json.loads(out.read_text())["nodes"][0]
+
+    rc, node = verify_json()
+    assert rc == 0, [(r["id"], r["found"]) for r in node["results"] if r["outcome"] in ("fail", "error")]
+    waived = {r["id"]: r["detail"] for r in node["results"] if r["outcome"] == "waived"}
+    assert {i for i in waived if not i.startswith("bmc.")} and node["lab"] is True
+    for check, why in waived.items():
+        if not check.startswith("bmc."):  # --no-bmc waives the BMC side; the rest is the inventory's list
+            assert any(fnmatch.fnmatchcase(check, w.pattern) and w.reason in why for w in declared.waivers), check
+    bus = {g: r["description"] for r in node["results"] for g in GPU_FAULTS.values()
+           if r["id"] == f"gpu.{g}.model"}
+    for kind, gpu in GPU_FAULTS.items():
+        twins.fault(twin_dir, NODE, kind, False)
+        try:
+            rc, node = verify_json()
+        finally:
+            twins.fault(twin_dir, NODE, kind, True)
+        failed = [r for r in node["results"] if r["outcome"] == "fail"]
+        assert rc == 1 and failed, kind
+        name = bus[gpu].removesuffix(" model")  # "GPU 5 (00000000:A8:00.0)"
+        assert all(r["id"].startswith(f"gpu.{gpu}.") and name in r["description"] and name in r["detail"]
+                   for r in failed), (kind, failed)
+
+
 def test_every_twin_fault_kind_has_a_test() -> None:
     assert set(EXPECTED) == set(twins.FAULT_KINDS)
 
@@ -133,23 +187,54 @@ def test_bmc_bios_checks_follow_bios_apply(lab: tuple[Path, Path, Path, TwinInfo
     assert diff.returncode in (0, 1), diff.stderr
     changes = {c["key"] for c in json.loads(diff.stdout)["plan"]["changes"]}
     failed_bios = {i.removeprefix("bmc.bios.") for i, r in before.items()
-                   if i.startswith("bmc.bios.") and not r.passed and not r.skipped}
+                   if i.startswith("bmc.bios.") and r.outcome is Outcome.FAIL}
     assert failed_bios and failed_bios == changes
+    assert not [r for r in before.values() if r.outcome is Outcome.ERROR]
     assert cli("bios", "apply", NODE, "-i", str(inventory)).returncode == 0
     after = bmc_results(inventory)
-    assert all(r.passed or r.skipped for i, r in after.items() if i.startswith("bmc.bios."))
-    for cid in ("bmc.psu", "bmc.psu_redundancy", "bmc.fans", "bmc.temperatures"):
-        assert after[cid].passed, after[cid]
+    assert all(r.outcome is Outcome.PASS for i, r in after.items() if i.startswith("bmc.bios.")), after
+    # the Supermicro BIOS has no boot-mode attribute: boot_mode is judged from ComputerSystem.Boot, shown
+    assert "BootSourceOverrideMode" in after["bmc.bios.boot_mode"].found
+    for cid in ("bmc.psu", "bmc.psu_redundancy", "bmc.fans", "bmc.power_draw"):
+        assert after[cid].outcome is Outcome.PASS, after[cid]
+    # the seed's internal ambient ('System Temp' 37 C) is above warn_internal_ambient_c 35: a warning
+    temps = after["bmc.temperatures"]
+    assert temps.outcome is Outcome.WARN and "System Temp 37 C" in temps.found, temps
 
 
-def test_unreachable_bmc_is_reported_not_run(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+def _wrong_password(inventory: Path, tmp_path: Path) -> Path:
+    """A copy of the lab inventory whose BMC password for NODE is wrong."""
+    import shutil
+
+    copy = tmp_path / "inventory"
+    shutil.copytree(inventory.parent, copy)
+    hv = copy / "host_vars" / f"{NODE}.yml"
+    data = yaml.safe_load(hv.read_text())
+    data["provision_bmc_password"] = "Wr0ng-pa55word"
+    hv.write_text("---\n" + yaml.safe_dump(data, sort_keys=False))
+    return copy / inventory.name
+
+
+@pytest.mark.parametrize(("case", "label"), [("drop", "BMC not reachable"),
+                                             ("wrong password", "BMC refused the credentials")])
+def test_unreadable_bmc_is_error_rows_and_verify_exits_3(lab: tuple[Path, Path, Path, TwinInfo], tmp_path: Path,
+                                                        case: str, label: str) -> None:
     inventory, _, bmc_dir, _ = lab
-    manager.fault(bmc_dir, NODE, "drop", False, None)
-    try:
-        results = bmc_results(inventory)
-    finally:
-        manager.fault(bmc_dir, NODE, "drop", True, None)
-    assert results and all(r.skipped and not r.passed for r in results.values())
+    if case == "drop":
+        manager.fault(bmc_dir, NODE, "drop", False, None)
+        try:
+            proc = cli("verify", NODE, "-i", str(inventory), "--json", "-")
+        finally:
+            manager.fault(bmc_dir, NODE, "drop", True, None)
+    else:
+        proc = cli("verify", NODE, "-i", str(_wrong_password(inventory, tmp_path)), "--json", "-")
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "could not be fully checked" in proc.stderr and "Traceback" not in proc.stderr
+    assert "Wr0ng-pa55word" not in proc.stdout + proc.stderr
+    (node,) = json.loads(proc.stdout)["nodes"]
+    bmc = [r for r in node["results"] if r["area"] == "bmc"]
+    assert bmc and all(r["outcome"] == "error" and r["detail"].startswith(label) for r in bmc), bmc[:2]
+    assert node["totals"]["fail"] == 0 and node["verdict"] == "error"
 
 
 def test_burnin_tier_runs_the_twins_stand_ins_and_says_so(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
@@ -158,8 +243,8 @@ def test_burnin_tier_runs_the_twins_stand_ins_and_says_so(lab: tuple[Path, Path,
     burnin = {r.id: r for r in report.results if r.area == "burnin"}
     dcgm = burnin["burnin.dcgm_diag"]
     assert dcgm.passed and "LAB STAND-IN" in dcgm.detail
-    # Tools the twins do not carry are NOT RUN (never passed), with the reason.
+    # Tools the twins do not carry are ERRORs (could not check, never passed), naming why.
     for cid in ("burnin.nccl_busbw", "burnin.fio_seq_read", "burnin.fio_rand_read", "burnin.ib_write_bw"):
         result = burnin[cid]
         assert (result.passed and "LAB STAND-IN" in result.detail) or (
-            result.skipped and "not found" in result.detail), result
+            result.outcome is Outcome.ERROR and "not found" in result.detail), result

@@ -20,6 +20,7 @@ import yaml
 
 from provision.conformance.checks.names import pinned_packages, required_units
 from provision.lab import manager, twins
+from provision.lab.declaration import lab_declaration
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.spec import NodeSpec, load_fleet
 
@@ -104,7 +105,8 @@ def _add_ssh(inventory: Path, infos: dict[str, TwinInfo]) -> None:
         path = inventory.parent / "host_vars" / f"{name}.yml"
         data = yaml.safe_load(path.read_text()) or {}
         data.update(ansible_host=info.address, ansible_port=info.port, ansible_user=info.user,
-                    ansible_ssh_private_key_file=str(info.key_file), provision_ssh_known_hosts=str(info.known_hosts))
+                    ansible_ssh_private_key_file=str(info.key_file), provision_ssh_known_hosts=str(info.known_hosts),
+                    **lab_declaration())
         path.write_text("---\n" + yaml.safe_dump(data, sort_keys=False))
         path.chmod(0o600)
 

@@ -79,5 +79,5 @@ def conformance(host: object, fleet: Fleet, level: Level) -> Context:
     if name not in _CACHE:
         entry = fleet.select([name])[0]
         sections = gather_with_testinfra(host, node_probes(entry.spec, level))
-        _CACHE[name] = evaluate(name, entry.spec, NodeFacts(node=name, sections=sections), level)
+        _CACHE[name] = evaluate(name, entry.spec, NodeFacts(node=name, sections=sections), level, entry.lab)
     return _CACHE[name]

@@ -101,6 +101,10 @@ FAULT_EFFECTS = {
     "scratch_drive_missing": (("nvme", "list"), None),
     "nvme_wearing_out": (("smartctl", "-a", "-j", "/dev/nvme6"), '"percentage_used": 95'),
     "package_wrong_version": (("nvidia_smi", "-q"), "Driver Version                            : 550.90.07"),
+    "gpu_xid": (("dmesg",), "NVRM: Xid (PCI:0000:"),
+    "gpu_row_remap_pending": (("nvidia_smi", "-q"), "Pending                           : Yes"),
+    "gpu_throttle_thermal": (("nvidia_smi", "-q"), "HW Thermal Slowdown           : Active"),
+    "gpu_pcie_downtrained": (("nvidia_smi", "-q"), "Current                   : 4\n"),
 }
 
 

@@ -93,6 +93,18 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
      [PROFILE, "raid1 boot needs exactly 2 drives"]),
     ("profile-not-mapping", _write("group_vars/all/profile_ml_prod_v4.yml", "---\nprovision_profile_ml_prod_v4: 7\n"),
      ["provision_profile_ml_prod_v4", "must be a mapping"]),
+    ("waivers-without-lab", _write("host_vars/node03.yml", "---\nprovision_bmc_address: https://b3.example.net\n"
+                                   "provision_lab_waivers:\n  kernel.uname: twin\n"),
+     ["node03", "provision_lab_waivers is set but provision_lab is not true"]),
+    ("lab-not-bool", _write("host_vars/node03.yml", "---\nprovision_bmc_address: https://b3.example.net\n"
+                            "provision_lab: sometimes\n"),
+     ["node03", "provision_lab: must be true or false", "sometimes"]),
+    ("waiver-without-reason", _write("host_vars/node03.yml", "---\nprovision_bmc_address: https://b3.example.net\n"
+                                     "provision_lab: true\nprovision_lab_waivers:\n  kernel.uname: ''\n"),
+     ["node03", r"provision_lab_waivers\.kernel\.uname: needs a reason"]),
+    ("waiver-bad-pattern", _write("host_vars/node03.yml", "---\nprovision_bmc_address: https://b3.example.net\n"
+                                  "provision_lab: true\nprovision_lab_waivers:\n  'gpu.0 model': x\n"),
+     ["node03", "provision_lab_waivers", "not a check id or pattern"]),
     ("duplicate-spec-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sockets: 3\n"),
      [PROFILE, "duplicate key 'sockets'"]),
 ]

@@ -11,7 +11,7 @@ from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc import bmc
-from provision.conformance.model import Level, NodeReport
+from provision.conformance.model import Level, NodeReport, Outcome
 from provision.conformance.runner import verify_node
 from provision.errors import CheckFailed, InputError
 from provision.redfish.ops import power
@@ -124,14 +124,23 @@ class VerifyStage:
     def plan(self, host: HostEntry, observed: NodeReport) -> StagePlan:
         if observed.error:
             raise CheckFailed(f"{host.name}: conformance could not run: {observed.error}")
+        # a check that could not be made (ERROR) stops the node as a failure does: never a pass
+        parts = []
         if observed.failed:
             shown = "; ".join(f"{r.id}: expected {r.expected}, found {r.found}" for r in observed.failed[:5])
-            raise CheckFailed(f"{host.name}: {len(observed.failed)} check(s) failed: {shown}")
-        passed = len(observed.results) - len(observed.skipped)
-        areas = Counter(r.area for r in observed.results if not r.skipped)
+            parts.append(f"{len(observed.failed)} check(s) failed: {shown}")
+        if observed.errors:
+            shown = "; ".join(f"{r.id}: {r.detail}" for r in observed.errors[:3])
+            parts.append(f"{len(observed.errors)} check(s) could not be made: {shown}")
+        if parts:
+            raise CheckFailed(f"{host.name}: " + "; ".join(parts))
+        counts = observed.counts()
+        areas = Counter(r.area for r in observed.results if r.outcome in (Outcome.PASS, Outcome.WARN))
         by_area = ", ".join(f"{area} {count}" for area, count in sorted(areas.items()))
-        return StagePlan(stage=self.name, node=host.name,
-                         note=f"{passed} checks passed, {len(observed.skipped)} not run ({by_area})")
+        warned = "; ".join(f"{r.id}: {r.found}" for r in observed.warnings[:3])
+        note = (f"{counts[Outcome.PASS]} checks passed, {counts[Outcome.WARN]} warned, "
+                f"{counts[Outcome.WAIVED]} waived ({by_area})")
+        return StagePlan(stage=self.name, node=host.name, note=note + (f"; warnings: {warned}" if warned else ""))
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:  # verification changes nothing
         return None

@@ -3,8 +3,13 @@
 A check module exposes `probes(spec, level) -> list[Probe]` (the commands it needs run on the
 node) and `evaluate(ctx) -> None` (compares the parsed output with the spec, recording one
 CheckResult per property through `ctx.record`). A section that cannot be read (tool missing,
-non-zero exit, ParseError) fails the checks that needed it with the reason as `found`: never a
-silent pass.
+non-zero exit, ParseError) makes the checks that needed it ERROR with the reason as `found`: never a
+silent pass. A check not run because the spec, inventory or operator says so is WAIVED with the
+reason; a reading judged on tiers goes through `ctx.tiered` (PASS, WARN or FAIL).
+
+Lab twins are declared by the inventory (`provision_lab`, with `provision_lab_waivers`): a check the
+declaration lists becomes WAIVED with its reason after evaluation (runner.apply_waivers); no check
+decides anything from being in the lab. `Context.lab` (the declaration) only adds notes to details.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from provision.conformance.facts import NodeFacts, Section
-from provision.conformance.model import CheckResult, Level
+from provision.conformance.model import CheckResult, Level, Outcome, Threshold
 from provision.errors import ParseError
 from provision.spec.model import NodeSpec
 
@@ -84,6 +89,24 @@ class Context:
             raise value
         return value
 
+    def result(
+        self, check_id: str, area: str, description: str, expected: object, found: object, outcome: Outcome,
+        detail: str = "",
+    ) -> None:
+        """Record one check with an explicit outcome (the helpers below are the usual way)."""
+        self.results.append(
+            CheckResult(
+                node=self.node,
+                id=check_id,
+                area=area,
+                description=description,
+                expected=_show(expected),
+                found=_show(found),
+                outcome=outcome,
+                detail=detail,
+            )
+        )
+
     def record(
         self,
         check_id: str,
@@ -94,45 +117,35 @@ class Context:
         passed: bool,
         detail: str = "",
     ) -> None:
-        self.results.append(
-            CheckResult(
-                node=self.node,
-                id=check_id,
-                area=area,
-                description=description,
-                expected=_show(expected),
-                found=_show(found),
-                passed=passed,
-                detail=detail,
-            )
-        )
+        """Record a verdict on facts that were read: PASS or FAIL."""
+        self.result(check_id, area, description, expected, found, Outcome.PASS if passed else Outcome.FAIL, detail)
 
     def equal(self, check_id: str, area: str, description: str, expected: object, found: object) -> None:
         """Record a check that passes when found == expected."""
         self.record(check_id, area, description, expected, found, found == expected)
 
-    def unreadable(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
-        """Record a failed check whose facts could not be read."""
-        self.record(check_id, area, description, expected, f"unreadable: {why}", False)
+    def tiered(
+        self, check_id: str, area: str, description: str, value: float, threshold: Threshold, detail: str = "",
+    ) -> None:
+        """Record a reading judged on a threshold's tiers: PASS, WARN or FAIL."""
+        unit = f" {threshold.unit}" if threshold.unit and threshold.unit != "%" else threshold.unit
+        self.result(check_id, area, description, threshold.describe(), f"{value:g}{unit}", threshold.judge(value),
+                    detail)
 
-    def skip(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
-        """Record a check that did not run (reported as not run, never as passed)."""
-        self.results.append(
-            CheckResult(
-                node=self.node,
-                id=check_id,
-                area=area,
-                description=description,
-                expected=_show(expected),
-                found="not run",
-                passed=False,
-                skipped=True,
-                detail=why,
-            )
-        )
+    def error(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
+        """Record a check whose facts could not be gathered or read (ERROR, never a pass)."""
+        self.result(check_id, area, description, expected, f"could not check: {why}", Outcome.ERROR, why)
+
+    def unreadable(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
+        """Record a check whose section could not be read (tool missing, exit, parse): an ERROR."""
+        self.result(check_id, area, description, expected, f"unreadable: {why}", Outcome.ERROR, why)
+
+    def waive(self, check_id: str, area: str, description: str, expected: object, why: str) -> None:
+        """Record a check not run because the spec, inventory or operator says so (WAIVED, with why)."""
+        self.result(check_id, area, description, expected, "waived", Outcome.WAIVED, why)
 
     def lab_detail(self, what: str) -> str:
-        """The note a check adds when the lab simulates what it reads."""
+        """The note a check adds on a declared lab node (display only: never changes an outcome)."""
         return f"{LAB_NOTE}: {what}" if self.lab else ""
 
 

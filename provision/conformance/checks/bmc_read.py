@@ -30,11 +30,14 @@ def read_bmc(host: HostEntry) -> BmcFacts:
         entries, sel_read = _sel(node)
     statuses = firmware_ops.status(host.spec.firmware, fw_state, node.vendor)
     firmware = tuple(
-        FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version))
+        FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version),
+                     entries=len(s.entries))
         for s in statuses
     )
+    ambient = tuple(t.name for th in inv.thermal for t in th.temperatures
+                    if t.name and node.vendor.is_internal_ambient(t.name))
     return BmcFacts(vendor=node.vendor.name, bios=bios, firmware=firmware, power=tuple(inv.power),
-                    thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read)
+                    thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read, ambient=ambient)
 
 
 def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:
@@ -48,6 +51,7 @@ def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:
             attribute=target.attribute if target else None,
             wanted=target.value if target else None,
             current=current.get(target.attribute) if target else None,
+            proof=None if target else node.vendor.prove_bios(key, value, node.system),
         ))
     return tuple(out)
 

@@ -1,7 +1,7 @@
 """Burn-in tier (opt-in, --level burnin): DCGM diag, NCCL all_reduce busbw, fio on scratch, ib_write_bw.
 
-Thresholds come from spec.acceptance. A tool that is not installed makes its check NOT RUN
-(skipped), never passed. In the lab the tools are the twins' stand-ins and the result says so.
+Thresholds come from spec.acceptance. A tool that is not installed makes its check an ERROR
+(could not check), never a pass. In the lab the tools are the twins' stand-ins and the result says so.
 DCGM uses the shared parser; the NCCL, fio and ib_write_bw readers here are local and minimal.
 """
 
@@ -102,7 +102,7 @@ def _dcgm(ctx: Context, note: str) -> None:
     level = ctx.spec.acceptance.dcgm_diag_level
     desc = f"dcgmi diag -r {level}: every test passes"
     if (missing := _not_installed(ctx, DCGM)) is not None:
-        ctx.skip("burnin.dcgm_diag", AREA, desc, "all Pass", missing)
+        ctx.error("burnin.dcgm_diag", AREA, desc, "all Pass", missing)
         return
     try:
         diag = ctx.parsed(DCGM, parse_dcgmi_diag, allow_rc=(0, 1, 226))
@@ -123,7 +123,7 @@ def _measure(
     ctx: Context, name: str, cid: str, desc: str, minimum: float, reader: Callable[[str], float], note: str
 ) -> None:
     if (missing := _not_installed(ctx, name)) is not None:
-        ctx.skip(cid, AREA, desc, f">= {minimum:g}", missing)
+        ctx.error(cid, AREA, desc, f">= {minimum:g}", missing)
         return
     try:
         value = ctx.parsed(name, reader)

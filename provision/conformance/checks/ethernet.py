@@ -54,7 +54,7 @@ def _from_ibstat(ctx: Context, desc: str, expected: str) -> None:
         note += "; LAB STAND-IN: twins have only a veth, the NICs are simulated by the stand-in ibstat"
     ctx.record("ethernet.ports", AREA, desc, expected, f"{len(fast)} ({seen})", len(fast) >= eth.count, note)
     for name, _port in fast:
-        ctx.skip(f"ethernet.{name}.mtu", AREA, f"{name} MTU", eth.mtu, "no netdev to read the MTU from")
+        ctx.error(f"ethernet.{name}.mtu", AREA, f"{name} MTU", eth.mtu, "no netdev to read the MTU from")
 
 
 def _gbps(mbps: int | None) -> str:

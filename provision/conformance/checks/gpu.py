@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from provision.conformance.checks import gpu_health
 from provision.conformance.checks._base import Context, Unreadable
 from provision.conformance.facts import Probe
 from provision.conformance.model import Level
@@ -19,7 +20,7 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
     found = [Probe(name=QUERY, command="nvidia-smi -q")]
     if spec.gpu.nvlink is not None and level is not Level.QUICK:
         found.append(Probe(name=NVLINK, command="nvidia-smi nvlink -s"))
-    return found
+    return found + gpu_health.probes(spec, level)
 
 
 def evaluate(ctx: Context) -> None:
@@ -37,6 +38,7 @@ def evaluate(ctx: Context) -> None:
         _per_gpu(ctx, index, info)
     if ctx.level is not Level.QUICK:
         _nvlinks(ctx, report)
+        gpu_health.evaluate_gpus(ctx, report.gpus)
 
 
 def _per_gpu(ctx: Context, index: int, info: GpuInfo) -> None:
@@ -58,7 +60,7 @@ def _per_gpu(ctx: Context, index: int, info: GpuInfo) -> None:
         f"{pid}.mig", AREA, f"{where} MIG mode (current)", gpu.mig,
         "n/a" if info.mig_mode_current is None else mig, mig == gpu.mig,
     )  # fmt: skip
-    ctx.equal(f"{pid}.pcie_gen", AREA, f"{where} PCIe generation (max)", gpu.pcie.generation, info.pcie.gen_max)
+    # The generation as trained now is judged with the health checks (gpu_health._pcie), not the max it supports.
     ctx.equal(f"{pid}.pcie_width", AREA, f"{where} PCIe link width (current)", gpu.pcie.width, info.pcie.width_current)
     limit = info.power_limit_w
     ctx.record(

@@ -38,7 +38,7 @@ def required_modules(spec: NodeSpec) -> list[str]:
 
 @tool_parser("osrelease/uname -r")
 def parse_release(text: str) -> tuple[str, str | None]:
-    """(/proc/sys/kernel/osrelease, uname -r). They differ only where osrelease is presented by a lab twin."""
+    """(/proc/sys/kernel/osrelease, uname -r): both name the running kernel, and both are judged."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         fail("osrelease/uname -r", "empty")
@@ -56,19 +56,17 @@ def parse_modules(text: str) -> tuple[bool, frozenset[str]]:
 
 def evaluate(ctx: Context) -> None:
     expected = ctx.spec.software.kernel.release
-    desc = "running kernel release"
+    desc = "running kernel release (/proc/sys/kernel/osrelease)"
     try:
         release, uname = ctx.parsed(RELEASE, parse_release)
     except Unreadable as why:
         ctx.unreadable("kernel.release", AREA, desc, expected, why.reason)
+        ctx.unreadable("kernel.uname", AREA, "running kernel release (uname -r)", expected, why.reason)
     else:
-        if ctx.lab and release == uname and release != expected:
-            # A twin that does not present its own osrelease runs the lab host's kernel: nothing to judge.
-            ctx.skip("kernel.release", AREA, desc, expected,
-                     f"LAB STAND-IN: the twin runs the lab host's kernel ({release}) and presents no osrelease")
-        else:
-            ctx.record("kernel.release", AREA, desc, expected, release, release == expected,
-                       ctx.lab_detail("osrelease presented by the twin") if release != uname else "")
+        ctx.record("kernel.release", AREA, desc, expected, release, release == expected,
+                   ctx.lab_detail("osrelease presented by the twin") if release != uname else "")
+        ctx.record("kernel.uname", AREA, "running kernel release (uname -r)", expected, uname or "absent",
+                   uname == expected)
     if ctx.level is not Level.QUICK:
         _modules(ctx)
 
@@ -82,11 +80,5 @@ def _modules(ctx: Context) -> None:
             ctx.unreadable(f"kernel.module.{mod}", AREA, f"kernel module {mod} loaded", "loaded", why.reason)
         return
     for mod in wanted:
-        desc = f"kernel module {mod} loaded"
-        if not modular and ctx.lab:
-            ctx.skip(f"kernel.module.{mod}", AREA, desc, "loaded",
-                     "LAB STAND-IN: the twin shares the lab host's kernel, which has no module support; "
-                     "kernel modules are not simulated")
-            continue
-        ctx.record(f"kernel.module.{mod}", AREA, desc, "loaded",
-                   "loaded" if mod in present else "not loaded", mod in present)
+        found = "loaded" if mod in present else "not loaded" + ("" if modular else " (kernel without module support)")
+        ctx.record(f"kernel.module.{mod}", AREA, f"kernel module {mod} loaded", "loaded", found, mod in present)

@@ -19,8 +19,7 @@ ROOT = "root_source"
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
     dev = shlex.quote(spec.storage.boot.raid.device)
-    # A kernel without md (the lab host's) has no /proc/mdstat to bind over: twins keep it in their lab state.
-    found = [Probe(name=MDSTAT, command="cat /proc/mdstat 2>/dev/null || cat /var/lib/provision-lab/proc/mdstat")]
+    found = [Probe(name=MDSTAT, command="cat /proc/mdstat")]
     if level is not Level.QUICK:
         found += [
             Probe(name=DETAIL, command=f"mdadm --detail {dev}"),
@@ -30,13 +29,24 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
 
 
 def evaluate(ctx: Context) -> None:
+    """/proc/mdstat (array, sync, members) and mdadm --detail (state) are two readings, judged each."""
     boot = ctx.spec.storage.boot
     device = boot.raid.device
     name = device.removeprefix("/dev/")
+    _mdstat(ctx, device, name)
+    if ctx.level is not Level.QUICK:
+        _detail(ctx, device)
+        _root(ctx, device)
+
+
+def _mdstat(ctx: Context, device: str, name: str) -> None:
+    boot = ctx.spec.storage.boot
     try:
         array = next((a for a in ctx.parsed(MDSTAT, parse_mdstat).arrays if a.name == name), None)
     except Unreadable as why:
         ctx.unreadable("raid.array", AREA, f"{device} present", boot.raid.level, why.reason)
+        ctx.unreadable("raid.sync", AREA, f"{name} in sync (every member up)", "U" * boot.count, why.reason)
+        ctx.unreadable("raid.members", AREA, f"{name} working members", boot.count, why.reason)
         return
     note = ctx.lab_detail("/proc/mdstat presented by the twin (md is simulated)")
     ctx.record("raid.array", AREA, f"{device} active, level {boot.raid.level}", boot.raid.level,
@@ -45,9 +55,6 @@ def evaluate(ctx: Context) -> None:
     if array is None:
         return
     _members(ctx, array, boot.count, note)
-    if ctx.level is not Level.QUICK:
-        _detail(ctx, device)
-        _root(ctx, device)
 
 
 def _members(ctx: Context, array: MdArray, count: int, note: str) -> None:
@@ -80,8 +87,4 @@ def _root(ctx: Context, device: str) -> None:
         ctx.unreadable("raid.root", AREA, desc, device, why.reason)
         return
     aliases = {device, device.replace("/dev/md", "/dev/md/")}
-    if source not in aliases and ctx.lab:
-        ctx.skip("raid.root", AREA, desc, device,
-                 f"LAB STAND-IN: the twin's / is {source or 'unknown'} (nspawn overlay); md is simulated")
-        return
     ctx.record("raid.root", AREA, desc, device, source or "unknown", source in aliases)

@@ -14,6 +14,8 @@ parse_query_gpu_csv            nvidia-smi --query-gpu=F1,F2,... --format=csv[,no
 parse_nvidia_smi_list          nvidia-smi -L                        -> tuple[GpuListEntry]
 parse_nvidia_smi_table         nvidia-smi                           -> SmiTable
 parse_nvlink_status            nvidia-smi nvlink -s                 -> tuple[NvlinkGpu]
+parse_nvlink_errors            nvidia-smi nvlink -e                 -> tuple[NvlinkErrors]
+parse_xid_events               dmesg (or journalctl -k)             -> tuple[XidEvent]
 parse_topo_matrix              nvidia-smi topo -m                   -> TopoMatrix
 parse_ibstat                   ibstat                               -> IbstatReport
 parse_ibstatus                 ibstatus                             -> tuple[IbStatusPort]
@@ -37,7 +39,8 @@ parse_dcgmi_diag               dcgmi diag -r N                      -> DcgmDiag
 parse_systemctl_show           systemctl show UNIT -p ActiveState,SubState,...  -> UnitState
 parse_fabricmanager_log        cat /var/log/fabricmanager.log       -> FmLog
 
-Written from documented formats because no real capture was available: dcgmi diag,
+Written from documented formats because no real capture was available: nvidia-smi nvlink -e,
+the kernel log's NVIDIA Xid lines, dcgmi diag,
 zpool status, zfs get, systemctl show, and topo -m with 8 GPUs and NICs (the real captures hold
 a single GPU). Everything else is tested on real captures (tests/fixtures/, PROVENANCE.md):
 third-party captures, plus our own from qemu VMs: a real md RAID1 (mdadm --detail, /proc/mdstat),
@@ -67,6 +70,7 @@ from provision.conformance.parsers.infiniband import (
     parse_ibstat,
     parse_ibstatus,
 )
+from provision.conformance.parsers.kernel_log import XidEvent, parse_xid_events
 from provision.conformance.parsers.lsblk import BlockDevice, parse_lsblk
 from provision.conformance.parsers.mdadm import MdDetail, MdDetailMember, parse_mdadm_detail
 from provision.conformance.parsers.mdstat import MdArray, MdMember, MdStat, parse_mdstat
@@ -80,6 +84,7 @@ from provision.conformance.parsers.nvme import (
     parse_nvme_smart_log,
 )
 from provision.conformance.parsers.nvsmi_csv import QueryGpuRow, QueryGpuTable, parse_query_gpu_csv
+from provision.conformance.parsers.nvsmi_errors import NvlinkCounter, NvlinkErrors, parse_nvlink_errors
 from provision.conformance.parsers.nvsmi_list import (
     GpuListEntry,
     MigDeviceEntry,
@@ -89,6 +94,8 @@ from provision.conformance.parsers.nvsmi_list import (
     parse_nvlink_status,
 )
 from provision.conformance.parsers.nvsmi_models import (
+    ClockEvents,
+    EccErrors,
     FabricHealth,
     FabricInfo,
     GpuInfo,
@@ -119,6 +126,8 @@ PARSERS = (
     parse_nvidia_smi_list,
     parse_nvidia_smi_table,
     parse_nvlink_status,
+    parse_nvlink_errors,
+    parse_xid_events,
     parse_topo_matrix,
     parse_ibstat,
     parse_ibstatus,
@@ -149,12 +158,14 @@ __all__ = [
     "BaseboardInfo",
     "BiosInfo",
     "BlockDevice",
+    "ClockEvents",
     "CpuInfo",
     "CpuInfoEntry",
     "DcgmDiag",
     "DcgmResult",
     "DcgmTest",
     "DmiReport",
+    "EccErrors",
     "FabricHealth",
     "FabricInfo",
     "FmLog",
@@ -178,6 +189,8 @@ __all__ = [
     "MemoryArray",
     "MemoryDevice",
     "MigDeviceEntry",
+    "NvlinkCounter",
+    "NvlinkErrors",
     "NvlinkGpu",
     "NvlinkLink",
     "NvmeIdCtrl",
@@ -198,6 +211,7 @@ __all__ = [
     "TopoRow",
     "UnitState",
     "Vdev",
+    "XidEvent",
     "ZfsProperty",
     "ZfsRow",
     "parse_cpuinfo",
@@ -216,6 +230,7 @@ __all__ = [
     "parse_nvidia_smi_query",
     "parse_nvidia_smi_table",
     "parse_nvidia_smi_xml",
+    "parse_nvlink_errors",
     "parse_nvlink_status",
     "parse_nvme_id_ctrl",
     "parse_nvme_list",
@@ -224,6 +239,7 @@ __all__ = [
     "parse_smartctl_nvme",
     "parse_systemctl_show",
     "parse_topo_matrix",
+    "parse_xid_events",
     "parse_zfs_get",
     "parse_zfs_list",
     "parse_zpool_list",

@@ -57,6 +57,35 @@ class RemappedRows(Model):
     failure_occurred: bool | None
 
 
+class ClockEvents(Model):
+    """`Clocks Event Reasons` (drivers >= 535; `Clocks Throttle Reasons` before): True = Active, None = N/A.
+
+    The names and their meaning are NVML's nvmlClocksEventReasons (docs.nvidia.com/deploy/nvml-api,
+    group nvmlClocksEventReasons): idle, applications clocks, SW power cap and sync boost are normal
+    operation; HW slowdown (with its HW thermal and HW power brake parts) and SW thermal slowdown are
+    the GPU protecting itself.
+    """
+
+    idle: bool | None = None
+    applications_clocks_setting: bool | None = None
+    sw_power_cap: bool | None = None
+    hw_slowdown: bool | None = None
+    hw_thermal_slowdown: bool | None = None
+    hw_power_brake_slowdown: bool | None = None
+    sync_boost: bool | None = None
+    sw_thermal_slowdown: bool | None = None
+    display_clock_setting: bool | None = None
+
+
+class EccErrors(Model):
+    """ECC error counts summed over the memory kinds nvidia-smi lists (SRAM, DRAM, ...); None = all N/A."""
+
+    volatile_correctable: int | None = None
+    volatile_uncorrectable: int | None = None
+    aggregate_correctable: int | None = None
+    aggregate_uncorrectable: int | None = None
+
+
 class GpuInfo(Model):
     """One GPU of an `nvidia-smi -q` report."""
 
@@ -81,6 +110,9 @@ class GpuInfo(Model):
     fabric: FabricInfo | None
     retired_pages: RetiredPages | None
     remapped_rows: RemappedRows | None
+    clock_events: ClockEvents | None = None
+    ecc_errors: EccErrors | None = None
+    performance_state: str | None = None
 
 
 class GpuQueryReport(Model):

@@ -22,6 +22,8 @@ from provision.conformance.parsers._base import (
     unit_int,
 )
 from provision.conformance.parsers.nvsmi_models import (
+    ClockEvents,
+    EccErrors,
     FabricHealth,
     FabricInfo,
     GpuInfo,
@@ -159,6 +161,76 @@ def _remapped(gpu: _Node, bus_id: str) -> RemappedRows | None:
     )
 
 
+# `Clocks Event Reasons` key -> ClockEvents field; HW Thermal / HW Power Brake sit under HW Slowdown.
+_CLOCK_KEYS = {
+    "Idle": "idle",
+    "Applications Clocks Setting": "applications_clocks_setting",
+    "SW Power Cap": "sw_power_cap",
+    "HW Slowdown": "hw_slowdown",
+    "HW Thermal Slowdown": "hw_thermal_slowdown",
+    "HW Power Brake Slowdown": "hw_power_brake_slowdown",
+    "Sync Boost": "sync_boost",
+    "SW Thermal Slowdown": "sw_thermal_slowdown",
+    "Display Clock Setting": "display_clock_setting",
+}
+_ACTIVE = {"Active": True, "Not Active": False}
+
+
+def _walk(node: _Node) -> list[_Node]:
+    found = []
+    for child in node.children:
+        found.append(child)
+        found += _walk(child)
+    return found
+
+
+def _clock_events(gpu: _Node, bus_id: str) -> ClockEvents | None:
+    node = gpu.find("Clocks Event Reasons") or gpu.find("Clocks Throttle Reasons")
+    if node is None or not node.children:
+        return None
+    values: dict[str, bool | None] = {}
+    for child in _walk(node):
+        field = _CLOCK_KEYS.get(child.key)
+        if field is None:
+            continue
+        value = present(child.value)
+        if value is not None and value not in _ACTIVE:
+            fail(TOOL, f"GPU {bus_id}: clocks event reason {child.key!r} is {value!r} (not Active/Not Active)")
+        values[field] = None if value is None else _ACTIVE[value]
+    if not values:
+        fail(TOOL, f"GPU {bus_id}: '{node.key}' lists no known reason (truncated output?)")
+    return ClockEvents(**values)
+
+
+def _ecc_sum(node: _Node | None, bus_id: str, uncorrectable: bool) -> int | None:
+    """Sum of the (un)correctable counters under `node` (SRAM, DRAM, ...); None when every one is N/A."""
+    if node is None:
+        return None
+    total: int | None = None
+    for child in _walk(node):
+        if child.value is None or ("Uncorrectable" in child.key) is not uncorrectable:
+            continue
+        if not uncorrectable and "Correctable" not in child.key:
+            continue
+        count = to_int(TOOL, f"GPU {bus_id} ECC {child.key}", child.value)
+        if count is not None:
+            total = (total or 0) + count
+    return total
+
+
+def _ecc_errors(gpu: _Node, bus_id: str) -> EccErrors | None:
+    node = gpu.find("ECC Errors")
+    if node is None or not node.children:
+        return None
+    volatile, aggregate = node.find("Volatile"), node.find("Aggregate")
+    return EccErrors(
+        volatile_correctable=_ecc_sum(volatile, bus_id, False),
+        volatile_uncorrectable=_ecc_sum(volatile, bus_id, True),
+        aggregate_correctable=_ecc_sum(aggregate, bus_id, False),
+        aggregate_uncorrectable=_ecc_sum(aggregate, bus_id, True),
+    )
+
+
 def _gpu(node: _Node) -> GpuInfo:
     bus_id = node.key[4:].strip()
     if not _BUS_ID.match(bus_id):
@@ -192,6 +264,9 @@ def _gpu(node: _Node) -> GpuInfo:
         fabric=_fabric(node),
         retired_pages=_retired(node, bus_id),
         remapped_rows=_remapped(node, bus_id),
+        clock_events=_clock_events(node, bus_id),
+        ecc_errors=_ecc_errors(node, bus_id),
+        performance_state=present(node.get("Performance State")),
     )
 
 

@@ -19,6 +19,8 @@ from provision.conformance.parsers._base import (
     unit_int,
 )
 from provision.conformance.parsers.nvsmi_models import (
+    ClockEvents,
+    EccErrors,
     FabricHealth,
     FabricInfo,
     GpuInfo,
@@ -133,6 +135,62 @@ def _remapped(gpu: ET.Element, bus_id: str) -> RemappedRows | None:
     )
 
 
+# <clocks_event_reason_X> (drivers >= 535; <clocks_throttle_reason_X> before) -> ClockEvents field.
+_XML_REASONS = {
+    "gpu_idle": "idle", "applications_clocks_setting": "applications_clocks_setting",
+    "sw_power_cap": "sw_power_cap", "hw_slowdown": "hw_slowdown", "hw_thermal_slowdown": "hw_thermal_slowdown",
+    "hw_power_brake_slowdown": "hw_power_brake_slowdown", "sync_boost": "sync_boost",
+    "sw_thermal_slowdown": "sw_thermal_slowdown", "display_clocks_setting": "display_clock_setting",
+}  # fmt: skip
+_ACTIVE = {"Active": True, "Not Active": False}
+
+
+def _clock_events(gpu: ET.Element, bus_id: str) -> ClockEvents | None:
+    for section, prefix in (("clocks_event_reasons", "clocks_event_reason_"),
+                            ("clocks_throttle_reasons", "clocks_throttle_reason_")):
+        node = gpu.find(section)
+        if node is None:
+            continue
+        values: dict[str, bool | None] = {}
+        for child in node:
+            field = _XML_REASONS.get(child.tag.removeprefix(prefix))
+            value = present((child.text or "").strip())
+            if field is None:
+                continue
+            if value is not None and value not in _ACTIVE:
+                fail(TOOL, f"GPU {bus_id}: <{child.tag}> is {value!r} (not Active/Not Active)")
+            values[field] = None if value is None else _ACTIVE[value]
+        return ClockEvents(**values) if values else None
+    return None
+
+
+def _ecc_sum(node: ET.Element | None, bus_id: str, uncorrectable: bool) -> int | None:
+    if node is None:
+        return None
+    total: int | None = None
+    for child in node.iter():
+        tag = child.tag
+        if child is node or len(child) or ("uncorrectable" in tag) is not uncorrectable or "correctable" not in tag:
+            continue
+        count = to_int(TOOL, f"GPU {bus_id} ECC {tag}", (child.text or "").strip())
+        if count is not None:
+            total = (total or 0) + count
+    return total
+
+
+def _ecc_errors(gpu: ET.Element, bus_id: str) -> EccErrors | None:
+    node = gpu.find("ecc_errors")
+    if node is None:
+        return None
+    volatile, aggregate = node.find("volatile"), node.find("aggregate")
+    return EccErrors(
+        volatile_correctable=_ecc_sum(volatile, bus_id, False),
+        volatile_uncorrectable=_ecc_sum(volatile, bus_id, True),
+        aggregate_correctable=_ecc_sum(aggregate, bus_id, False),
+        aggregate_uncorrectable=_ecc_sum(aggregate, bus_id, True),
+    )
+
+
 def _gpu(gpu: ET.Element) -> GpuInfo:
     bus_id = gpu.get("id") or _text(gpu, "pci/pci_bus_id") or ""
     if not _BUS_ID.match(bus_id):
@@ -168,6 +226,9 @@ def _gpu(gpu: ET.Element) -> GpuInfo:
         fabric=_fabric(gpu),
         retired_pages=_retired(gpu, bus_id),
         remapped_rows=_remapped(gpu, bus_id),
+        clock_events=_clock_events(gpu, bus_id),
+        ecc_errors=_ecc_errors(gpu, bus_id),
+        performance_state=present(_text(gpu, "performance_state")),
     )
 
 

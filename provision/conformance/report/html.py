@@ -18,7 +18,8 @@ table{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:13px}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa} td.num{text-align:right}
 .pass{background:#dafbe1;color:#116329;font-weight:600} .fail{background:#ffebe9;color:#a40e26;font-weight:600}
-.skip{background:#fff8c5;color:#7d4e00;font-weight:600}
+.warn{background:#fff8c5;color:#7d4e00;font-weight:600} .waived{background:#ddf4ff;color:#0a3069;font-weight:600}
+.error{background:#fbefff;color:#8250df;font-weight:600}
 .badge{display:inline-block;padding:2px 10px;border-radius:12px}
 .banner{padding:12px 16px;border-radius:8px;font-size:18px;font-weight:700;margin:12px 0}
 .lab{background:#ddf4ff;color:#0a3069;padding:8px 12px;border-radius:6px;margin:8px 0}
@@ -30,20 +31,32 @@ def _cls(outcome: Outcome) -> str:
     return outcome.value
 
 
+COLUMNS = (Outcome.PASS, Outcome.WARN, Outcome.WAIVED, Outcome.ERROR, Outcome.FAIL)
+# Failures first, then checks that could not be made, warnings, waivers, passes.
+ORDER = {Outcome.FAIL: 0, Outcome.ERROR: 1, Outcome.WARN: 2, Outcome.WAIVED: 3, Outcome.PASS: 4}
+
+
+def _verdict(n: NodeReport) -> tuple[str, str]:
+    """(text, css class) of a node's verdict."""
+    if n.error:
+        return "UNREACHABLE", "error"
+    verdict = Outcome.PASS if n.verdict is Outcome.WAIVED else n.verdict
+    return verdict.value.upper(), _cls(verdict)
+
+
 def _overview(run: RunReport) -> str:
     rows = []
     for n in run.nodes:
-        total, fails, skips = len(n.results), len(n.failed), len(n.skipped)
-        verdict = "unreachable" if n.error else ("pass" if n.ok else "fail")
-        css = "pass" if n.ok else "fail"
+        counts = n.counts()
+        text, css = _verdict(n)
+        cells = "".join(f"<td class=num>{counts[o]}</td>" for o in COLUMNS)
         rows.append(
             f"<tr><td><a href='#node-{escape(n.node)}'>{escape(n.node)}</a>{' (lab)' if n.lab else ''}</td>"
-            f"<td>{escape(n.profile)}</td><td class=num>{total}</td><td class=num>{total - fails - skips}</td>"
-            f"<td class=num>{fails}</td><td class=num>{skips}</td><td class=num>{n.gather_seconds:.2f}</td>"
-            f"<td class='{css}'>{verdict.upper()}</td></tr>"
+            f"<td>{escape(n.profile)}</td><td class=num>{len(n.results)}</td>{cells}"
+            f"<td class=num>{n.gather_seconds:.2f}</td><td class='{css}'>{text}</td></tr>"
         )
-    head = "".join(f"<th>{h}</th>" for h in ("node", "profile", "checks", "pass", "fail", "not run", "gather s",
-                                             "result"))
+    names = ("node", "profile", "checks", *(o.value for o in COLUMNS), "gather s", "result")
+    head = "".join(f"<th>{h}</th>" for h in names)
     return f"<table id=overview><tr>{head}</tr>{''.join(rows)}</table>"
 
 
@@ -62,9 +75,9 @@ def _node(n: NodeReport) -> str:
         tools = ", ".join(n.standins) or "its hardware tools"
         parts.append(f"<div class=lab>Lab twin: {escape(tools)} are LAB STAND-INs (simulated hardware).</div>")
     if n.error:
-        parts.append(f"<div class='banner fail'>Facts could not be gathered: {escape(n.error)}</div>")
+        parts.append(f"<div class='banner error'>Facts could not be gathered: {escape(n.error)}</div>")
         return "".join(parts)
-    ordered = sorted(n.results, key=lambda r: (r.outcome is Outcome.PASS, r.outcome is Outcome.SKIP))
+    ordered = sorted(n.results, key=lambda r: ORDER[r.outcome])
     head = "".join(f"<th>{h}</th>" for h in ("area", "check", "description", "expected", "found", "result"))
     parts.append(f"<table class=checks><tr>{head}</tr>{''.join(_row(r) for r in ordered)}</table>")
     return "".join(parts)
@@ -72,16 +85,19 @@ def _node(n: NodeReport) -> str:
 
 def render_html(run: RunReport) -> str:
     counts = run.counts()
-    verdict = "ALL CHECKS PASSED" if run.ok else "CHECKS FAILED"
+    banners = {Outcome.FAIL: ("CHECKS FAILED", "fail"), Outcome.ERROR: ("SOME CHECKS COULD NOT BE MADE", "error"),
+               Outcome.WARN: ("ALL CHECKS PASSED, WITH WARNINGS", "warn")}
+    verdict, css = banners.get(run.verdict, ("ALL CHECKS PASSED", "pass"))
     title = f"provision verify --level {run.level.value}"
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{escape(title)}</h1>"
         f"<div class=meta>{escape(run.started.isoformat(timespec='seconds'))} &middot; {len(run.nodes)} node(s) "
-        f"&middot; {run.seconds:.2f} s &middot; {counts[Outcome.PASS]} passed, {counts[Outcome.FAIL]} failed, "
-        f"{counts[Outcome.SKIP]} not run</div>"
-        f"<div class='banner {'pass' if run.ok else 'fail'}'>{verdict}</div>"
+        f"&middot; {run.seconds:.2f} s &middot; {counts[Outcome.PASS]} passed, {counts[Outcome.WARN]} warned, "
+        f"{counts[Outcome.WAIVED]} waived, {counts[Outcome.ERROR]} could not be checked, "
+        f"{counts[Outcome.FAIL]} failed</div>"
+        f"<div class='banner {css}'>{verdict}</div>"
         f"<h2>Fleet overview</h2>{_overview(run)}"
         f"{''.join(_node(n) for n in run.nodes)}"
         "</body></html>\n"

@@ -6,30 +6,28 @@ import json
 from pathlib import Path
 from typing import Any
 
-from provision.conformance.model import Outcome, RunReport
+from provision.conformance.model import RunReport
 
 
 def to_json(run: RunReport) -> dict[str, Any]:
     """Plain JSON-able data: level, timing, totals, and per node every check."""
     data = run.model_dump(mode="json")
     data["ok"] = run.ok
+    data["verdict"] = run.verdict.value
+    data["exit_code"] = run.exit_code
     data["totals"] = {o.value: n for o, n in run.counts().items()}
     for node, out in zip(run.nodes, data["nodes"], strict=True):
         out["ok"] = node.ok
-        out["totals"] = {o.value: sum(1 for r in node.results if r.outcome is o) for o in Outcome}
-        for result, row in zip(node.results, out["results"], strict=True):
-            row["outcome"] = result.outcome.value
+        out["verdict"] = node.verdict.value
+        out["totals"] = {o.value: n for o, n in node.counts().items()}
     return data
 
 
 def from_json(data: dict[str, Any]) -> RunReport:
     """The RunReport back from `to_json` data (derived keys dropped)."""
-    plain = {k: v for k, v in data.items() if k not in ("ok", "totals")}
-    plain["nodes"] = [
-        {k: v for k, v in n.items() if k not in ("ok", "totals")}
-        | {"results": [{k: v for k, v in r.items() if k != "outcome"} for r in n["results"]]}
-        for n in data["nodes"]
-    ]
+    derived = ("ok", "totals", "verdict", "exit_code")
+    plain = {k: v for k, v in data.items() if k not in derived}
+    plain["nodes"] = [{k: v for k, v in n.items() if k not in derived} for n in data["nodes"]]
     return RunReport.model_validate(plain)
 
 

@@ -1,4 +1,8 @@
-"""JUnit XML: one testsuite per node, one testcase per check (failure / skipped / error)."""
+"""JUnit XML: one testsuite per node, one testcase per check.
+
+fail -> <failure>; error (could not check) -> <error>; waived -> <skipped> with the reason;
+warn -> a pass whose <system-out> starts with WARN (JUnit has no warning element) and a property.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +18,15 @@ def _suite(node: NodeReport, timestamp: str) -> ET.Element:
         "name": node.node,
         "tests": str(len(results) or 1),
         "failures": str(len(node.failed)),
-        "errors": "1" if node.error else "0",
-        "skipped": str(len(node.skipped)),
+        "errors": str(len(node.errors) + (1 if node.error else 0)),
+        "skipped": str(len(node.waived)),
         "time": f"{node.gather_seconds:.3f}",
         "timestamp": timestamp,
     })
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", {"name": "profile", "value": node.profile})
     ET.SubElement(props, "property", {"name": "lab", "value": str(node.lab).lower()})
+    ET.SubElement(props, "property", {"name": "warnings", "value": str(len(node.warnings))})
     if node.standins:
         ET.SubElement(props, "property", {"name": "lab_standins", "value": ",".join(node.standins)})
     if node.error:
@@ -32,9 +37,12 @@ def _suite(node: NodeReport, timestamp: str) -> ET.Element:
         message = f"{r.description}: expected {r.expected}, found {r.found}"
         if r.outcome is Outcome.FAIL:
             ET.SubElement(case, "failure", {"message": message, "type": "CheckFailed"}).text = r.detail or message
-        elif r.outcome is Outcome.SKIP:
-            ET.SubElement(case, "skipped", {"message": r.detail or "not run"})
-        ET.SubElement(case, "system-out").text = message + (f" ({r.detail})" if r.detail else "")
+        elif r.outcome is Outcome.ERROR:
+            ET.SubElement(case, "error", {"message": message, "type": "CouldNotCheck"}).text = r.detail or message
+        elif r.outcome is Outcome.WAIVED:
+            ET.SubElement(case, "skipped", {"message": f"waived: {r.detail}" if r.detail else "waived"})
+        prefix = "WARN: " if r.outcome is Outcome.WARN else ""
+        ET.SubElement(case, "system-out").text = prefix + message + (f" ({r.detail})" if r.detail else "")
     return suite
 
 
@@ -44,8 +52,8 @@ def render_junit(run: RunReport) -> str:
         "name": f"provision verify --level {run.level.value}",
         "tests": str(sum(len(n.results) or 1 for n in run.nodes)),
         "failures": str(counts[Outcome.FAIL]),
-        "errors": str(sum(1 for n in run.nodes if n.error)),
-        "skipped": str(counts[Outcome.SKIP]),
+        "errors": str(counts[Outcome.ERROR] + sum(1 for n in run.nodes if n.error)),
+        "skipped": str(counts[Outcome.WAIVED]),
         "time": f"{run.seconds:.3f}",
     })
     stamp = run.started.isoformat(timespec="seconds")

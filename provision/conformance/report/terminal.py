@@ -1,48 +1,64 @@
-"""Rich terminal summary: one row per node, then the failed (and not run) checks."""
+"""Rich terminal summary: one row per node counting each outcome, then every check that failed,
+could not be made (error) or warned; waived checks are grouped by their reason."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from provision.conformance.model import Outcome, RunReport
+from provision.conformance.model import NodeReport, Outcome, RunReport
 
-_STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.SKIP: "yellow"}
+STYLE = {Outcome.PASS: "green", Outcome.WARN: "yellow", Outcome.WAIVED: "cyan", Outcome.ERROR: "magenta",
+         Outcome.FAIL: "red"}
+COLUMNS = (Outcome.PASS, Outcome.WARN, Outcome.WAIVED, Outcome.ERROR, Outcome.FAIL)
+SHOWN = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.WARN})
+
+
+def verdict_text(node: NodeReport) -> str:
+    """UNREACHABLE, FAIL, ERROR (could not check), WARN or PASS, styled."""
+    if node.error:
+        return "[magenta]UNREACHABLE[/magenta]"
+    verdict = node.verdict
+    if verdict is Outcome.WAIVED:
+        verdict = Outcome.PASS
+    return f"[{STYLE[verdict]}]{verdict.value.upper()}[/{STYLE[verdict]}]"
 
 
 def render_terminal(run: RunReport, console: Console, show_all: bool = False) -> None:
-    """Print the fleet summary, then every failed / not-run check (every check with show_all)."""
+    """Print the fleet summary, then every failed / error / warned check (every check with show_all)."""
     summary = Table(title=f"provision verify --level {run.level.value}  ({run.seconds:.2f} s)")
-    for col in ("node", "profile", "checks", "pass", "fail", "not run", "gather s", "result"):
-        summary.add_column(col, justify="right" if col in ("checks", "pass", "fail", "not run", "gather s") else "left")
+    numeric = ("checks", *(o.value for o in COLUMNS), "gather s")
+    for col in ("node", "profile", *numeric, "result"):
+        summary.add_column(col, justify="right" if col in numeric else "left")
     for node in run.nodes:
-        n = len(node.results)
-        fails, skips = len(node.failed), len(node.skipped)
-        verdict = "[red]UNREACHABLE[/red]" if node.error else ("[green]PASS[/green]" if node.ok else "[red]FAIL[/red]")
-        summary.add_row(node.node + (" (lab)" if node.lab else ""), node.profile, str(n), str(n - fails - skips),
-                        str(fails), str(skips), f"{node.gather_seconds:.2f}", verdict)
+        counts = node.counts()
+        summary.add_row(node.node + (" (lab)" if node.lab else ""), node.profile, str(len(node.results)),
+                        *(str(counts[o]) for o in COLUMNS), f"{node.gather_seconds:.2f}", verdict_text(node))
     console.print(summary)
-    detail = Table(title="checks" if show_all else "failed checks", show_lines=False)
+    detail = Table(title="checks" if show_all else "checks that failed, could not be made, or warned")
     for col in ("node", "check", "expected", "found", "result"):
         detail.add_column(col, overflow="fold")
     rows = 0
-    not_run: dict[tuple[str, str], list[str]] = {}
+    waived: dict[tuple[str, str], list[str]] = {}
     for node in run.nodes:
         if node.error:
-            detail.add_row(node.node, "gather facts", "reachable", node.error, "[red]error[/red]")
+            detail.add_row(node.node, "gather facts", "reachable", node.error, "[magenta]error[/magenta]")
             rows += 1
         for r in node.results:
-            if r.outcome is Outcome.SKIP and not show_all:
-                not_run.setdefault((node.node, r.detail), []).append(r.id)
-            elif show_all or r.outcome is Outcome.FAIL:
-                style = _STYLE[r.outcome]
-                found = r.found + (f" [dim]({r.detail})[/dim]" if r.detail and r.outcome is not Outcome.PASS else "")
+            if r.outcome is Outcome.WAIVED and not show_all:
+                waived.setdefault((node.node, r.detail), []).append(r.id)
+            elif show_all or r.outcome in SHOWN:
+                style = STYLE[r.outcome]
+                extra = r.detail and r.outcome is not Outcome.PASS and r.detail not in r.found
+                found = r.found + (f" [dim]({r.detail})[/dim]" if extra else "")
                 detail.add_row(node.node, r.id, r.expected, found, f"[{style}]{r.outcome.value}[/{style}]")
                 rows += 1
     if rows:
         console.print(detail)
-    for (name, why), ids in not_run.items():
+    for (name, why), ids in waived.items():
         shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
-        console.print(f"[yellow]{name}: {len(ids)} check(s) not run[/yellow] ({shown}): {why}", highlight=False)
+        console.print(f"[cyan]{name}: {len(ids)} check(s) waived[/cyan] ({shown}): {why}", highlight=False)
+    totals = run.counts()
+    console.print(", ".join(f"{totals[o]} {o.value}" for o in COLUMNS), highlight=False)
     if any(n.lab for n in run.nodes):
         console.print("[yellow]lab twins: their hardware tools are LAB STAND-INs (simulated hardware)[/yellow]")

@@ -9,9 +9,10 @@ from provision.errors import InputError
 from provision.redfish.errors import RedfishOperationFailed
 from provision.redfish.ops.bios_registry import check_value, fetch_registry, locked_by
 from provision.redfish.ops.session import Node
-from provision.redfish.resources import AttributeRegistry, Bios
+from provision.redfish.resources import AttributeRegistry, Bios, ComputerSystem
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.vendors import VendorPlugin
+from provision.redfish.vendors.base import BiosProof
 from provision.spec.model import Bios as BiosSpec
 
 
@@ -29,6 +30,8 @@ class BiosState(BaseModel):
     """Values waiting in the pending resource that differ from current."""
     pending_uri: str
     registry: AttributeRegistry
+    system: ComputerSystem | None = None
+    """The ComputerSystem, for settings a vendor plugin proves without a BIOS attribute."""
 
 
 class BiosChange(BaseModel):
@@ -51,8 +54,26 @@ class BiosPlan(BaseModel):
     changes: list[BiosChange] = Field(default_factory=list)
     invalid: list[str] = Field(default_factory=list)
     unmapped: list[str] = Field(default_factory=list)
+    """Neutral keys with no attribute on this BIOS and no other evidence: they could not be checked."""
+    proven: list[BiosProof] = Field(default_factory=list)
+    """Keys with no BIOS attribute judged from other evidence (a vendor plugin's prove_bios)."""
     apply_time: str | None = None
     registry: str = ""
+
+    @property
+    def unmet(self) -> list[BiosProof]:
+        """Proven keys whose evidence contradicts the spec (no attribute to change them with)."""
+        return [p for p in self.proven if not p.holds]
+
+    @property
+    def differs(self) -> bool:
+        """Something differs from the spec or is refused (the BIOS does not match)."""
+        return bool(self.changes or self.invalid or self.unmet)
+
+    def problems(self) -> list[str]:
+        """One line per spec key that could not be checked (never reported as matching)."""
+        return [f"BIOS {key}: no attribute on this {self.vendor} BIOS and no other evidence: could not check"
+                for key in self.unmapped]
 
     @property
     def writes(self) -> dict[str, AttrValue]:
@@ -73,7 +94,7 @@ def observe(node: Node) -> BiosState:
     staged = Bios.parse(conn.get_optional(pending_uri) or {}).attributes
     pending = {k: v for k, v in staged.items() if current.attributes.get(k) != v}
     return BiosState(current=current, pending=pending, pending_uri=pending_uri,
-                     registry=fetch_registry(conn, current))
+                     registry=fetch_registry(conn, current), system=node.system)
 
 
 def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
@@ -81,12 +102,17 @@ def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
     cur = state.current.attributes
     targets: dict[str, tuple[str, AttrValue]] = {}  # attribute -> (key, value)
     unmapped: list[str] = []
+    proven: list[BiosProof] = []
     for key, wanted in sorted(spec.settings.items()):
         t = vendor.resolve_bios(key, wanted, cur, state.registry)
-        if t is None:
+        if t is not None:
+            targets[t.attribute] = (key, t.value)
+            continue
+        proof = vendor.prove_bios(key, wanted, state.system) if state.system is not None else None
+        if proof is None:
             unmapped.append(key)
         else:
-            targets[t.attribute] = (key, t.value)
+            proven.append(proof)
     for attr, raw in sorted(spec.vendor_attributes.get(vendor.name, {}).items()):
         targets[attr] = (f"vendor:{attr}", raw)
     after = {**cur, **{a: v for a, (_, v) in targets.items()}}
@@ -102,7 +128,7 @@ def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
                                   pending=state.pending.get(attr) == value))
     apply_time = "OnReset" if "OnReset" in state.current.supported_apply_times else None
     return BiosPlan(vendor=vendor.name, pending_uri=state.pending_uri, changes=changes, invalid=invalid,
-                    unmapped=unmapped, apply_time=apply_time,
+                    unmapped=unmapped, proven=proven, apply_time=apply_time,
                     registry="inferred from current values" if state.registry.inferred else state.registry.id)
 
 

@@ -27,6 +27,9 @@ TASK_TIMEOUT_S = {"bmc": 1200.0, "bios": 1200.0, "gpu": 2400.0, "nvswitch": 2400
 DEFAULT_TASK_TIMEOUT_S = 1800.0
 RANK = {"bmc": 0, "bios": 1}
 Verdict = Literal["ok", "older", "newer", "unknown", "absent"]
+# A component the baseline names but FirmwareInventory does not list (or lists without a readable
+# version) could not be checked: never "at baseline".
+UNCHECKED: frozenset[str] = frozenset({"absent", "unknown"})
 
 
 class FirmwareState(BaseModel):
@@ -94,6 +97,10 @@ class FirmwarePlan(BaseModel):
     @property
     def host_reset(self) -> bool:
         return any(s.needs_host_reset for s in self.steps)
+
+    def problems(self) -> list[str]:
+        """One line per baseline component that could not be checked."""
+        return [f"firmware {c}: not in FirmwareInventory: could not check" for c in self.absent]
 
 
 def observe(conn: Connector) -> FirmwareState:

@@ -34,17 +34,34 @@ class Redundancy(Model):
     status: dict[str, Any] = Field(default_factory=dict)
 
 
+class PowerControl(Model):
+    """One PowerControl entry: what the chassis draws (Power.v1 PowerConsumedWatts, PowerMetrics)."""
+
+    name: str | None = None
+    power_consumed_watts: float | None = None
+    power_capacity_watts: float | None = None
+    power_metrics: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def interval_max_watts(self) -> float | None:
+        """PowerMetrics.MaxConsumedWatts: the highest draw over the BMC's averaging interval."""
+        value = self.power_metrics.get("MaxConsumedWatts")
+        return float(value) if isinstance(value, int | float) else None
+
+
 class Power(Resource):
     """Chassis Power (the deprecated-but-universal schema)."""
 
     power_supplies: list[PowerSupply] = Field(default_factory=list)
     redundancy: list[Redundancy] = Field(default_factory=list)
+    power_control: list[PowerControl] = Field(default_factory=list)
 
 
 class Temperature(Model):
     name: str | None = None
     reading_celsius: float | None = None
     upper_threshold_critical: float | None = None
+    upper_threshold_non_critical: float | None = None
     physical_context: str | None = None
 
 

@@ -86,6 +86,17 @@ class BiosTarget(BaseModel):
     value: AttrValue
 
 
+class BiosProof(BaseModel):
+    """A BIOS setting judged from other evidence than a BIOS attribute (which this BIOS lacks)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    holds: bool
+    evidence: str
+    """What was read, e.g. 'ComputerSystem.Boot.BootSourceOverrideMode is UEFI'."""
+
+
 class VendorPlugin:
     """DMTF-standard behaviour; vendor plugins override the class data or a method, never branch."""
 
@@ -144,6 +155,11 @@ class VendorPlugin:
     """DMTF Status.State values of a slot that is not the running image (Lenovo marks BMC-Backup StandbySpare and
     the -Pending slots Disabled)."""
 
+    internal_ambient: ClassVar[str] = r"(?i)(ambient|^system temp$)"
+    """Thermal sensor names that read the air inside the chassis (judged against the spec's
+    warn_internal_ambient_c). 'System Temp' is the board ambient sensor of Supermicro BMCs (X13 capture:
+    Thermal 'System Temp', PhysicalContext SystemBoard); 'Ambient' is the DMTF mockups' and others' name."""
+
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
     def matches(cls, root: ServiceRoot, system: ComputerSystem | None) -> bool:
@@ -201,6 +217,24 @@ class VendorPlugin:
             if cur in style and neutral in ("enabled", "disabled"):
                 return style[0] if neutral == "enabled" else style[1]
         return next((c for c in candidates if isinstance(c, str)), candidates[0])
+
+    def prove_bios(self, key: str, value: str | int | bool, system: ComputerSystem) -> BiosProof | None:
+        """A neutral key this BIOS has no attribute for, judged another way; None when it cannot be.
+
+        Generic: boot_mode from ComputerSystem.Boot.BootSourceOverrideMode (DMTF ComputerSystem schema:
+        "the BIOS boot mode to use when the system boots from the BootSourceOverrideTarget boot source";
+        the BMCs of the captures report the firmware's mode there, e.g. Supermicro X13, whose BIOS has no
+        boot-mode attribute). A vendor with better evidence overrides this.
+        """
+        mode = system.boot.boot_source_override_mode
+        if key != "boot_mode" or not isinstance(value, str) or not mode:
+            return None
+        return BiosProof(key=key, holds=mode.lower() == value.lower(),
+                         evidence=f"ComputerSystem.Boot.BootSourceOverrideMode is {mode}")
+
+    def is_internal_ambient(self, sensor_name: str | None) -> bool:
+        """Is this Thermal sensor the chassis' internal ambient (see `internal_ambient`)?"""
+        return bool(sensor_name) and re.search(self.internal_ambient, sensor_name or "") is not None
 
     # ---- firmware --------------------------------------------------------------------------------
     def parse_version(self, raw: str | None) -> str | None:

@@ -11,7 +11,7 @@ from provision.conformance.checks._base import Context
 from provision.conformance.facts import NodeFacts, Probe, Section, build_script
 from provision.conformance.model import CheckResult, Level
 from provision.conformance.runner import evaluate
-from provision.spec.model import NodeSpec
+from provision.spec.model import LabDeclaration, NodeSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -48,8 +48,13 @@ def facts(sections: dict[str, str | tuple[int, str, str]], node: str = "n1") -> 
     return NodeFacts(node=node, sections=out)
 
 
-def run(node_spec: NodeSpec, sections: dict[str, str | tuple[int, str, str]], level: Level = Level.FULL) -> Context:
-    return evaluate("n1", node_spec, facts(sections), level)
+def run(
+    node_spec: NodeSpec,
+    sections: dict[str, str | tuple[int, str, str]],
+    level: Level = Level.FULL,
+    lab: LabDeclaration | None = None,
+) -> Context:
+    return evaluate("n1", node_spec, facts(sections), level, lab)
 
 
 def by_id(ctx: Context) -> dict[str, CheckResult]:

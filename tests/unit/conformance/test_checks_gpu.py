@@ -13,7 +13,20 @@ Q_590 = section(H100_590, "nvidia-smi -q", exact=True)
 NVLINK_590 = section(H100_590, "nvidia-smi nvlink -s", phase="capabilities")
 Q_535X8 = fixture("nvidia-smi/gpud/nvidia-smi-q.535.183.01.h100x8.txt")
 TRUNCATED = fixture("nvidia-smi/gpud/nvidia-smi-q.535.183.01.h100.truncated-invalid.txt")
-PER_GPU = ("model", "memory", "persistence", "ecc", "mig", "pcie_gen", "pcie_width", "power_limit", "nvlink")
+PER_GPU = ("model", "memory", "persistence", "ecc", "mig", "pcie_gen", "pcie_width", "power_limit", "nvlink",
+           "row_remap", "ecc_errors", "clocks", "temperature", "memory_temperature", "xid", "nvlink_errors")
+LOG = "[    0.000000] Linux version 6.1.0-28-amd64\n"
+
+
+def nvlink_e() -> str:
+    head, *links = [line for line in NVLINK_590.splitlines() if line.strip()]
+    return head + "\n" + "".join(f"\t Link {n}: CRC Errors: 0\n" for n in range(len(links)))
+
+
+def healthy(**sections: str) -> dict[str, str]:
+    """The 590 capture's GPU sections, with a kernel log and NVLink error counters (no errors)."""
+    return {"nvidia_smi_q": Q_590, "nvidia_smi_nvlink": NVLINK_590, "kernel_log": LOG,
+            "nvidia_smi_nvlink_errors": nvlink_e(), **sections}
 
 
 def spec_590(**more: object):  # type: ignore[no-untyped-def]
@@ -35,7 +48,7 @@ def fabric_sections(s, active: str = "active", fm_version: str = "590.48.01-1") 
 
 
 def test_h100_590_capture_passes_every_gpu_check() -> None:
-    ctx = run(spec_590(), {"nvidia_smi_q": Q_590, "nvidia_smi_nvlink": NVLINK_590})
+    ctx = run(spec_590(), healthy())
     gpu = area(ctx, "gpu")
     assert set(gpu) == {"gpu.count", "gpu.driver_version"} | {f"gpu.0.{c}" for c in PER_GPU}
     assert [r.id for r in gpu.values() if not r.passed] == []
@@ -45,7 +58,7 @@ def test_h100_590_capture_passes_every_gpu_check() -> None:
 
 
 def test_wrong_driver_fails_only_the_driver_check() -> None:
-    ctx = run(spec(**{"gpu.count": 1}), {"nvidia_smi_q": Q_590, "nvidia_smi_nvlink": NVLINK_590})
+    ctx = run(spec(**{"gpu.count": 1}), healthy())
     failed = [r for r in area(ctx, "gpu").values() if not r.passed]
     assert [(r.id, r.expected, r.found) for r in failed] == [("gpu.driver_version", "550.127.08", "590.48.01")]
 
@@ -53,7 +66,7 @@ def test_wrong_driver_fails_only_the_driver_check() -> None:
 def test_inactive_nvlink_fails_that_gpus_nvlink_check() -> None:
     down = NVLINK_590.replace("Link 7: 26.562 GB/s", "Link 7: <inactive>")
     assert down != NVLINK_590
-    ctx = run(spec_590(), {"nvidia_smi_q": Q_590, "nvidia_smi_nvlink": down})
+    ctx = run(spec_590(), healthy(nvidia_smi_nvlink=down))
     failed = {r.id: r for r in area(ctx, "gpu").values() if not r.passed}
     assert list(failed) == ["gpu.0.nvlink"]
     assert failed["gpu.0.nvlink"].found == "17 of 18 at spec speed" and "7" in failed["gpu.0.nvlink"].detail

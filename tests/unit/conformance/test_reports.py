@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from provision.conformance.model import Level, NodeReport, Outcome, RunReport
+from provision.conformance.model import Level, NodeReport, Outcome, RunReport, Threshold
 from provision.conformance.report import from_json, render_html, render_junit, render_terminal, to_json
 from tests.unit.conformance.helpers import fixture, run, spec
 from tests.unit.parsers._fixtures import H100_590, section
@@ -27,8 +27,11 @@ def sample_run() -> RunReport:
                    "nvidia_smi_nvlink": section(H100_590, "nvidia-smi nvlink -s", phase="capabilities")},
                Level.QUICK)
     bad = run(spec(), {"lscpu": fixture("lscpu/linuxhw/lscpu.2x-xeon-platinum-8280.cascadelake.txt"),
-                       "kernel_modules": "@monolithic\nkernel\n", "lab_standins": "@twin\n"}, Level.QUICK)
-    bad.skip("kernel.module.x", "kernel", "module <x> & \"quotes\"", "loaded", "LAB STAND-IN: no modules")
+                       "kernel_modules": "@monolithic\nkernel\n"}, Level.QUICK)
+    bad.waive("kernel.module.x", "kernel", "module <x> & \"quotes\"", "loaded", "LAB STAND-IN: no modules")
+    bad.error("bmc.psu", "bmc", "PSUs present and healthy", 2, "BMC refused the credentials: login refused (401)")
+    bad.tiered("bmc.temperatures", "bmc", "temperatures within limits", 37.0,
+               Threshold(warn=35, fail=85, unit="C"), "System Temp above the internal ambient warning")
     return RunReport(level=Level.QUICK, seconds=1.25, nodes=(
         NodeReport(node="good01", profile="ml_prod_v4", gather_seconds=0.2,
                    results=tuple(r for r in good.results if r.area == "gpu")),
@@ -42,7 +45,10 @@ def test_run_verdicts() -> None:
     r = sample_run()
     assert not r.ok and r.nodes[0].ok and not r.nodes[1].ok and not r.nodes[2].ok
     counts = r.counts()
-    assert counts[Outcome.FAIL] > 0 and counts[Outcome.SKIP] == 1 and counts[Outcome.PASS] > 0
+    assert counts[Outcome.FAIL] > 0 and counts[Outcome.PASS] > 0
+    assert (counts[Outcome.WAIVED], counts[Outcome.WARN]) == (1, 1)
+    assert counts[Outcome.ERROR] == len(r.nodes[1].errors) and "bmc.psu" in {x.id for x in r.nodes[1].errors}
+    assert r.nodes[1].verdict is Outcome.FAIL and r.nodes[2].verdict is Outcome.ERROR and r.exit_code == 1
 
 
 def test_junit_xml_counts_and_messages() -> None:
@@ -55,6 +61,17 @@ def test_junit_xml_counts_and_messages() -> None:
     assert int(bad.get("failures") or 0) == len(r.nodes[1].failed) > 0 and bad.get("skipped") == "1"
     failures = [c for c in bad.iter("testcase") if c.find("failure") is not None]
     assert {c.get("name") for c in failures} == {x.id for x in r.nodes[1].failed}
+    # could not check -> <error>, never <failure>; waived -> <skipped> with the reason; warn -> passes, says WARN
+    errors = {c.get("name"): c.find("error") for c in bad.iter("testcase") if c.find("error") is not None}
+    assert set(errors) == {x.id for x in r.nodes[1].errors} and "bmc.psu" in errors
+    assert bad.get("errors") == str(len(errors)) and "BMC refused the credentials" in (errors["bmc.psu"].text or "")
+    skipped = [c for c in bad.iter("testcase") if c.find("skipped") is not None]
+    assert [c.get("name") for c in skipped] == ["kernel.module.x"]
+    assert skipped[0].find("skipped").get("message") == "waived: LAB STAND-IN: no modules"  # type: ignore[union-attr]
+    warn = next(c for c in bad.iter("testcase") if c.get("name") == "bmc.temperatures")
+    assert warn.find("failure") is None and warn.find("error") is None and warn.find("skipped") is None
+    assert (warn.findtext("system-out") or "").startswith("WARN: ")
+    assert root.get("errors") == str(len(errors) + 1)  # the unreachable node counts as one error
     model = next(c for c in failures if c.get("name") == "cpu.model").find("failure")
     assert model is not None and "expected Intel(R) Xeon(R) Platinum 8592+" in (model.get("message") or "")
     assert suites["gone03"].find("testcase/error") is not None
@@ -68,16 +85,30 @@ def test_json_round_trip() -> None:
     assert [n["node"] for n in data["nodes"]] == ["good01", "bad02", "gone03"]
     assert data["nodes"][0]["ok"] is True and data["nodes"][2]["error"].startswith("ssh")
     row = data["nodes"][1]["results"][0]
-    assert {"id", "area", "expected", "found", "passed", "outcome"} <= set(row)
+    assert {"id", "area", "expected", "found", "outcome"} <= set(row) and "passed" not in row and "skipped" not in row
+    outcomes = {x["id"]: x["outcome"] for x in data["nodes"][1]["results"]}
+    assert (outcomes["bmc.psu"], outcomes["kernel.module.x"], outcomes["bmc.temperatures"]) == ("error", "waived",
+                                                                                                  "warn")
+    assert outcomes["cpu.model"] == "fail"
+    assert data["nodes"][1]["totals"]["waived"] == 1 and data["nodes"][1]["verdict"] == "fail"
+    assert (data["verdict"], data["exit_code"]) == ("fail", 1) and data["nodes"][2]["verdict"] == "error"
     assert from_json(data) == r
 
 
-def test_terminal_lists_failed_and_not_run() -> None:
-    console = Console(record=True, width=200)
-    render_terminal(sample_run(), console)
+def test_terminal_lists_failed_errors_warnings_and_waivers() -> None:
+    console = Console(record=True, width=220)
+    r = sample_run()
+    render_terminal(r, console)
     out = console.export_text()
     assert "good01" in out and "UNREACHABLE" in out and "cpu.model" in out and "kernel.module.x" in out
-    assert "LAB STAND-IN" in out
+    assert "LAB STAND-IN" in out and "1 check(s) waived" in out
+    rows = {cells[1]: cells[-1] for line in out.splitlines()
+            if len(cells := [c.strip() for c in line.strip("│").split("│")]) == 5}
+    assert (rows["bmc.psu"], rows["bmc.temperatures"], rows["cpu.model"]) == ("error", "warn", "fail")
+    assert "kernel.module.x" not in rows  # waived ones are grouped by reason, not listed as findings
+    c = r.counts()
+    assert (f"{c[Outcome.PASS]} pass, {c[Outcome.WARN]} warn, {c[Outcome.WAIVED]} waived, {c[Outcome.ERROR]} error, "
+            f"{c[Outcome.FAIL]} fail") in out
 
 
 def test_html_is_self_contained_and_escaped() -> None:
@@ -86,6 +117,10 @@ def test_html_is_self_contained_and_escaped() -> None:
     assert "<script" not in page and "http://" not in page and "https://" not in page
     assert "module &lt;x&gt; &amp; &quot;quotes&quot;" in page
     assert page.count("<h2 id='node-") == 3 and "Facts could not be gathered" in page
+    # errors are shown apart from failures, and warnings too
+    assert "<td class='error'>ERROR</td>" in page and "<td class='warn'>WARN</td>" in page
+    assert "<td class='fail'>FAIL</td>" in page and "<td class='waived'>WAIVED</td>" in page
+    assert "1 warned, 1 waived," in page and "could not be checked" in page
 
 
 def _png_pixels(path: Path) -> tuple[int, int, bytes]:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen, evaluate_bmc, skip_all
+from provision.conformance.checks import bmc as bmc_checks
+from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen, error_all, evaluate_bmc, waive_all
 from provision.conformance.facts import GatherError
-from provision.conformance.model import Level
+from provision.conformance.model import Level, NodeReport, Outcome, RunReport
 from provision.conformance.runner import verify
+from provision.errors import ProvisionError
+from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
 from provision.redfish.resources import LogEntry, Power, Thermal
 from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
 from tests.unit.conformance.helpers import ROOT, area, framed, run, spec
@@ -24,13 +28,14 @@ def host(name: str, **spec_changes: object) -> HostEntry:
                      ssh=SshEndpoint(host="127.0.0.1"))
 
 
+FULL_SMC = ROOT / "tests/fixtures/redfish/full/supermicro/redfish/v1"
 GPU_590 = {"gpu.count": 1, "software.nvidia_driver.branch": "590", "software.nvidia_driver.version": "590.48.01",
            "software.fabric_manager.version": "590.48.01"}
 
 
 def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
     sections = {"nvidia_smi_q": (0, section(H100_590, "nvidia-smi -q", exact=True), ""),
-                "lab_standins": (0, "nvidia-smi\n@twin\n", "")}
+                "lab_standins": (0, "/usr/bin/nvidia-smi\n", "")}
     seen_scripts: list[str] = []
 
     def runner_for(h: HostEntry):  # type: ignore[no-untyped-def]
@@ -44,11 +49,13 @@ def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
     report = verify([host("up01", **GPU_590), host("down02")], Level.QUICK, runner_for=runner_for)
     up, down = report.nodes
     assert [n.node for n in report.nodes] == ["up01", "down02"]
-    assert up.lab and up.standins == ("nvidia-smi",) and up.error is None
+    # Stand-ins found are listed, but only the inventory declares a lab node: this one is judged as real.
+    assert not up.lab and up.standins == ("nvidia-smi",) and up.error is None
     ids = {r.id: r for r in up.results}
     assert ids["gpu.count"].passed and ids["gpu.0.model"].passed
-    assert not ids["cpu.model"].passed and ids["cpu.model"].found.startswith("unreadable")
+    assert ids["cpu.model"].outcome is Outcome.ERROR and ids["cpu.model"].found.startswith("unreadable")
     assert down.error and "Connection refused" in down.error and down.results == ()
+    assert down.verdict is Outcome.ERROR  # an unreachable node could not be checked: never a pass
     assert not report.ok and len(seen_scripts) == 2 and "nvidia-smi -q" in seen_scripts[0]
 
 
@@ -57,14 +64,14 @@ def test_bmc_hook_runs_after_node_checks_but_not_at_quick() -> None:
 
     def hook(ctx, h):  # type: ignore[no-untyped-def]
         calls.append(h.name)
-        skip_all(ctx, "no BMC in this test")
+        waive_all(ctx, "no BMC in this test")
 
     runner_for = lambda h: (lambda node, script: framed({}))  # noqa: E731
     full = verify([host("n1")], Level.FULL, runner_for=runner_for, bmc=hook)
     verify([host("n1")], Level.QUICK, runner_for=runner_for, bmc=hook)
     assert calls == ["n1"]
     bmc = [r for r in full.nodes[0].results if r.area == "bmc"]
-    assert bmc and all(r.skipped and not r.passed for r in bmc)
+    assert bmc and all(r.outcome is Outcome.WAIVED and r.detail == "no BMC in this test" for r in bmc)
 
 
 # ---- BMC checks as tables ------------------------------------------------------------------------------
@@ -74,7 +81,8 @@ def bmc_facts(**over: object) -> BmcFacts:
                  for k, v in s.bios.settings.items())
     firmware = tuple(FirmwareSeen(component=f.component, versions=(f.version,)) for f in s.firmware)
     power = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}}] * 2,
-                          "Redundancy": [{"Mode": "N+m", "Status": {"Health": "OK"}}]}),)
+                          "Redundancy": [{"Mode": "N+m", "Status": {"Health": "OK"}}],
+                          "PowerControl": [{"PowerConsumedWatts": 2161, "PowerMetrics": {"MaxConsumedWatts": 2165}}]}),)
     thermal = (Thermal.parse({
         "Fans": [{"Name": f"FAN{i}", "Status": {"State": "Enabled", "Health": "OK"}} for i in range(8)],
         "Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 24, "PhysicalContext": "Intake"},
@@ -95,7 +103,7 @@ def test_bmc_all_good() -> None:
     checks = bmc_run(bmc_facts())
     assert [r.id for r in checks.values() if not r.passed] == []
     bmc_side = [f for f in spec().firmware if f.updated_by == "bmc"]  # in-band firmware is checked on the node
-    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 5
+    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 6
 
 
 def test_bmc_faults_fail_their_checks() -> None:
@@ -105,7 +113,8 @@ def test_bmc_faults_fail_their_checks() -> None:
     fw = tuple(x if x.component != "bios" else FirmwareSeen(component="bios", versions=("1.4",)) for x in f.firmware)
     one_psu = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}},
                                               {"Status": {"State": "Enabled", "Health": "Critical"}}],
-                            "Redundancy": [{"Mode": "N+m", "Status": {"Health": "Critical"}}]}),)
+                            "Redundancy": [{"Mode": "N+m", "Status": {"Health": "Critical"}}],
+                            "PowerControl": [{"PowerConsumedWatts": 7100}]}),)
     hot = (Thermal.parse({"Fans": [{"Status": {"Health": "OK"}}] * 5,
                           "Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 41, "PhysicalContext": "Intake"}]}),)
     sel = (LogEntry.parse({"Severity": "Critical", "Message": "PSU2 AC lost", "Created": "2026-11-30T12:00:00Z"}),)
@@ -113,7 +122,8 @@ def test_bmc_faults_fail_their_checks() -> None:
                                           "sel": sel}))
     failed = {r.id for r in checks.values() if not r.passed}
     assert failed == {f"bmc.bios.{bios[0].key}", "bmc.firmware.bios", "bmc.psu", "bmc.psu_redundancy", "bmc.fans",
-                      "bmc.temperatures", "bmc.sel"}
+                      "bmc.temperatures", "bmc.sel", "bmc.power_draw"}
+    assert {r.outcome for r in checks.values() if not r.passed} == {Outcome.FAIL}
     assert checks["bmc.firmware.bios"].found == "1.4" and "Inlet Temp 41 C" in checks["bmc.temperatures"].found
 
 
@@ -124,10 +134,56 @@ def test_sel_since_last_bringup_and_no_sel_service() -> None:
     assert bmc_run(bmc_facts(sel=old), since=datetime(2026, 6, 1, tzinfo=UTC))["bmc.sel"].passed
     assert not bmc_run(bmc_facts(sel=old))["bmc.sel"].passed
     none = bmc_run(bmc_facts(sel=(), sel_read=False))["bmc.sel"]
-    assert none.skipped and not none.passed
+    assert none.outcome is Outcome.ERROR and "no SEL" in none.detail
 
 
-def test_unreachable_bmc_is_not_run_never_passed() -> None:
+def test_unmapped_bios_key_and_absent_component_are_errors_naming_them() -> None:
+    f = bmc_facts()
+    bios = (f.bios[0].model_copy(update={"attribute": None, "wanted": None, "current": None}), *f.bios[1:])
+    fw = tuple(x for x in f.firmware if x.component != "bios")
+    checks = bmc_run(f.model_copy(update={"bios": bios, "firmware": fw}))
+    unmapped, absent = checks[f"bmc.bios.{bios[0].key}"], checks["bmc.firmware.bios"]
+    assert unmapped.outcome is Outcome.ERROR and bios[0].key in unmapped.detail
+    assert absent.outcome is Outcome.ERROR and "bios not in FirmwareInventory" in absent.detail
+    assert {r.id for r in checks.values() if r.outcome is not Outcome.PASS} == {unmapped.id, absent.id}
+    unreadable = (FirmwareSeen(component="bios", versions=(), entries=1), *fw)
+    row = bmc_run(f.model_copy(update={"firmware": unreadable}))["bmc.firmware.bios"]
+    assert row.outcome is Outcome.ERROR and row.detail == "bios running version unreadable"
+
+
+def test_error_all_and_waive_all_cover_what_evaluate_records() -> None:
+    good = bmc_run(bmc_facts())
+    for fill, outcome in ((error_all, Outcome.ERROR), (waive_all, Outcome.WAIVED)):
+        ctx = run(spec(), {}, Level.QUICK)
+        ctx.results.clear()
+        fill(ctx, "why")
+        assert {r.id for r in ctx.results} == set(good) and {r.outcome for r in ctx.results} == {outcome}
+
+
+@pytest.mark.parametrize(
+    ("exc", "label"),
+    [
+        (RedfishUnavailable("https://10.0.0.9: connection refused"), "BMC not reachable"),
+        (RedfishAuthError("https://10.0.0.9: login as admin refused (401)"), "BMC refused the credentials"),
+        (RedfishTlsError("https://10.0.0.9: certificate verify failed"), "BMC TLS verification failed"),
+        (RedfishTimeout("https://10.0.0.9: no answer in 15 s"), "BMC did not answer in time"),
+        (RedfishError("https://10.0.0.9: /redfish/v1/Systems answered 500"), "BMC could not be read"),
+        (ProvisionError("node01: no BMC credentials"), "BMC could not be read"),
+    ],
+)
+def test_each_bmc_error_kind_makes_error_rows(exc: ProvisionError, label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def observe(_host: HostEntry) -> BmcFacts:
+        raise exc
+
+    monkeypatch.setattr(bmc_checks, "observe_bmc", observe)
+    ctx = run(spec(), {}, Level.QUICK)
+    ctx.results.clear()
+    bmc_checks.run_bmc_checks(ctx, host("n1"))
+    assert ctx.results and {r.outcome for r in ctx.results} == {Outcome.ERROR}
+    assert all(r.detail == f"{label}: {exc}" for r in ctx.results)
+
+
+def test_unreachable_bmc_is_an_error_never_passed() -> None:
     from provision.conformance.checks.bmc import run_bmc_checks
 
     ctx = run(spec(), {}, Level.QUICK)
@@ -135,9 +191,82 @@ def test_unreachable_bmc_is_not_run_never_passed() -> None:
     run_bmc_checks(ctx, host("n1").model_copy(update={"bmc": BmcEndpoint(address="http://127.0.0.1:9",
                                                                            username="u", password="s3cret-h7-pw",
                                                                            insecure_http=True)}))
-    assert ctx.results and all(r.skipped and not r.passed for r in ctx.results)
+    assert ctx.results and all(r.outcome is Outcome.ERROR for r in ctx.results)
     assert "BMC not reachable" in ctx.results[0].detail
     assert not any("s3cret-h7-pw" in r.model_dump_json() for r in ctx.results)
+
+
+# ---- threshold tiers on BMC readings ------------------------------------------------------------------------
+def capture_thermal() -> tuple[Thermal, ...]:
+    """Chassis/1/Thermal of the whole Supermicro HGX H100 capture: its 'System Temp' (internal ambient) is 37 C."""
+    data = json.loads((FULL_SMC / "Chassis/1/Thermal/index.json").read_text())
+    return (Thermal.parse(data),)
+
+
+def test_capture_internal_ambient_above_35_c_is_a_warning_and_exits_0() -> None:
+    from provision.redfish.vendors import by_name
+
+    thermal = capture_thermal()
+    ambient = tuple(t.name for t in thermal[0].temperatures if t.name and by_name("supermicro").is_internal_ambient(t.name))
+    assert ambient == ("System Temp",)
+    temps = bmc_run(bmc_facts(thermal=thermal, ambient=ambient))["bmc.temperatures"]
+    assert temps.outcome is Outcome.WARN and temps.found == "System Temp 37 C (warn above 35)"
+    node = NodeReport(node="n1", profile="ml_prod_v4", results=(temps,))
+    assert node.ok and RunReport(level=Level.FULL, nodes=(node,)).exit_code == 0
+    # Without the ambient classification the same readings pass (37 C is far below the components' 90 C).
+    assert bmc_run(bmc_facts(thermal=thermal))["bmc.temperatures"].outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize(
+    ("sensor", "ambient", "outcome", "found"),
+    [
+        ({"Name": "Inlet Temp", "ReadingCelsius": 35, "PhysicalContext": "Intake"}, False, Outcome.PASS, ""),
+        ({"Name": "Inlet Temp", "ReadingCelsius": 36, "PhysicalContext": "Intake"}, False, Outcome.FAIL,
+         "Inlet Temp 36 C (limit 35)"),
+        # the sensor's own UpperThresholdNonCritical is a warning tier, its UpperThresholdCritical lowers the failure
+        ({"Name": "CPU1 Temp", "ReadingCelsius": 43, "UpperThresholdNonCritical": 42, "UpperThresholdCritical": 45},
+         False, Outcome.WARN, "CPU1 Temp 43 C (warn above 42)"),
+        ({"Name": "CPU1 Temp", "ReadingCelsius": 46, "UpperThresholdNonCritical": 42, "UpperThresholdCritical": 45},
+         False, Outcome.FAIL, "CPU1 Temp 46 C (limit 45)"),
+        # Dell's inlet: UpperThresholdNonCritical 38 lies above the spec's 35 C limit: no warning tier, fails at 35
+        ({"Name": "System Board Inlet Temp", "ReadingCelsius": 37, "UpperThresholdNonCritical": 38,
+          "UpperThresholdCritical": 42}, False, Outcome.FAIL, "System Board Inlet Temp 37 C (limit 35)"),
+        ({"Name": "System Temp", "ReadingCelsius": 36}, True, Outcome.WARN, "System Temp 36 C (warn above 35)"),
+        ({"Name": "System Temp", "ReadingCelsius": 91}, True, Outcome.FAIL, "System Temp 91 C (limit 90)"),
+    ],
+)
+def test_temperature_tiers(sensor: dict, ambient: bool, outcome: Outcome, found: str) -> None:
+    thermal = (Thermal.parse({"Temperatures": [sensor]}),)
+    temps = bmc_run(bmc_facts(thermal=thermal, ambient=(sensor["Name"],) if ambient else ()))["bmc.temperatures"]
+    assert temps.outcome is outcome and (temps.found == found if found else temps.found == "1 sensors within limits")
+
+
+def test_no_temperature_or_power_reading_is_an_error() -> None:
+    checks = bmc_run(bmc_facts(thermal=(Thermal.parse({"Fans": []}),), power=(Power.parse({}),)))
+    assert checks["bmc.temperatures"].outcome is Outcome.ERROR and "no temperature" in checks["bmc.temperatures"].detail
+    assert checks["bmc.power_draw"].outcome is Outcome.ERROR and "no PowerControl" in checks["bmc.power_draw"].detail
+
+
+@pytest.mark.parametrize(
+    ("control", "outcome", "found"),
+    [
+        ({"PowerConsumedWatts": 2161, "PowerMetrics": {"MaxConsumedWatts": 2165}}, Outcome.PASS, "2165 W"),
+        ({"PowerConsumedWatts": 5600}, Outcome.WARN, "5600 W"),            # above the spec's 5500 W peak
+        ({"PowerConsumedWatts": 5000, "PowerMetrics": {"MaxConsumedWatts": 5900}}, Outcome.WARN, "5900 W"),
+        ({"PowerConsumedWatts": 6500}, Outcome.FAIL, "6500 W"),            # above 2 x 3200 W of PSUs
+    ],
+)
+def test_power_draw_tiers(control: dict, outcome: Outcome, found: str) -> None:
+    power = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}}] * 2,
+                          "PowerControl": [control]}),)
+    draw = bmc_run(bmc_facts(power=power))["bmc.power_draw"]
+    assert (draw.outcome, draw.found, draw.expected) == (outcome, found, "<= 6400 W (warn above 5500 W)")
+
+
+def test_power_draw_of_the_capture_passes() -> None:
+    data = json.loads((FULL_SMC / "Chassis/1/Power/index.json").read_text())
+    draw = bmc_run(bmc_facts(power=(Power.parse(data),)))["bmc.power_draw"]
+    assert draw.outcome is Outcome.PASS and draw.detail == "now 2161 W, interval max 2165 W"
 
 
 # ---- CLI: bad input is one line and exit 2 -----------------------------------------------------------------

@@ -31,6 +31,8 @@ SAMPLES: dict[str, tuple[Parser, str]] = {
     "nvsmi-L": (p.parse_nvidia_smi_list, section(H100_MIG_590, "nvidia-smi -L", phase="capabilities")),
     "nvsmi-table": (p.parse_nvidia_smi_table, text("nvidia-smi/gpud/nvidia-smi.550.90.07.h100x8.txt")),
     "nvlink": (p.parse_nvlink_status, section(H100_590, "nvidia-smi nvlink -s", phase="capabilities")),
+    "nvlink-e": (p.parse_nvlink_errors, text("nvidia-smi/handwritten/nvlink-e.h100x2.txt")),
+    "xid": (p.parse_xid_events, text("kernel-log/handwritten/dmesg.xid.txt")),
     "topo": (p.parse_topo_matrix, text("nvidia-smi/handwritten/topo-m.8gpu-4nic.txt")),
     "ibstat": (p.parse_ibstat, text("infiniband/gpud/ibstat.47.0.h100.some.down.0.txt")),
     "ibstatus": (p.parse_ibstatus, text("infiniband/gpud/ibstatus.39.0.a100.all.active.0.txt")),

@@ -23,6 +23,8 @@ COMMANDS: list[tuple[str, tuple[str, ...], Callable[[str], Any]]] = [
     ("nvidia_smi", ("-L",), p.parse_nvidia_smi_list),
     ("nvidia_smi", (), p.parse_nvidia_smi_table),
     ("nvidia_smi", ("nvlink", "-s"), p.parse_nvlink_status),
+    ("nvidia_smi", ("nvlink", "-e"), p.parse_nvlink_errors),
+    ("dmesg", (), p.parse_xid_events),
     ("nvidia_smi", ("topo", "-m"), p.parse_topo_matrix),
     ("nvidia_smi", ("--query-gpu=index,name,memory.total,power.limit,fabric.state", "--format=csv"),
      p.parse_query_gpu_csv),
@@ -85,6 +87,26 @@ def _visible(twin: Twin, kind: str) -> bool:
             p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/nvme{i}", "-o", "json")) for i in range(2, 10)
         ]
         return any(log.percentage_used == 95 and log.media_errors == 12 for log in logs)
+    if kind == "gpu_xid":
+        gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
+        return [(e.code, [i for i, g in enumerate(gpus) if e.matches(g.bus_id)])
+                for e in p.parse_xid_events(twin.out("dmesg"))] == [(119, [2])]
+    gpu = {"gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}.get(kind)
+    if gpu is not None:
+        gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
+        xml = p.parse_nvidia_smi_xml(twin.out("nvidia_smi", "-q", "-x")).gpus
+        fields = ("clock_events", "remapped_rows", "pcie", "temperature_gpu_c", "temperature_memory_c")
+        assert [[getattr(g, f) for f in fields] for g in xml] == [[getattr(g, f) for f in fields] for g in gpus]
+        healthy = [g for i, g in enumerate(gpus) if i != gpu]
+        hit = gpus[gpu]
+        shows = {
+            "gpu_row_remap_pending": hit.remapped_rows is not None and hit.remapped_rows.pending is True,
+            "gpu_throttle_thermal": hit.clock_events is not None and hit.clock_events.hw_thermal_slowdown is True
+            and (hit.temperature_gpu_c or 0) > 87,
+            "gpu_pcie_downtrained": (hit.pcie.gen_current, hit.pcie.gen_max) == (4, 5),
+        }[kind]
+        return shows and all(g.pcie.gen_current == 5 and g.remapped_rows and not g.remapped_rows.pending
+                             and g.clock_events and not g.clock_events.hw_slowdown for g in healthy)
     raise AssertionError(f"no visibility check for fault {kind!r}: add one")
 
 

@@ -26,8 +26,15 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "scratch_drive_missing",
         "nvme_wearing_out",
         "package_wrong_version",
+        "gpu_xid",
+        "gpu_row_remap_pending",
+        "gpu_throttle_thermal",
+        "gpu_pcie_downtrained",
     }
 )
+# Which GPU each GPU-health fault hits (index into the server's GPUs, bounded by their count): parts no
+# other fault touches (gpu_missing takes count/2-1 = GPU 3 of 8, nvlink_down GPU 1).
+GPU_HEALTH_TARGET = {"gpu_xid": 2, "gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}
 
 FaultParams = dict[str, str | int]
 
@@ -77,6 +84,7 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "ib_port_slow": bool(ib),
         "scratch_drive_missing": bool(scratch),
         "nvme_wearing_out": bool(scratch),
+        **dict.fromkeys(GPU_HEALTH_TARGET, bool(hw.gpus)),
     }
     if not needs.get(kind, True):
         raise InputError(f"fault {kind}: this twin's hardware ({hw.profile}) has no such part")
@@ -96,6 +104,20 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"drive": scratch[-1].name}
     if kind == "nvme_wearing_out":
         return {"drive": scratch[len(scratch) // 2].name, "percentage_used": 95, "media_errors": 12}
+    if kind in GPU_HEALTH_TARGET:
+        return _gpu_health_params(kind, hw)
     if kind == "package_wrong_version":
         return {"package": "nvidia-driver", "version": _older_version(hw.driver_apt_version)}
     raise InputError(f"unknown fault kind {kind!r}; known: {', '.join(sorted(FAULT_KINDS))}")
+
+
+def _gpu_health_params(kind: str, hw: Hardware) -> FaultParams:
+    gpu = hw.gpus[min(GPU_HEALTH_TARGET[kind], len(hw.gpus) - 1)]
+    if kind == "gpu_xid":  # Xid 119: GSP RPC timeout (NVIDIA's Xid catalogue), in the failing list
+        return {"gpu": gpu.index, "xid": 119,
+                "message": "Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 76."}
+    if kind == "gpu_throttle_thermal":  # hot enough for HW thermal slowdown: above the default fail tier
+        return {"gpu": gpu.index, "temperature": 91}
+    if kind == "gpu_pcie_downtrained":  # trained one generation down (Gen5 slot, Gen4 link)
+        return {"gpu": gpu.index, "generation": max(1, gpu.pcie_gen - 1)}
+    return {"gpu": gpu.index}

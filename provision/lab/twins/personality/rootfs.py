@@ -32,6 +32,8 @@ BASE_TOOLS = {
     "/usr/local/sbin/lscpu": "lscpu",
     "/usr/local/sbin/dmidecode": "dmidecode",
     "/usr/local/sbin/nvme": "nvme",
+    # The twin shares the lab host's kernel: its kernel log is the simulated server's (NVIDIA lines, Xids).
+    "/usr/local/sbin/dmesg": "dmesg",
 }
 UNITS = {
     "provision-lab-devices.service": "multi-user.target",

@@ -144,3 +144,39 @@ def find_drive(hw: dict[str, Any], path: str) -> dict[str, Any] | None:
         if base in names or any(base.startswith(n + "-part") or base.startswith(n + "p") for n in names):
             return d
     return None
+
+
+def _hit(kind: str, gpu: dict[str, Any]) -> bool:
+    params = fault(kind)
+    return params is not None and int(params["gpu"]) == gpu["index"]
+
+
+def gpu_health(gpu: dict[str, Any]) -> dict[str, Any]:
+    """What `nvidia-smi -q` reports of a GPU's health; the gpu_* faults change it (all else healthy, idle)."""
+    thermal = fault("gpu_throttle_thermal") if _hit("gpu_throttle_thermal", gpu) else None
+    pcie = fault("gpu_pcie_downtrained") if _hit("gpu_pcie_downtrained", gpu) else None
+    remap = _hit("gpu_row_remap_pending", gpu)
+    temp = int(thermal["temperature"]) if thermal else 27 + (gpu["index"] * 3) % 7
+    return {
+        "temp": temp, "mem_temp": temp + 8 if thermal else 44, "pstate": "P0",
+        # An idle GPU reports Idle; a thermally throttled one is busy and slowed by HW Slowdown (HW Thermal).
+        "ev_idle": "Not Active" if thermal else "Active",
+        "ev_hw_slowdown": "Active" if thermal else "Not Active",
+        "ev_hw_thermal": "Active" if thermal else "Not Active",
+        "pcie_gen_current": int(pcie["generation"]) if pcie else gpu["pcie_gen"],
+        "pcie_width_current": gpu["pcie_width"],
+        # A row marked for remapping after an uncorrectable error: counted, pending until the next GPU reset.
+        "remap_unc": 1 if remap else 0, "remap_pending": "Yes" if remap else "No",
+    }
+
+
+def xid_lines(hw: dict[str, Any]) -> list[str]:
+    """Kernel log lines of the gpu_xid fault, in the NVIDIA driver's format (NVRM: Xid (PCI:...): N, ...)."""
+    params = fault("gpu_xid")
+    if params is None:
+        return []
+    gpu = next((g for g in hw["gpus"] if g["index"] == int(params["gpu"])), None)
+    if gpu is None:
+        return []
+    pci = gpu["bus_id"][4:].rsplit(".", 1)[0]  # 00000000:19:00.0 -> 0000:19:00, as the driver prints it
+    return [f"NVRM: Xid (PCI:{pci}): {int(params['xid'])}, pid=1234, name=python3, {params['message']}"]

@@ -70,8 +70,9 @@ class Ctx:
             "device_id_hex": g["device_id"][2:], "subsystem_id": g["subsystem_id"],
             "subsystem_id_hex": g["subsystem_id"][2:], "pcie_gen": g["pcie_gen"], "pcie_width": g["pcie_width"],
             "fb_total": g["fb_mib"], "fb_free": g["fb_mib"] - 552, "ecc": "Enabled",
-            "temp": 27 + (g["index"] * 3) % 7, "power_draw": f"{70 + g['index'] * 0.91:.2f}",
+            "power_draw": f"{70 + g['index'] * 0.91:.2f}",
             "power_limit": g["power_limit_w"], "fabric_state": state, "fabric_status": status,
+            **labstate.gpu_health(g),
         }
 
 
@@ -155,6 +156,18 @@ def cmd_nvlink_status(ctx: Ctx) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def cmd_nvlink_errors(ctx: Ctx) -> str:
+    """`nvidia-smi nvlink -e`: NVIDIA's documented layout (no capture): three counters per link, all 0."""
+    out = []
+    for g in ctx.gpus:
+        out.append(f"GPU {ctx.index(g)}: {g['name']} (UUID: {g['uuid']})")
+        if not g["nvlinks"]:
+            out.append("\t NVML: Unable to retrieve NVLink information as all links are inActive")
+        for link in range(int(g["nvlinks"])):
+            out += [f"\t Link {link}: {name} Errors: 0" for name in ("Replay", "Recovery", "CRC")]
+    return "\n".join(out) + ("\n" if out else "")
+
+
 def _topo_cell(ctx: Ctx, a: dict[str, Any], b: dict[str, Any]) -> str:
     if a is b:
         return " X "
@@ -221,10 +234,11 @@ def _fields(ctx: Ctx, i: int, g: dict[str, Any]) -> dict[str, tuple[str, str]]:
         "gpu_uuid": ("", g["uuid"]), "pci.bus_id": ("", g["bus_id"]), "gpu_bus_id": ("", g["bus_id"]),
         "pci.device_id": ("", g["device_id"]), "pci.sub_device_id": ("", g["subsystem_id"]),
         "index": ("", str(i)), "persistence_mode": ("", v["persistence"]),
-        "vbios_version": ("", g["vbios"]), "pstate": ("", "P0"), "compute_mode": ("", "Default"),
-        "pcie.link.gen.current": ("", str(g["pcie_gen"])), "pcie.link.gen.max": ("", str(g["pcie_gen"])),
-        "pcie.link.gen.gpucurrent": ("", str(g["pcie_gen"])), "pcie.link.gen.gpumax": ("", str(g["pcie_gen"])),
-        "pcie.link.width.current": ("", str(g["pcie_width"])), "pcie.link.width.max": ("", str(g["pcie_width"])),
+        "vbios_version": ("", g["vbios"]), "pstate": ("", v["pstate"]), "compute_mode": ("", "Default"),
+        "pcie.link.gen.current": ("", str(v["pcie_gen_current"])), "pcie.link.gen.max": ("", str(g["pcie_gen"])),
+        "pcie.link.gen.gpucurrent": ("", str(v["pcie_gen_current"])), "pcie.link.gen.gpumax": ("", str(g["pcie_gen"])),
+        "pcie.link.width.current": ("", str(v["pcie_width_current"])),
+        "pcie.link.width.max": ("", str(g["pcie_width"])),
         "memory.total": ("MiB", f"{g['fb_mib']} MiB"), "memory.used": ("MiB", "0 MiB"),
         "memory.reserved": ("MiB", "551 MiB"), "memory.free": ("MiB", f"{v['fb_free']} MiB"),
         "utilization.gpu": ("%", "0 %"), "utilization.memory": ("%", "0 %"),
@@ -232,9 +246,12 @@ def _fields(ctx: Ctx, i: int, g: dict[str, Any]) -> dict[str, tuple[str, str]]:
         "ecc.errors.uncorrected.volatile.total": ("", "0"), "ecc.errors.uncorrected.aggregate.total": ("", "0"),
         "ecc.errors.corrected.volatile.total": ("", "0"), "ecc.errors.corrected.aggregate.total": ("", "0"),
         "retired_pages.single_bit_ecc.count": ("", "[N/A]"), "retired_pages.double_bit.count": ("", "[N/A]"),
-        "remapped_rows.correctable": ("", "0"), "remapped_rows.uncorrectable": ("", "0"),
-        "remapped_rows.pending": ("", "No"), "remapped_rows.failure": ("", "No"),
-        "temperature.gpu": ("", str(v["temp"])), "temperature.memory": ("", str(v["temp"] + 8)),
+        "remapped_rows.correctable": ("", "0"), "remapped_rows.uncorrectable": ("", str(v["remap_unc"])),
+        "remapped_rows.pending": ("", v["remap_pending"]), "remapped_rows.failure": ("", "No"),
+        "temperature.gpu": ("", str(v["temp"])), "temperature.memory": ("", str(v["mem_temp"])),
+        "clocks_event_reasons.hw_slowdown": ("", v["ev_hw_slowdown"]),
+        "clocks_event_reasons.hw_thermal_slowdown": ("", v["ev_hw_thermal"]),
+        "clocks_event_reasons.gpu_idle": ("", v["ev_idle"]),
         "power.draw": ("W", f"{v['power_draw']} W"), "power.draw.instant": ("W", f"{v['power_draw']} W"),
         "power.draw.average": ("W", f"{v['power_draw']} W"),
         "power.limit": ("W", f"{g['power_limit_w']}.00 W"), "enforced.power.limit": ("W", f"{g['power_limit_w']}.00 W"),
@@ -338,6 +355,8 @@ def main(args: list[str]) -> int:
         out = cmd_list(ctx)
     elif args[:1] == ["topo"]:
         out = cmd_topo(ctx)
+    elif args[:1] == ["nvlink"] and any(a in ("-e", "--errorcounters") for a in args):
+        out = cmd_nvlink_errors(ctx)
     elif args[:1] == ["nvlink"]:
         out = cmd_nvlink_status(ctx)
     elif _opt(args, "--query-gpu") is not None:
