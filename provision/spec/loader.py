@@ -19,6 +19,7 @@ from provision.spec.strict_yaml import load_strict, yaml_files
 PROFILE_VAR = "provision_profile"
 PROFILE_PREFIX = "provision_profile_"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
+BMC_AUTH_MODES = ("auto", "session", "basic")
 
 
 def load_fleet(inventory: Path) -> Fleet:
@@ -197,6 +198,10 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             raise InventoryError(f"{inventory}: host {host}: provision_bmc_ca_file: {ca_path} does not exist")
     user = hv.get("provision_bmc_username") or os.environ.get(CREDENTIAL_ENV[0]) or ""
     password = hv.get("provision_bmc_password") or os.environ.get(CREDENTIAL_ENV[1]) or ""
+    auth = hv.get("provision_bmc_auth", "auto")
+    if auth not in BMC_AUTH_MODES:
+        raise InventoryError(f"{inventory}: host {host}: provision_bmc_auth: {auth!r} is not one of "
+                             f"{', '.join(BMC_AUTH_MODES)}")
     try:
         return BmcEndpoint(
             address=str(address),
@@ -204,6 +209,7 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             password=str(password),
             ca_file=ca_path,
             verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
+            auth=auth,
         )
     except ValidationError as exc:
         raise InventoryError(f"{inventory}: host {host}: {_describe(exc, 'provision_bmc')}") from None

@@ -7,6 +7,7 @@ import datetime
 import json
 import ssl
 import threading
+import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ class FakeBmc:
     tokens: set[str] = field(default_factory=set)
     drop: dict[str, int] = field(default_factory=dict)
     patches: list[tuple[str, Any]] = field(default_factory=list)
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> Location of a 307
+    raw: dict[str, tuple[int, str, bytes]] = field(default_factory=dict)  # path -> (status, content type, body)
+    delay: dict[str, float] = field(default_factory=dict)  # path -> seconds to stall before answering
 
     def fail(self, path: str, status: int, times: int = 1, headers: dict[str, str] | None = None) -> None:
         q = self.faults.setdefault(path, deque())
@@ -88,6 +92,19 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
                 bmc.drop[path] -= 1
                 self.connection.close()
                 self.close_connection = True
+                return
+            if path in bmc.delay:
+                time.sleep(bmc.delay[path])
+            if path in bmc.redirects:
+                self._reply(307, {}, {"Location": bmc.redirects[path]})
+                return
+            if path in bmc.raw and bmc.authorised(headers):
+                status, ctype, data = bmc.raw[path]
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
                 return
             q = bmc.faults.get(path)
             if q:
