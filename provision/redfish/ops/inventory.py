@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provision.redfish.connector import ROOT, Connector, Json
+from provision.redfish.connector import ROOT, Connector, Json, Unreadable
 from provision.redfish.resources import (
     ComputerSystem,
     Drive,
@@ -64,6 +64,8 @@ class NodeInventory(BaseModel):
     thermal: list[Thermal]
     firmware: list[SoftwareInventory]
     missing: list[str] = Field(default_factory=list, description="Linked URIs the BMC answered 404 for")
+    unreadable: list[Unreadable] = Field(default_factory=list, description="Linked URIs the BMC did not give "
+                                         "(HTTP error after retries, HTML, malformed JSON), with why")
     requests: int = 0
 
 
@@ -94,7 +96,8 @@ def observe(conn: Connector) -> NodeInventory:
                 jobs[f"{c.get('@odata.id')}:{key}"] = (lambda cc=c, k=key: conn.link(cc, k))
     got = conn.parallel(jobs)
     inv = _assemble(conn, system, chassis, top["firmware"], got)
-    return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing)})
+    return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing),
+                                "unreadable": list(conn.stats.unreadable)})
 
 
 def _firmware_uri(conn: Connector) -> str:
