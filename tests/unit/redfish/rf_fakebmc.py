@@ -37,6 +37,7 @@ class FakeBmc:
     password: str = "s3cret-Pa55"
     sessions: bool = True
     password_change: bool = False  # logins succeed with Base.PasswordChangeRequired (a factory-default account)
+    session_401: bool = False  # session logins refused with 401 whatever the credentials; basic still works
     expand: bool = True
     faults: dict[str, deque[tuple[int, dict[str, str]]]] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
@@ -136,7 +137,7 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
                 self._reply(405, {"error": {"message": "no sessions"}})
                 return
             creds = json.loads(body or b"{}")
-            if creds.get("UserName") != bmc.username or creds.get("Password") != bmc.password:
+            if bmc.session_401 or creds.get("UserName") != bmc.username or creds.get("Password") != bmc.password:
                 self._reply(401, {"error": {"message": "bad credentials"}})
                 return
             tok = uuid.uuid4().hex
