@@ -244,3 +244,19 @@ def load_tree(root_dir: Path) -> dict[str, Any]:
         uri = "/" + rel if rel != "." else "/"
         tree[uri.rstrip("/") or "/"] = json.loads(f.read_text())
     return tree
+
+
+def load_capture(root_dir: Path) -> tuple[dict[str, Any], dict[str, tuple[int, str, bytes]]]:
+    """A captured tree as (tree, raw): files that are not JSON (the Lenovo capture has two malformed
+    MetricReports) are served as captured, through FakeBmc.raw."""
+    tree: dict[str, Any] = {}
+    raw: dict[str, tuple[int, str, bytes]] = {}
+    for f in root_dir.rglob("index.json"):
+        rel = f.parent.relative_to(root_dir).as_posix()
+        uri = ("/" + rel if rel != "." else "/").rstrip("/") or "/"
+        data = f.read_bytes()
+        try:
+            tree[uri] = json.loads(data)
+        except ValueError:
+            raw[uri] = (200, "application/json", data)
+    return tree, raw

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+import yaml
 from rf_fakebmc import FakeBmc, Served
 from rf_support import connect, tree
 
+from provision.cli import main as cli_main
 from provision.errors import RedfishError
 from provision.redfish.errors import RedfishTimeout, RedfishUnavailable, RedfishUnreadable
 from provision.redfish.ops.inventory import observe
@@ -158,3 +163,25 @@ def test_unreachable_mid_inventory_still_raises() -> None:
         bmc.drop[f"{ROOT}/Systems/1/Memory"] = 50
         with pytest.raises(RedfishUnavailable, match="no answer"):
             conn.get_optional(f"{ROOT}/Systems/1/Memory")
+
+
+def test_bmc_inventory_exits_1_and_names_what_it_could_not_read(inventory_copy: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    bmc.fail(f"{ROOT}/Systems/1/Memory", 403, times=50)  # not retried: the CLI's retry policy is real time
+    bmc.raw[f"{ROOT}/Chassis/1/Power"] = (200, "text/html", b"<html>503 Service Temporarily Unavailable</html>")
+    hv = inventory_copy.parent / "host_vars" / "node01.yml"
+    data = yaml.safe_load(hv.read_text())
+    with Served(bmc) as srv:
+        data.update(provision_bmc_address=srv.address, provision_bmc_username="admin",
+                    provision_bmc_password="s3cret-Pa55")
+        hv.write_text(yaml.safe_dump(data))
+        code = cli_main(["bmc", "inventory", "node01", "-i", str(inventory_copy), "--json"])
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert code == 1
+    assert {u["uri"] for u in report["unreadable"]} == {f"{ROOT}/Systems/1/Memory", f"{ROOT}/Chassis/1/Power"}
+    err = out.err.strip()
+    assert len(err.splitlines()) == 1 and "2 URI(s) could not be read" in err
+    assert f"{ROOT}/Systems/1/Memory (HTTP 403" in err and f"{ROOT}/Chassis/1/Power (HTML instead of JSON)" in err
+    assert len(report["inventory"]["gpus"]) == 8  # the rest was read
