@@ -70,3 +70,13 @@ def apply_time(wanted: str, supported: tuple[str, ...], where: str) -> str:
     otherwise a one-line error listing what it supports (an apply time is never silently changed: OnReset
     and Immediate differ in when the host sees the new firmware)."""
     return offered(wanted, supported, "apply time", where)
+
+
+def update_apply_time(service: Json, method: str, wanted: str, where: str) -> str:
+    """The `@Redfish.OperationApplyTime` to send with a firmware update made by `method`: "multipart"
+    is judged by UpdateService.MultipartHttpPushUri@Redfish.OperationApplyTimeSupport, "simple" by the
+    #UpdateService.SimpleUpdate action's @Redfish.OperationApplyTimeSupport (UpdateService schema)."""
+    if method == "multipart":
+        return apply_time(wanted, apply_times(service, "MultipartHttpPushUri"), where)
+    actions = service.get("Actions") if isinstance(service.get("Actions"), dict) else {}
+    return apply_time(wanted, apply_times((actions or {}).get("#UpdateService.SimpleUpdate")), where)

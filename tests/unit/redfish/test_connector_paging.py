@@ -185,3 +185,14 @@ def test_bmc_inventory_exits_1_and_names_what_it_could_not_read(inventory_copy: 
     assert len(err.splitlines()) == 1 and "2 URI(s) could not be read" in err
     assert f"{ROOT}/Systems/1/Memory (HTTP 403" in err and f"{ROOT}/Chassis/1/Power (HTML instead of JSON)" in err
     assert len(report["inventory"]["gpus"]) == 8  # the rest was read
+
+
+@pytest.mark.parametrize(("link", "key"), [
+    ("/redfish/v1/Systems/1/LogServices/SEL/Entries?$skip=50", "/redfish/v1/Systems/1/LogServices/SEL/Entries?$skip=50"),
+    ("https://10.0.0.5/redfish/v1/Entries/?$skip=2&$top=2", "/redfish/v1/Entries?$skip=2&$top=2"),
+    ("/redfish/v1/Entries/", "/redfish/v1/Entries"),
+])
+def test_a_next_link_is_known_by_its_path_and_query(link: str, key: str) -> None:
+    from provision.redfish.connector import _page_key
+
+    assert _page_key(link) == key

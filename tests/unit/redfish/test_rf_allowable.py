@@ -127,6 +127,11 @@ def test_apply_times_from_the_gh200_update_service() -> None:
     assert allowable.apply_time("OnReset", (), "n") == "OnReset"
     action = {"target": "/x", "@Redfish.OperationApplyTimeSupport": {"SupportedValues": ["OnReset", "Immediate"]}}
     assert allowable.apply_times(action) == ("OnReset", "Immediate")
+    with pytest.raises(RedfishBadRequest, match="OnReset"):
+        allowable.update_apply_time(svc, "multipart", "OnReset", "n")
+    assert allowable.update_apply_time(svc, "simple", "OnReset", "n") == "OnReset"  # the action says nothing
+    simple = {"Actions": {"#UpdateService.SimpleUpdate": action}}
+    assert allowable.update_apply_time(simple, "simple", "onreset", "n") == "OnReset"
 
 
 INFO = {"error": {"code": "Base.1.8.GeneralError", "message": "A general error has occurred. See ExtendedInfo.",
