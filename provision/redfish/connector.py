@@ -9,9 +9,10 @@ service advertises it and bounded parallel GETs where it does not, `Members@odat
 request counter, and secrets scrubbed from every log line and error.
 
 The HTTP transport is the connector's own urllib3 pool (connector_fast) for every method, logins
-included; the DMTF library's client is used through its public API only (constructor, requests,
-session key/location and authorization key getters and setters, logout), and carries a request only
-where the pool cannot: through a proxy, or to follow a redirect.
+included; the DMTF library's client is used through its public API (constructor, requests, session
+key/location and authorization key getters and setters, logout; the one exception, its Session's
+trust_env, is explained where it is set), and carries a request only where the pool cannot: through a
+proxy, or to follow a redirect.
 """
 
 from __future__ import annotations
@@ -291,7 +292,8 @@ class Connector:
             if auth_key:
                 redact.register_secret(auth_key.split(" ", 1)[-1])
             return
-        raise RedfishAuthError(redact.scrub(f"{self.opts.where}: cannot log in: {last}"))
+        why = " ".join(str(last).split())  # the library's text has line breaks: an error stays one line
+        raise RedfishAuthError(redact.scrub(f"{self.opts.where}: cannot log in ({'/'.join(modes)}): {why}"))
 
     def _login_as(self, mode: str) -> None:
         """One login on the connector's transport; the library's client keeps the session key and
