@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
@@ -27,17 +28,23 @@ PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; c
 def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
               insecure: InsecureOpt = False) -> None:
     """Read the node's hardware from its BMC and report drift against its spec."""
-    with open_host(load_host(inventory, node), insecure) as (host, facts):
+    with open_host(load_host(inventory, node), insecure) as (host, facts), facts.conn.deadline():
         inv = inv_ops.observe(facts.conn)
     report = inv_ops.drift(host.spec, inv)
     if as_json:
         emit_json({"node": node, "vendor": inv.vendor, "requests": inv.requests, "inventory": summary(inv),
-                   "drift": report.items, "drifted": len(report.drifted)})
+                   "drift": report.items, "drifted": len(report.drifted), "unreadable": inv.unreadable})
     else:
         render(node, inv, report)
+    problems = []
     if report.drifted:
-        raise CheckFailed(f"{node}: {len(report.drifted)} figure(s) differ from the spec: "
-                          + ", ".join(i.key for i in report.drifted))
+        problems.append(f"{len(report.drifted)} figure(s) differ from the spec: "
+                        + ", ".join(i.key for i in report.drifted))
+    if inv.unreadable:  # an inventory with holes is not a clean one
+        problems.append(f"{len(inv.unreadable)} URI(s) could not be read: "
+                        + ", ".join(f"{u.uri} ({u.reason})" for u in inv.unreadable))
+    if problems:
+        raise CheckFailed(f"{node}: " + "; ".join(problems))
 
 
 def summary(inv: inv_ops.NodeInventory) -> dict[str, object]:
@@ -75,6 +82,8 @@ def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport) -
     for i in report.items:
         table.add_row(i.key, i.kind.value, i.expected, i.observed, f"[{colour[i.verdict]}]{i.verdict}[/]")
     console.print(table)
+    for u in inv.unreadable:
+        console.print(f"  [red]unreadable[/red] {escape(u.uri)}: {escape(u.reason)}", highlight=False)
 
 
 @app.command("boot-once")

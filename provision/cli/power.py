@@ -36,7 +36,8 @@ def power_command(
         if action is Action.STATUS:
             console.print(f"{node}: {state}")
             return
-        actions = power_ops.plan(action.value, state, facts.system.reset_types)  # type: ignore[arg-type]
+        actions = power_ops.plan(action.value, state, power_ops.reset_types(facts),  # type: ignore[arg-type]
+                                 facts.conn.opts.where)
         if not actions:
             console.print(f"{node}: already {state}; nothing to do")
             return

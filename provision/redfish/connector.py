@@ -1,24 +1,32 @@
 """The one Redfish connector, on the DMTF `redfish` library.
 
 Adds what the library lacks: TLS verified by default (the library sends `verify=False` unless a CA file
-is given, so a CA bundle is always passed), one re-login on 401, retries with exponential backoff and
-jitter on connection errors and 5xx (Retry-After honoured), per-request timeouts, ETag/If-Match on
-PATCH, `$expand` where the service advertises it and bounded parallel GETs where it does not, a request
-counter, and secrets scrubbed from every log line and error.
+is given, so a CA bundle is always passed), session/basic/auto login decided from the service root, one
+re-login on 401, retries with exponential backoff and jitter on connection errors and 5xx (Retry-After
+honoured), per-request timeouts and a deadline per command, ETag/If-Match on PATCH, `$expand` where the
+service advertises it and bounded parallel GETs where it does not, `Members@odata.nextLink` paging
+(visited set, page cap), partial reads (a sub-resource that cannot be read is recorded, not fatal), a
+request counter, and secrets scrubbed from every log line and error.
+
+The HTTP transport is the connector's own urllib3 pool (connector_fast) for every method, logins
+included; the DMTF library's client is used through its public API (constructor, requests, session
+key/location and authorization key getters and setters, logout; the one exception, its Session's
+trust_env, is explained where it is set), and carries a request only where the pool cannot: through a
+proxy, or to follow a redirect.
 """
 
 from __future__ import annotations
 
-import functools
-import json
+import base64
 import logging
 import os
 import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +39,6 @@ from redfish.rest.v1 import (
     InvalidCredentialsError,
     RedfishPasswordChangeRequiredError,
     RetriesExhaustedError,
-    RisObject,
     SessionCreationError,
 )
 
@@ -39,16 +46,22 @@ from provision.redfish import connector_fast as fast
 from provision.redfish import redact
 from provision.redfish.errors import (
     RedfishAuthError,
+    RedfishError,
+    RedfishHttpError,
     RedfishNotFound,
+    RedfishTimeout,
     RedfishTlsError,
     RedfishUnavailable,
+    RedfishUnreadable,
     raise_for_status,
 )
 from provision.redfish.retry import RETRY_STATUSES, RetryPolicy
 
 LOG = logging.getLogger("provision.redfish")
 ROOT = "/redfish/v1"
+SESSIONS = f"{ROOT}/SessionService/Sessions"  # fixed by DSP0266 1.6 where the root does not link it
 Json = dict[str, Any]
+AuthMode = Literal["auto", "session", "basic"]
 
 
 class ConnectorOptions(BaseModel):
@@ -61,8 +74,12 @@ class ConnectorOptions(BaseModel):
     password: SecretStr
     ca_file: Path | None = None
     verify_tls: bool = True
-    auth: Literal["auto", "session", "basic"] = "auto"
+    auth: AuthMode = "auto"
     retry: RetryPolicy = RetryPolicy()
+    deadline_s: float = Field(default=120.0, gt=0, description="Seconds one read command (an inventory, a "
+                              "collection walk) may take in all, retries and pages included")
+    max_pages: int = Field(default=500, ge=1, description="Pages of one collection followed through "
+                           "Members@odata.nextLink before giving up")
     max_parallel: int = Field(default=4, ge=1, le=32)
     use_expand: bool = True
     name: str = Field(default="", description="Node name used in messages")
@@ -81,11 +98,13 @@ class ConnectorOptions(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """One HTTP answer: status, lower-cased headers, JSON body (None when not JSON)."""
+    """One HTTP answer: status, lower-cased headers, JSON body (None when not JSON; `problem` then
+    says why, e.g. "HTML instead of JSON", when there was a body)."""
 
     status: int
     headers: dict[str, str]
     body: Any = None
+    problem: str | None = None
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
@@ -95,14 +114,46 @@ class Response:
         return self.body if isinstance(self.body, dict) else {}
 
 
+class Unreadable(BaseModel):
+    """A linked resource the BMC did not give: HTTP error after retries, HTML, malformed JSON."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uri: str
+    reason: str
+
+
 @dataclass
 class Stats:
-    """What the connector sent: HTTP attempts, retries, re-logins."""
+    """What the connector sent: HTTP attempts, retries, re-logins; what it could not read."""
 
     requests: int = 0
     retries: int = 0
     relogins: int = 0
     missing: list[str] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+
+def session_uri(root: Json) -> str | None:
+    """Where to POST a session login: the root's Links.Sessions; the DSP0266 fixed URI when the root
+    links only the SessionService; None when the service offers no sessions (sushy-tools' emulator)."""
+    links = root.get("Links")
+    sessions = links.get("Sessions") if isinstance(links, dict) else None
+    if isinstance(sessions, dict) and sessions.get("@odata.id"):
+        return str(sessions["@odata.id"])
+    service = root.get("SessionService")
+    return SESSIONS if isinstance(service, dict) and service.get("@odata.id") else None
+
+
+def login_modes(auth: AuthMode, root: Json | None) -> list[str]:
+    """Pure: the login methods to try, in order. session/basic: that one only. auto: a session where the
+    service root offers sessions, then basic (after a session login refused); basic alone where it offers
+    none. `root` None: the root itself wanted credentials, so what it offers is unknown: both."""
+    if auth != "auto":
+        return [auth]
+    if root is not None and session_uri(root) is None:
+        return ["basic"]
+    return ["session", "basic"]
 
 
 def default_ca_bundle() -> str:
@@ -131,6 +182,11 @@ class Connector:
         self._login_lock = threading.Lock()
         self._login_generation = 0
         self._auth_mode: str | None = None
+        self._deadline_lock = threading.Lock()
+        self._deadline_depth = 0
+        self._deadline_at: float | None = None
+        self._deadline_len = opts.deadline_s
+        self._record_lock = threading.Lock()
         self.root: Json = {}
         redact.install()
         redact.register_secret(opts.password.get_secret_value())
@@ -152,8 +208,10 @@ class Connector:
             proxies=proxies,
             check_connectivity=False,
         )
-        # The proxy environment is read once above; requests would otherwise re-scan os.environ on every
-        # request (a quarter of a GET's CPU, measured by bench/campaign_scale.py). CA files are passed explicitly.
+        # Left as it is, with no public way to say it: the library's requests.Session would re-read the
+        # environment on every request it carries (proxies, already read once above; CA variables, moot as
+        # the CA file is passed explicitly) and, worse, ~/.netrc, whose entry for the BMC's host would replace
+        # the Authorization header the connector set. Only proxied and redirected requests go that way now.
         self._client._session.trust_env = False
         # GETs go through a plain urllib3 pool (provision.redfish.connector_fast), except through a proxy
         self._pool = None if proxies else fast.make_pool(opts.address, cafile, opts.max_parallel)
@@ -167,7 +225,11 @@ class Connector:
         self.close()
 
     def open(self) -> None:
-        """Read the service root (once) and log in: session auth, basic as fallback."""
+        """Read the service root (once) and log in as `opts.auth` says (see login_modes)."""
+        if not self.opts.username or not self.opts.password.get_secret_value():
+            raise RedfishAuthError(f"{self.opts.where}: no BMC username/password configured; nothing sent "
+                                   "(set provision_bmc_username and provision_bmc_password, or "
+                                   "PROVISION_BMC_USERNAME and PROVISION_BMC_PASSWORD)")
         resp = self.request("GET", f"{ROOT}/", allow_status=(401,), auth=False)
         if resp.status == 401:
             self._login()
@@ -199,27 +261,31 @@ class Connector:
             self._client.set_authorization_key(None)
 
     def _set_root(self, resp: Response) -> None:
-        self.root = resp.json
-        self._client.root = RisObject.parse(self.root)
-        self._client.root_resp = resp
-        sessions = (self.root.get("Links") or {}).get("Sessions") or {}
-        self._client.login_url = sessions.get("@odata.id") or f"{ROOT}/SessionService/Sessions"
+        if not isinstance(resp.body, dict):
+            why = _unreadable_why(resp)
+            raise RedfishUnreadable(f"{self.opts.where}: GET {ROOT}/ (service root): {why}", uri=f"{ROOT}/",
+                                    status=resp.status, reason=why)
+        self.root = resp.body
 
     def _login(self) -> None:
-        """Log in with retries on connection trouble; session first unless told otherwise."""
-        modes = {"auto": ["session", "basic"], "session": ["session"], "basic": ["basic"]}[self.opts.auth]
+        """Log in with retries on connection trouble, trying login_modes() in order: a session login
+        refused (401, or the service cannot create sessions) falls back to basic where auto allows it."""
+        modes = login_modes(self.opts.auth, self.root or None)
         if self._auth_mode == "basic":
             modes = ["basic"]
         last: Exception | None = None
-        for mode in modes:
+        for i, mode in enumerate(modes):
             try:
-                self._with_retries(self._login_call(mode), "login")
+                self._with_retries(lambda m=mode: self._login_as(m), "login")  # type: ignore[misc]
             except SessionCreationError as exc:
                 last = exc
                 continue
             except InvalidCredentialsError:
+                if i + 1 < len(modes):
+                    LOG.info("%s: %s login refused (401), trying %s", self.opts.where, mode, modes[i + 1])
+                    continue
                 raise RedfishAuthError(
-                    f"{self.opts.where}: credentials for user {self.opts.username!r} refused"
+                    f"{self.opts.where}: credentials for user {self.opts.username!r} refused ({mode} auth)"
                 ) from None
             except RedfishPasswordChangeRequiredError:
                 raise RedfishAuthError(
@@ -233,24 +299,33 @@ class Connector:
             if auth_key:
                 redact.register_secret(auth_key.split(" ", 1)[-1])
             return
-        raise RedfishAuthError(redact.scrub(f"{self.opts.where}: cannot log in: {last}"))
+        why = " ".join(str(last).split())  # the library's text has line breaks: an error stays one line
+        raise RedfishAuthError(redact.scrub(f"{self.opts.where}: cannot log in ({'/'.join(modes)}): {why}"))
 
-    def _login_call(self, mode: str) -> Callable[[], None]:
-        if mode == "session" and self._pool is not None:
-            return self._session_login_on_pool
-        return functools.partial(self._client.login, auth=mode)
-
-    def _session_login_on_pool(self) -> None:
-        """The library's session login on the connector's own connection (through the library it took a
-        second TLS connection per BMC, opened again after each BMC reboot); the library keeps the session."""
-        creds = {"UserName": self.opts.username, "Password": self.opts.password.get_secret_value()}
-        resp = self._fast("POST", self._client.login_url, None, creds, {}, self.opts.retry.timeout_s)
-        if resp is None:  # redirected: the library's way
-            self._client.login(auth="session")
+    def _login_as(self, mode: str) -> None:
+        """One login on the connector's transport; the library's client keeps the session key and
+        location (or the basic Authorization key), set through its public setters. Raises the library's
+        own exceptions for a refused login (connector_fast.session_from_login)."""
+        c = self._client
+        c.set_session_key(None)
+        c.set_session_location(None)
+        c.set_authorization_key(None)
+        if mode == "session":
+            creds = {"UserName": self.opts.username, "Password": self.opts.password.get_secret_value()}
+            resp = self._send("POST", session_uri(self.root) or SESSIONS, creds, None, None, None)
+            key, location = fast.session_from_login(resp.status, resp.headers, resp.body)
+            c.set_session_key(key)
+            c.set_session_location(location)
             return
-        key, location = fast.session_from_login(resp.status, resp.headers, resp.body)
-        self._client.set_session_key(key)
-        self._client.set_session_location(location)
+        pair = f"{self.opts.username}:{self.opts.password.get_secret_value()}".encode()
+        c.set_authorization_key("Basic " + base64.b64encode(pair).decode())
+        # basic auth has no login: check the credentials on a resource that needs them, as the library does
+        systems = self.root.get("Systems")
+        link = systems.get("@odata.id") if isinstance(systems, dict) else None
+        probe = str(link or session_uri(self.root) or f"{ROOT}/Systems")
+        if self._send("GET", probe, None, None, None, None).status == 401:
+            c.set_authorization_key(None)
+            raise InvalidCredentialsError("HTTP 401 Unauthorized returned: Invalid credentials supplied")
 
     def _with_retries(self, fn: Callable[[], Any], what: str) -> Any:
         policy = self.opts.retry
@@ -294,8 +369,10 @@ class Connector:
         while True:
             attempt += 1
             generation = self._login_generation
+            left = self._time_left(method, uri)
             try:
-                resp = self._send(method, uri, body, headers, args, timeout)
+                resp = self._send(method, uri, body, headers, args,
+                                  _within(timeout or policy.timeout_s, left))
             except RetriesExhaustedError as exc:
                 self._raise_if_tls(exc)
                 if attempt >= policy.attempts or not self._retryable_exc(method, exc):
@@ -315,6 +392,36 @@ class Connector:
                 continue
             raise_for_status(method, uri, resp.status, resp.body, self.opts.where)
             return resp
+
+    # ---- the deadline of a command -----------------------------------------------------------------
+    @contextmanager
+    def deadline(self, seconds: float | None = None) -> Iterator[None]:
+        """Bound everything sent inside (from every thread) to `seconds` (default `opts.deadline_s`) in
+        all; nested or concurrent uses share the first one's deadline. Past it a request raises
+        RedfishTimeout naming the node and the URI, and per-request timeouts shrink to what is left."""
+        with self._deadline_lock:
+            if self._deadline_depth == 0:
+                self._deadline_len = seconds or self.opts.deadline_s
+                self._deadline_at = time.monotonic() + self._deadline_len
+            self._deadline_depth += 1
+        try:
+            yield
+        finally:
+            with self._deadline_lock:
+                self._deadline_depth -= 1
+                if self._deadline_depth == 0:
+                    self._deadline_at = None
+
+    def _time_left(self, method: str, uri: str) -> float | None:
+        at = self._deadline_at
+        if at is None:
+            return None
+        left = at - time.monotonic()
+        if left <= 0:
+            raise RedfishTimeout(redact.scrub(
+                f"{self.opts.where}: {method} {uri}: the command's {self._deadline_len:g} s deadline passed "
+                "(the BMC answers too slowly or has stalled)"))
+        return left
 
     def _send(
         self, method: str, uri: str, body: Any, headers: dict[str, str] | None,
@@ -358,12 +465,16 @@ class Connector:
         raw = fast.send(self._pool, method, path, hdrs, data, timeout)
         if raw is None:
             return None
-        return Response(status=int(raw.status), headers={k.lower(): v for k, v in raw.headers.items()},
-                        body=fast.body(raw.data))
+        hdrs_in = {k.lower(): v for k, v in raw.headers.items()}
+        data, problem = fast.decode(raw.data, hdrs_in.get("content-type"))
+        return Response(status=int(raw.status), headers=hdrs_in, body=data, problem=problem)
 
     def _backoff(self, attempt: int, retry_after: str | None) -> None:
         self.stats.retries += 1
         delay = self.opts.retry.delay(attempt, retry_after, rng=self._rng)
+        at = self._deadline_at
+        if at is not None:  # never sleep past the deadline; the next attempt then raises at once
+            delay = max(0.0, min(delay, at - time.monotonic()))
         LOG.info("%s: retrying in %.2fs (attempt %d)", self.opts.where, delay, attempt)
         self._sleep(delay)
 
@@ -397,18 +508,43 @@ class Connector:
 
     # ---- reading ---------------------------------------------------------------------------------
     def get(self, uri: str, args: dict[str, str] | None = None) -> Json:
-        return self.request("GET", uri, args=args).json
+        """A resource that must be read: a 2xx answer that is not a JSON object raises RedfishUnreadable
+        naming the URI and what was wrong (HTML, malformed JSON, empty)."""
+        resp = self.request("GET", uri, args=args)
+        if isinstance(resp.body, dict):
+            return resp.body
+        why = _unreadable_why(resp)
+        raise RedfishUnreadable(redact.scrub(f"{self.opts.where}: GET {uri}: {why}"), uri=uri, status=resp.status,
+                                reason=why)
 
     def get_optional(self, uri: str) -> Json | None:
-        """GET that answers None for 404 (and records the URI as missing)."""
+        """A linked resource, read if the BMC gives it: None for 404 (recorded in stats.missing) and for
+        an answer that cannot be read (recorded in stats.unreadable). Connection, TLS and deadline
+        failures still raise: the BMC, not the resource, is then the trouble."""
         try:
             return self.get(uri)
-        except RedfishNotFound:
-            self.stats.missing.append(uri)
+        except RedfishHttpError as exc:
+            if not self.record(uri, exc):
+                raise
             return None
 
+    def record(self, uri: str, exc: RedfishHttpError) -> bool:
+        """Note a resource that could not be read; False when `exc` is not about the resource itself."""
+        if isinstance(exc, RedfishNotFound):
+            with self._record_lock:
+                self.stats.missing.append(uri)
+            return True
+        if exc.status is None:
+            return False
+        reason = " ".join((exc.reason or f"HTTP {exc.status}").split())[:160]
+        LOG.warning("%s: %s unreadable: %s", self.opts.where, uri, reason)
+        with self._record_lock:
+            if all(u.uri != uri for u in self.stats.unreadable):
+                self.stats.unreadable.append(Unreadable(uri=uri, reason=reason))
+        return True
+
     def get_many(self, uris: Iterable[str]) -> dict[str, Json | None]:
-        """GET several URIs, at most `max_parallel` at a time; 404s answer None."""
+        """GET several URIs, at most `max_parallel` at a time; missing or unreadable ones answer None."""
         todo = list(dict.fromkeys(uris))
         if len(todo) <= 1:
             return {u: self.get_optional(u) for u in todo}
@@ -437,24 +573,43 @@ class Connector:
         return {"$expand": f"{token}($levels={n})"}
 
     def members(self, uri: str, levels: int = 1) -> list[Json]:
-        """Every member of a collection as a full resource: expanded where allowed, else parallel GETs."""
-        coll = self.get_optional_expanded(uri, levels)
-        if coll is None:
-            return []
-        links = list(coll.get("Members") or [])
+        """Every member of a collection as a full resource: expanded where allowed, else parallel GETs;
+        every page (Members@odata.nextLink), within the command's deadline. A page that cannot be read is
+        recorded and ends the walk; a link back to a page already read, or more than `max_pages` pages,
+        raises."""
+        with self.deadline():
+            coll = self.get_optional_expanded(uri, levels)
+            if coll is None:
+                return []
+            return self.resolve(self._pages(uri, coll))
+
+    def _pages(self, uri: str, coll: Json) -> list[Any]:
+        links = list(_list(coll.get("Members")))
+        seen = {_page_key(uri)}
         next_link = coll.get("Members@odata.nextLink")
         while next_link:
-            page = self.get(str(next_link))
-            links += page.get("Members") or []
+            page_uri = _page_key(str(next_link))
+            if page_uri in seen:
+                raise RedfishError(f"{self.opts.where}: {uri}: Members@odata.nextLink {page_uri} points at a "
+                                   "page already read (a paging loop); stopped")
+            if len(seen) >= self.opts.max_pages:
+                raise RedfishError(f"{self.opts.where}: {uri}: more than {self.opts.max_pages} pages "
+                                   f"(next {page_uri}); stopped")
+            seen.add(page_uri)
+            page = self.get_optional(page_uri)
+            if page is None:
+                break
+            links += _list(page.get("Members"))
             next_link = page.get("Members@odata.nextLink")
-        return self.resolve(links)
+        return links
 
     def get_optional_expanded(self, uri: str, levels: int = 1) -> Json | None:
         args = self.expand_args(levels)
         try:
             return self.get(uri, args=args)
-        except RedfishNotFound:
-            self.stats.missing.append(uri)
+        except RedfishHttpError as exc:
+            if not self.record(uri, exc):
+                raise
             return None
 
     def resolve(self, links: Iterable[Any]) -> list[Json]:
@@ -503,7 +658,7 @@ class Connector:
         return self.request("DELETE", uri, allow_status=(404,))
 
 
-FAST_METHODS = frozenset({"GET", "POST", "PATCH", "DELETE"})
+FAST_METHODS = frozenset({"GET", "POST", "PATCH", "PUT", "DELETE"})
 
 
 def is_expanded(obj: Any) -> bool:
@@ -519,13 +674,33 @@ def _wrap(raw: Any) -> Response:
     text = raw.read
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    body: Any = None
-    if text:
-        try:
-            body = json.loads(text)
-        except ValueError:
-            body = None
-    return Response(status=int(raw.status), headers=headers, body=body)
+    body, problem = fast.decode(text or b"", headers.get("content-type"))
+    return Response(status=int(raw.status), headers=headers, body=body, problem=problem)
+
+
+def _unreadable_why(resp: Response) -> str:
+    if resp.problem:
+        return resp.problem
+    if resp.body is None:
+        return f"an empty answer (HTTP {resp.status})"
+    return f"a JSON {type(resp.body).__name__} instead of an object"
+
+
+def _within(timeout: float, left: float | None) -> float:
+    """The per-request timeout, shrunk to the time left before the deadline."""
+    return timeout if left is None else max(0.05, min(timeout, left))
+
+
+def _page_key(link: str) -> str:
+    """A nextLink as the path?query to GET (an absolute URL is cut to its path and query)."""
+    parts = urlsplit(link)
+    path = parts.path if parts.scheme else link.split("?", 1)[0]
+    query = parts.query
+    return f"{path.rstrip('/') or '/'}" + (f"?{query}" if query else "")
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
 
 
 def _short(exc: BaseException) -> str:

@@ -4,8 +4,8 @@ Through requests + the `redfish` library a GET costs ~1.2 ms of CPU here and a J
 a plain urllib3 pool ~0.6 and ~1.0 ms (medians, the same connector against the lab simulator, library
 path and pool alternated in one process). Campaigns over hundreds of BMCs are bound by that CPU (one
 GIL), so the connector sends GET, POST, PATCH and DELETE here, on one connection per BMC, session
-login and logout included (the library keeps the session). PUT (the library's gzip dance), basic
-auth and redirects stay on the DMTF library.
+login and logout included (the library keeps the session), PUT and basic auth too. Only what the pool
+cannot do stays on the DMTF library's own transport: a request through a proxy, and a redirect.
 Same semantics: the library's own auth headers, its query-string and body encodings, TLS verified
 with the same CA file (one shared SSLContext per CA file), errors raised as the library would raise
 them (RetriesExhaustedError caused by the requests exception of the same kind).
@@ -115,12 +115,22 @@ def send(pool: urllib3.HTTPConnectionPool, method: str, path: str, headers: dict
 
 
 def body(data: bytes) -> Any:
+    return decode(data, None)[0]
+
+
+def decode(data: bytes | str, content_type: str | None) -> tuple[Any, str | None]:
+    """(JSON body, None), or (None, what is wrong with it): HTML where JSON was due (a BMC's web
+    server answering for its Redfish service, a login page, a proxy's error page), or malformed JSON.
+    An empty body is (None, None)."""
     if not data:
-        return None
+        return None, None
     try:
-        return json.loads(data)
-    except ValueError:
-        return None
+        return json.loads(data), None
+    except ValueError as exc:
+        head = (data[:64].lstrip().lower() if isinstance(data, bytes) else data[:64].lstrip().lower().encode())
+        if "html" in (content_type or "").lower() or head.startswith((b"<!doctype", b"<html", b"<")):
+            return None, "HTML instead of JSON"
+        return None, f"malformed JSON ({str(exc).split(':')[0]})"
 
 
 def session_from_login(status: int, headers: dict[str, str], answer: Any) -> tuple[str | None, str | None]:

@@ -8,20 +8,35 @@ from provision.errors import RedfishError
 from provision.redfish.redact import scrub
 
 
-class RedfishAuthError(RedfishError):
+class RedfishHttpError(RedfishError):
+    """A failure tied to one URI; `status` is the HTTP status when the BMC answered one (None when it
+    did not answer at all, or the failure was not an HTTP status)."""
+
+    def __init__(self, text: str, *, uri: str = "", status: int | None = None, reason: str = "") -> None:
+        super().__init__(text)
+        self.uri = uri
+        self.status = status
+        self.reason = reason  # short, without node and URI: "HTTP 500: ...", "HTML instead of JSON"
+
+
+class RedfishAuthError(RedfishHttpError):
     """The BMC refused the credentials (401/403 after one re-login)."""
 
 
-class RedfishNotFound(RedfishError):
+class RedfishNotFound(RedfishHttpError):
     """The resource does not exist on this BMC (404)."""
 
 
-class RedfishBadRequest(RedfishError):
+class RedfishBadRequest(RedfishHttpError):
     """The BMC refused the request body (400, 405, 409, 412, 501 ...)."""
 
 
-class RedfishUnavailable(RedfishError):
+class RedfishUnavailable(RedfishHttpError):
     """The BMC did not answer usefully after every retry (connection errors, 5xx, 503)."""
+
+
+class RedfishUnreadable(RedfishHttpError):
+    """The BMC answered 2xx, but not with a JSON object (HTML, malformed JSON, an empty body)."""
 
 
 class RedfishTlsError(RedfishError):
@@ -37,17 +52,29 @@ class RedfishOperationFailed(RedfishError):
 
 
 def extended_messages(body: Any) -> list[str]:
-    """The human messages of a Redfish error body (`error.@Message.ExtendedInfo`)."""
+    """The BMC's own words for an error body: each `@Message.ExtendedInfo` entry as "Message
+    [MessageId]" (DMTF DSP0266 "Error responses"; either half alone when the other is absent), else the
+    `error.message` [`error.code`]. Whitespace is collapsed: an error stays one line."""
     if not isinstance(body, dict):
         return []
     err = body.get("error", body)
     if not isinstance(err, dict):
         return []
     infos = err.get("@Message.ExtendedInfo") or []
-    out = [str(i.get("Message") or i.get("MessageId")) for i in infos if isinstance(i, dict)]
-    if not out and err.get("message"):
-        out.append(str(err["message"]))
+    out = [t for t in (_message(i.get("Message"), i.get("MessageId")) for i in infos if isinstance(i, dict)) if t]
+    if not out:
+        text = _message(err.get("message"), err.get("code"))
+        if text:
+            out.append(text)
     return out
+
+
+def _message(message: Any, message_id: Any) -> str:
+    msg = " ".join(str(message or "").split())
+    mid = " ".join(str(message_id or "").split())
+    if msg and mid:
+        return f"{msg} [{mid}]"
+    return msg or mid
 
 
 def raise_for_status(method: str, uri: str, status: int, body: Any, where: str) -> None:
@@ -56,10 +83,11 @@ def raise_for_status(method: str, uri: str, status: int, body: Any, where: str) 
         return
     detail = "; ".join(extended_messages(body))[:400]
     text = scrub(f"{where}: {method} {uri} -> HTTP {status}" + (f": {detail}" if detail else ""))
+    kind: type[RedfishHttpError] = RedfishBadRequest
     if status in (401, 403):
-        raise RedfishAuthError(text)
-    if status == 404:
-        raise RedfishNotFound(text)
-    if status >= 500 and status != 501:
-        raise RedfishUnavailable(text)
-    raise RedfishBadRequest(text)
+        kind = RedfishAuthError
+    elif status == 404:
+        kind = RedfishNotFound
+    elif status >= 500 and status != 501:
+        kind = RedfishUnavailable
+    raise kind(text, uri=uri, status=status, reason=scrub(f"HTTP {status}" + (f": {detail}" if detail else "")))

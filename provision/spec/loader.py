@@ -22,6 +22,7 @@ LAB_VAR = "provision_lab"
 WAIVERS_VAR = "provision_lab_waivers"
 PROFILE_PREFIX = "provision_profile_"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
+BMC_AUTH_MODES = ("auto", "session", "basic")
 
 
 def load_fleet(inventory: Path) -> Fleet:
@@ -252,6 +253,10 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
     user = hv.get("provision_bmc_username") or os.environ.get(CREDENTIAL_ENV[0]) or ""
     password = hv.get("provision_bmc_password") or os.environ.get(CREDENTIAL_ENV[1]) or ""
     register_secret(str(password))  # scrubbed from logs, journal rows and hook output from now on
+    auth = hv.get("provision_bmc_auth", "auto")
+    if auth not in BMC_AUTH_MODES:
+        raise InventoryError(f"{inventory}: host {host}: provision_bmc_auth: {auth!r} is not one of "
+                             f"{', '.join(BMC_AUTH_MODES)}")
     try:
         return BmcEndpoint(
             address=str(address),
@@ -260,6 +265,7 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             ca_file=ca_path,
             verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
             insecure_http=insecure_http,
+            auth=auth,
         )
     except ValidationError as exc:
         raise InventoryError(f"{inventory}: host {host}: {_describe(exc, 'provision_bmc')}") from None

@@ -551,6 +551,11 @@ class BmcEndpoint(BaseModel):
     password: SecretStr
     ca_file: Path | None = None
     verify_tls: bool = True
+    auth: Literal["auto", "session", "basic"] = Field(
+        default="auto",
+        description="provision_bmc_auth: session, basic, or auto (a session where the service root links a "
+        "SessionService, else basic; basic again after a session login refused with 401)",
+    )
     insecure_http: bool = Field(default=False, description="provision_bmc_insecure_http: plain http:// allowed")
 
     @model_validator(mode="after")

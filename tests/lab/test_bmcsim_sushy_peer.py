@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def sushy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def _emulator(work: Path, extra_conf: str = "") -> Iterator[str]:
     exe = shutil.which("sushy-emulator", path=str(Path(sys.executable).parent))
     if exe is None:
         pytest.skip("sushy-tools not installed (pip install -e .[test])")
-    work = tmp_path_factory.mktemp("sushy")
     port = _free_port()
     conf = work / "emulator.conf"
     conf.write_text(
@@ -42,7 +42,7 @@ def sushy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "SUSHY_EMULATOR_FAKE_DRIVER = True\n"
         f"SUSHY_EMULATOR_STATE_DIR = '{work}'\n"
         "SUSHY_EMULATOR_FAKE_SYSTEMS = [{'uuid': '27946b59-9e44-4fa7-8e91-f3527a1ef094', 'name': 'peer',"
-        " 'power_state': 'On', 'nics': [{'mac': '00:5c:52:31:3a:9c', 'ip': '127.0.0.2'}]}]\n"
+        " 'power_state': 'On', 'nics': [{'mac': '00:5c:52:31:3a:9c', 'ip': '127.0.0.2'}]}]\n" + extra_conf
     )
     log = (work / "sushy.log").open("w")
     proc = subprocess.Popen([exe, "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT)
@@ -58,6 +58,25 @@ def sushy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.kill()
             proc.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def sushy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _emulator(tmp_path_factory.mktemp("sushy")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def sushy_basic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """sushy-emulator with HTTP basic auth on (an htpasswd file of bcrypt digests, all it accepts) and, as
+    always, no SessionService: (url, password)."""
+    import bcrypt
+
+    work = tmp_path_factory.mktemp("sushy-basic")
+    password = "peer-Pa55-" + work.name[-6:]
+    (work / "htpasswd").write_text(f"admin:{bcrypt.hashpw(password.encode(), bcrypt.gensalt()).decode()}\n")
+    with _emulator(work, f"SUSHY_EMULATOR_AUTH_FILE = '{work / 'htpasswd'}'\n") as url:
+        yield url, password
 
 
 def _up(url: str) -> bool:
@@ -139,3 +158,27 @@ def test_same_answers_as_sushy_emulator(bmc_lab: Any, sushy: str, image_server: 
     assert ours_out == theirs_out
     assert ours_out["media inserted"] == (True, True, iso)
     assert ours_out["power after ForceOff"] == "Off"
+
+
+def test_the_connector_talks_basic_to_sushy_emulator_with_auth_on(sushy_basic: tuple[str, str]) -> None:
+    """auto: sushy's service root links no SessionService, so the connector logs in with basic auth (it
+    was refused "credentials refused" before: it POSTed a session login first and took the 404 for no)."""
+    from pydantic import SecretStr
+
+    from provision.redfish.connector import Connector, ConnectorOptions
+    from provision.redfish.errors import RedfishAuthError
+    from provision.redfish.ops.session import node_facts
+
+    url, password = sushy_basic
+    opts = ConnectorOptions(address=url, username="admin", password=SecretStr(password), name="peer")
+    conn = Connector(opts)
+    conn.open()
+    try:
+        node = node_facts(conn)
+        assert node.system.power_state in ("On", "Off")
+        assert conn.stats.relogins == 0
+    finally:
+        conn.close()
+    wrong = Connector(opts.model_copy(update={"password": SecretStr("not-" + password)}))
+    with pytest.raises(RedfishAuthError, match=r"refused \(basic auth\)"):
+        wrong.open()

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provision.redfish.connector import ROOT, Connector, Json, is_expanded
+from provision.redfish.connector import ROOT, Connector, Json, Unreadable, is_expanded
 from provision.redfish.resources import (
     ComputerSystem,
     Drive,
@@ -68,6 +68,8 @@ class NodeInventory(BaseModel):
     thermal: list[Thermal]
     firmware: list[SoftwareInventory]
     missing: list[str] = Field(default_factory=list, description="Linked URIs the BMC answered 404 for")
+    unreadable: list[Unreadable] = Field(default_factory=list, description="Linked URIs the BMC did not give "
+                                         "(HTTP error after retries, HTML, malformed JSON), with why")
     requests: int = 0
 
 
@@ -91,7 +93,8 @@ def observe(conn: Connector) -> NodeInventory:
     if not _by_suffix(got, "PCIeDevices") and isinstance(system.get("PCIeDevices"), list):
         got["sys:PCIeDeviceLinks"] = conn.resolve(system["PCIeDevices"])  # ComputerSystem's older link array
     inv = _assemble(conn, system, chassis, top["firmware"], got)
-    return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing)})
+    return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing),
+                                  "unreadable": list(conn.stats.unreadable)})
 
 
 def host_system(systems: list[Json]) -> Json:

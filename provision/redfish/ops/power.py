@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from provision.errors import InputError
+from provision.redfish import allowable
 from provision.redfish.connector import Connector
 from provision.redfish.errors import RedfishBadRequest, RedfishError, RedfishTimeout
 from provision.redfish.ops.session import Node
@@ -28,30 +29,42 @@ class PowerAction(BaseModel):
     expect: Literal["On", "Off"]
 
 
-def plan(target: Target, state: str | None, allowed: tuple[str, ...]) -> list[PowerAction]:
-    """Pure: the resets that take PowerState `state` to `target` (empty when already there)."""
-    allowed = allowed or ("On", "ForceOff", "GracefulShutdown", "ForceRestart", "PowerCycle")
+ASSUMED = ("On", "ForceOff", "GracefulShutdown", "ForceRestart", "PowerCycle")
+
+
+def plan(target: Target, state: str | None, allowed: tuple[str, ...], where: str = "the BMC") -> list[PowerAction]:
+    """Pure: the resets that take PowerState `state` to `target` (empty when already there), using only
+    the reset types in `allowed` (what the BMC offers, see reset_types); a cycle is PowerCycle, else
+    ForceRestart, else ForceOff then On. When the BMC does not say, the common set ASSUMED is."""
+    allowed = allowed or ASSUMED
+    pick = lambda *wanted: _pick(allowed, where, *wanted)  # noqa: E731
     on = state in ON_STATES
     if target == "on":
-        return [] if on else [PowerAction(reset_type=_pick(allowed, "On", "ForceOn"), expect="On")]
+        return [] if on else [PowerAction(reset_type=pick("On", "ForceOn"), expect="On")]
     if target == "off":
-        return [PowerAction(reset_type=_pick(allowed, "ForceOff"), expect="Off")] if on or state != "Off" else []
+        return [PowerAction(reset_type=pick("ForceOff"), expect="Off")] if on or state != "Off" else []
     if target == "graceful":
-        return [PowerAction(reset_type=_pick(allowed, "GracefulShutdown"), expect="Off")] if state != "Off" else []
+        return [PowerAction(reset_type=pick("GracefulShutdown"), expect="Off")] if state != "Off" else []
     if not on:
-        return [PowerAction(reset_type=_pick(allowed, "On", "ForceOn"), expect="On")]
+        return [PowerAction(reset_type=pick("On", "ForceOn"), expect="On")]
     for kind in ("PowerCycle", "ForceRestart"):
         if kind in allowed:
             return [PowerAction(reset_type=kind, expect="On")]
-    return [PowerAction(reset_type=_pick(allowed, "ForceOff"), expect="Off"),
-            PowerAction(reset_type=_pick(allowed, "On", "ForceOn"), expect="On")]
+    return [PowerAction(reset_type=pick("ForceOff"), expect="Off"),
+            PowerAction(reset_type=pick("On", "ForceOn"), expect="On")]
 
 
-def _pick(allowed: tuple[str, ...], *wanted: str) -> str:
+def _pick(allowed: tuple[str, ...], where: str, *wanted: str) -> str:
     for w in wanted:
         if w in allowed:
             return w
-    raise RedfishBadRequest(f"the BMC offers none of the reset types {list(wanted)} (has {list(allowed)})")
+    raise RedfishBadRequest(f"{where}: offers none of the reset types {list(wanted)} (it offers {list(allowed)})")
+
+
+def reset_types(node: Node) -> tuple[str, ...]:
+    """The ResetTypes the system's ComputerSystem.Reset accepts: inline AllowableValues, else its
+    @Redfish.ActionInfo; () when the BMC says neither."""
+    return allowable.action_values(node.conn, node.system.actions.get("#ComputerSystem.Reset"), "ResetType")
 
 
 def power_state(conn: Connector, system_uri: str) -> str | None:
@@ -87,18 +100,30 @@ def wait_power(node: Node, act: PowerAction, clock: Clock, timeout_s: float, fir
 def host_reset(node: Node, clock: Clock, timeout_s: float = 600, first_poll_at: float = 0.0) -> str | None:
     """The one host reset that applies staged BIOS settings and OnReset firmware (see apply)."""
     state = power_state(node.conn, node.system.uri)
-    return apply(node, plan("cycle", state, node.system.reset_types), clock, timeout_s, first_poll_at)
+    return apply(node, plan("cycle", state, reset_types(node), node.conn.opts.where), clock, timeout_s,
+                 first_poll_at)
 
 
 # ---- boot override and virtual media -------------------------------------------------------------
 def boot_once(node: Node, target: str, mode: str | None = None) -> None:
-    """One-time boot override (e.g. Pxe, Cd, BiosSetup)."""
-    allowed = node.system.boot.allowed_targets
-    if allowed and target not in allowed:
-        raise InputError(f"boot target {target!r} not offered by {node.conn.opts.where} (has {list(allowed)})")
-    boot: dict[str, str] = {"BootSourceOverrideEnabled": "Once", "BootSourceOverrideTarget": target}
-    if mode:
-        boot["BootSourceOverrideMode"] = mode
+    """One-time boot override (e.g. Pxe, Cd, BiosSetup), each value checked against the Boot object's
+    @Redfish.AllowableValues and sent in the BMC's own spelling; nothing is sent when one is not offered."""
+    where = node.conn.opts.where
+    raw = node.conn.get(node.system.uri).get("Boot")
+    boot_json = raw if isinstance(raw, dict) else {}
+    try:
+        boot: dict[str, str] = {
+            "BootSourceOverrideEnabled": allowable.offered(
+                "Once", allowable.inline(boot_json, "BootSourceOverrideEnabled"), "BootSourceOverrideEnabled", where),
+            "BootSourceOverrideTarget": allowable.offered(
+                target, allowable.inline(boot_json, "BootSourceOverrideTarget") or node.system.boot.allowed_targets,
+                "boot target", where),
+        }
+        if mode:
+            boot["BootSourceOverrideMode"] = allowable.offered(
+                mode, allowable.inline(boot_json, "BootSourceOverrideMode"), "boot mode", where)
+    except RedfishBadRequest as exc:
+        raise InputError(str(exc)) from None
     node.conn.patch(node.system.uri, {"Boot": boot})
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from provision.errors import RedfishError
+from provision.errors import InventoryError, RedfishError
 from provision.redfish.connector import ROOT, Connector, ConnectorOptions
 from provision.redfish.resources import ComputerSystem, ServiceRoot
 from provision.redfish.retry import RetryPolicy
@@ -21,11 +21,17 @@ LOG = logging.getLogger("provision.redfish")
 
 def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: RetryPolicy | None = None,
                 max_parallel: int = 4) -> ConnectorOptions:
-    """Connector options from an inventory BMC endpoint; --insecure turns verification off."""
+    """Connector options from an inventory BMC endpoint; --insecure turns verification off. Refuses an
+    endpoint without credentials (nothing is sent to the BMC then)."""
+    missing = [key for key, value in (("provision_bmc_username", bmc.username),
+                                      ("provision_bmc_password", bmc.password.get_secret_value())) if not value]
+    if missing:
+        raise InventoryError(f"host {name}: {' and '.join(missing)} not set: give them as host or group vars "
+                             "(the password vaulted), or set PROVISION_BMC_USERNAME and PROVISION_BMC_PASSWORD")
     opts = ConnectorOptions(
         address=bmc.address, username=bmc.username, password=bmc.password, ca_file=bmc.ca_file,
-        verify_tls=bmc.verify_tls and not insecure, retry=retry or RetryPolicy(), max_parallel=max_parallel,
-        name=name, insecure_http=bmc.insecure_http,
+        verify_tls=bmc.verify_tls and not insecure, auth=bmc.auth, retry=retry or RetryPolicy(),
+        max_parallel=max_parallel, name=name, insecure_http=bmc.insecure_http,
     )
     if opts.address.startswith("http://"):
         warn_plain_http(opts.where)

@@ -42,6 +42,8 @@ def test_images_stay_right_when_the_working_directory_changes(inventory_copy: Pa
 
 def test_open_host_takes_the_loaded_host_and_never_loads_the_fleet(monkeypatch: pytest.MonkeyPatch,
                                                                   inventory_copy: Path) -> None:
+    monkeypatch.setenv("PROVISION_BMC_USERNAME", "admin")
+    monkeypatch.setenv("PROVISION_BMC_PASSWORD", "s3cret-Pa55")
     host = load_fleet(inventory_copy).select(["node01"])[0]
     loads: list[object] = []
     monkeypatch.setattr("provision.spec.loader.load_fleet", lambda *a: loads.append(a))

@@ -7,6 +7,7 @@ import datetime
 import json
 import ssl
 import threading
+import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,12 +37,16 @@ class FakeBmc:
     password: str = "s3cret-Pa55"
     sessions: bool = True
     password_change: bool = False  # logins succeed with Base.PasswordChangeRequired (a factory-default account)
+    session_401: bool = False  # session logins refused with 401 whatever the credentials; basic still works
     expand: bool = True
     faults: dict[str, deque[tuple[int, dict[str, str]]]] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
     tokens: set[str] = field(default_factory=set)
     drop: dict[str, int] = field(default_factory=dict)
     patches: list[tuple[str, Any]] = field(default_factory=list)
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> Location of a 307
+    raw: dict[str, tuple[int, str, bytes]] = field(default_factory=dict)  # path -> (status, content type, body)
+    delay: dict[str, float] = field(default_factory=dict)  # path -> seconds to stall before answering
 
     def fail(self, path: str, status: int, times: int = 1, headers: dict[str, str] | None = None) -> None:
         q = self.faults.setdefault(path, deque())
@@ -89,6 +94,19 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
                 self.connection.close()
                 self.close_connection = True
                 return
+            if path in bmc.delay:
+                time.sleep(bmc.delay[path])
+            if path in bmc.redirects:
+                self._reply(307, {}, {"Location": bmc.redirects[path]})
+                return
+            if path in bmc.raw and bmc.authorised(headers):
+                status, ctype, data = bmc.raw[path]
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             q = bmc.faults.get(path)
             if q:
                 status, extra = q.popleft()
@@ -119,7 +137,7 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
                 self._reply(405, {"error": {"message": "no sessions"}})
                 return
             creds = json.loads(body or b"{}")
-            if creds.get("UserName") != bmc.username or creds.get("Password") != bmc.password:
+            if bmc.session_401 or creds.get("UserName") != bmc.username or creds.get("Password") != bmc.password:
                 self._reply(401, {"error": {"message": "bad credentials"}})
                 return
             tok = uuid.uuid4().hex
@@ -226,3 +244,19 @@ def load_tree(root_dir: Path) -> dict[str, Any]:
         uri = "/" + rel if rel != "." else "/"
         tree[uri.rstrip("/") or "/"] = json.loads(f.read_text())
     return tree
+
+
+def load_capture(root_dir: Path) -> tuple[dict[str, Any], dict[str, tuple[int, str, bytes]]]:
+    """A captured tree as (tree, raw): files that are not JSON (the Lenovo capture has two malformed
+    MetricReports) are served as captured, through FakeBmc.raw."""
+    tree: dict[str, Any] = {}
+    raw: dict[str, tuple[int, str, bytes]] = {}
+    for f in root_dir.rglob("index.json"):
+        rel = f.parent.relative_to(root_dir).as_posix()
+        uri = ("/" + rel if rel != "." else "/").rstrip("/") or "/"
+        data = f.read_bytes()
+        try:
+            tree[uri] = json.loads(data)
+        except ValueError:
+            raw[uri] = (200, "application/json", data)
+    return tree, raw

@@ -1,0 +1,82 @@
+"""What a BMC says it accepts: `@Redfish.AllowableValues`, `@Redfish.ActionInfo` and
+`@Redfish.OperationApplyTimeSupport` (DMTF DSP0266 "Allowable values", "Action info annotation",
+"Operation apply time"; Settings schema `OperationApplyTimeSupport`).
+
+Captures: the GH200, Supermicro HGX and Lenovo XCC ComputerSystem.Reset actions point at a
+ResetActionInfo; HPE iLO 5 and Lenovo list ResetType@Redfish.AllowableValues inline; the GH200 UpdateService
+says MultipartHttpPushUri@Redfish.OperationApplyTimeSupport: Immediate only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from provision.redfish.errors import RedfishBadRequest
+
+Json = dict[str, Any]
+
+
+class Reader(Protocol):
+    def get_optional(self, uri: str) -> Json | None: ...
+
+
+def inline(obj: Any, prop: str) -> tuple[str, ...]:
+    """`prop@Redfish.AllowableValues` of `obj`; () when the BMC does not say."""
+    values = obj.get(f"{prop}@Redfish.AllowableValues") if isinstance(obj, dict) else None
+    return tuple(str(v) for v in values) if isinstance(values, list) else ()
+
+
+def action_values(conn: Reader, action: Any, param: str) -> tuple[str, ...]:
+    """What an action accepts for `param`: its inline AllowableValues, else the AllowableValues of that
+    parameter in the action's ActionInfo resource (read once here); () when neither says (an ActionInfo
+    that cannot be read is recorded by the connector and says nothing)."""
+    listed = inline(action, param)
+    if listed or not isinstance(action, dict):
+        return listed
+    info_uri = action.get("@Redfish.ActionInfo")
+    if not isinstance(info_uri, str) or not info_uri:
+        return ()
+    info = conn.get_optional(info_uri) or {}
+    for p in info.get("Parameters") or []:
+        if isinstance(p, dict) and p.get("Name") == param and isinstance(p.get("AllowableValues"), list):
+            return tuple(str(v) for v in p["AllowableValues"])
+    return ()
+
+
+def offered(wanted: str, allowed: tuple[str, ...], what: str, where: str) -> str:
+    """`wanted` in the BMC's own spelling (matched without regard to case); itself when the BMC does not
+    say; a one-line RedfishBadRequest listing what it offers when it is not offered."""
+    if not allowed:
+        return wanted
+    for value in allowed:
+        if value.lower() == wanted.lower():
+            return value
+    raise RedfishBadRequest(f"{where}: {what} {wanted!r} is not offered by the BMC (it offers {list(allowed)})")
+
+
+def apply_times(obj: Any, prop: str | None = None) -> tuple[str, ...]:
+    """SupportedValues of `@Redfish.OperationApplyTimeSupport` on an action object (prop None) or of
+    `prop@Redfish.OperationApplyTimeSupport` (e.g. MultipartHttpPushUri) on a resource; () when absent."""
+    if not isinstance(obj, dict):
+        return ()
+    key = f"{prop}@Redfish.OperationApplyTimeSupport" if prop else "@Redfish.OperationApplyTimeSupport"
+    support = obj.get(key)
+    values = support.get("SupportedValues") if isinstance(support, dict) else None
+    return tuple(str(v) for v in values) if isinstance(values, list) else ()
+
+
+def apply_time(wanted: str, supported: tuple[str, ...], where: str) -> str:
+    """The `@Redfish.OperationApplyTime` to send: `wanted` when the BMC supports it or does not say;
+    otherwise a one-line error listing what it supports (an apply time is never silently changed: OnReset
+    and Immediate differ in when the host sees the new firmware)."""
+    return offered(wanted, supported, "apply time", where)
+
+
+def update_apply_time(service: Json, method: str, wanted: str, where: str) -> str:
+    """The `@Redfish.OperationApplyTime` to send with a firmware update made by `method`: "multipart"
+    is judged by UpdateService.MultipartHttpPushUri@Redfish.OperationApplyTimeSupport, "simple" by the
+    #UpdateService.SimpleUpdate action's @Redfish.OperationApplyTimeSupport (UpdateService schema)."""
+    if method == "multipart":
+        return apply_time(wanted, apply_times(service, "MultipartHttpPushUri"), where)
+    actions = service.get("Actions") if isinstance(service.get("Actions"), dict) else {}
+    return apply_time(wanted, apply_times((actions or {}).get("#UpdateService.SimpleUpdate")), where)
