@@ -54,7 +54,7 @@ def up(
                   f"{' (as captured)' if state.as_captured else ''}{', twins' if state.twins else ', BMCs only'}")
     console.print(f"inventory: {state.inventory}  (use: -i {state.inventory})")
     for line in state.warnings:
-        err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False)
+        err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("status")

@@ -322,7 +322,7 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     (inv / "host_vars").mkdir(parents=True)
     if group_vars.is_dir():
         shutil.copytree(group_vars, inv / "group_vars")
-        _absolute_images(inv / "group_vars", group_vars.parent)
+        absolute_images(inv / "group_vars", group_vars.parent)
     hosts = {"all": {"children": {profile: {"hosts": {n.name: None for n in state.nodes}}}}}
     (inv / "hosts.yml").write_text("---\n# Written by `provision lab up`; removed by `provision lab down`.\n"
                                    + yaml.safe_dump(hosts, sort_keys=False))
@@ -336,7 +336,7 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     return inv / "hosts.yml"
 
 
-def _absolute_images(copy: Path, source_base: Path) -> None:
+def absolute_images(copy: Path, source_base: Path) -> None:
     """Firmware image paths in the copied specs are relative to the source inventory: make them absolute."""
     for path in sorted(copy.rglob("*.y*ml")):
         data = yaml.safe_load(path.read_text())
