@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from provision.cli.options import JsonOpt
-from provision.cli.output import console, emit_json
+from provision.cli.output import console, emit_json, err_console
 from provision.lab import manager
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 
@@ -33,7 +33,8 @@ def up(
         "--bmc-tree", help="Seed the BMCs from this mockup dir (redfish/v1/.../index.json), or a built-in "
         "tree name: supermicro, dell, public-rackmount1.")] = None,
     as_captured: Annotated[bool, typer.Option(
-        "--as-captured", help="Serve the capture exactly (no parts from the spec; missing resources 404).")] = False,
+        "--as-captured", help="Serve the capture as captured: no parts from the spec, missing resources 404, "
+        "a malformed captured file is served as its bytes (with a warning).")] = False,
     bmc_only: Annotated[bool, typer.Option("--bmc-only", help="Simulated BMCs only, no node twins.")] = False,
     speed: Annotated[float, typer.Option("--speed", help="Simulated clock speed factor.")] = 10.0,
     from_inventory: Annotated[Path, typer.Option(
@@ -52,6 +53,8 @@ def up(
     console.print(f"lab up in {state.lab_dir}: {len(state.nodes)} node(s), BMC tree {Path(state.tree).name}"
                   f"{' (as captured)' if state.as_captured else ''}{', twins' if state.twins else ', BMCs only'}")
     console.print(f"inventory: {state.inventory}  (use: -i {state.inventory})")
+    for line in state.warnings:
+        err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("status")

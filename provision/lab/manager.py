@@ -27,9 +27,9 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from provision.ansible.lab import lab_group_vars_text, lab_host_vars
 from provision.errors import InputError, LabError
+from provision.lab.bmcsim import capture
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
-from provision.lab.bmcsim.tree import load_dir
 from provision.lab.ca import make_ca_and_server
 from provision.lab.twins.models import TwinInfo, TwinRequest
 
@@ -61,6 +61,7 @@ class LabState(BaseModel):
     twins: bool
     inventory: Path
     nodes: list[NodeState]
+    warnings: list[str] = []  # capture files served as captured (malformed JSON...), one line each
 
 
 class UpOptions(BaseModel):
@@ -117,7 +118,7 @@ def up(opts: UpOptions) -> LabState:
         if _alive(old.pid):
             raise LabError(f"a lab is already up in {lab} (simulator pid {old.pid}); run `provision lab down`")
         _cleanup_files(lab)
-    tree = _resolve_tree(opts.bmc_tree)
+    tree, warnings = _resolve_tree(opts.bmc_tree)
     parts, group_vars = _profile(opts)
     lab.mkdir(parents=True, exist_ok=True)
     cfg = _sim_config(lab, opts, tree, parts)
@@ -127,6 +128,7 @@ def up(opts: UpOptions) -> LabState:
         _wait_answering(lab / "ca.pem", ready)
         twins = _twins_up(lab, opts) if not opts.bmc_only else {}
         state = _state(lab, opts, tree, ready, twins)
+        state.warnings = warnings
         write_inventory(lab, opts.profile, group_vars, cfg, state)
     except BaseException:
         _stop_process(proc.pid, lab, asked=False)
@@ -144,17 +146,18 @@ def _check_options(opts: UpOptions) -> None:
         raise InputError(f"--speed {opts.speed}: must be positive")
 
 
-def _resolve_tree(tree: Path | None) -> Path:
+def _resolve_tree(tree: Path | None) -> tuple[Path, list[str]]:
+    """The tree's directory and the warnings its capture gives (each names a file served as captured)."""
     if tree is None:
-        return TREES_DIR / "supermicro"
+        return TREES_DIR / "supermicro", []
     if not tree.exists() and (TREES_DIR / str(tree)).is_dir():
         tree = TREES_DIR / str(tree)
     if not tree.is_dir():
         raise InputError(f"--bmc-tree {tree}: no such directory (built-in trees: {', '.join(builtin_trees())})")
     if not ((tree / "redfish" / "v1" / "index.json").is_file() or (tree / "index.json").is_file()):
         raise InputError(f"--bmc-tree {tree}: not a Redfish mockup (no redfish/v1/index.json or index.json)")
-    load_dir(tree)  # every file parses (InputError naming the file otherwise) before anything starts
-    return tree.resolve()
+    cap = capture.load(tree)  # the whole capture reads before anything starts (InputError if no mockup)
+    return tree.resolve(), cap.warnings
 
 
 def builtin_trees() -> list[str]:
@@ -319,7 +322,7 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     (inv / "host_vars").mkdir(parents=True)
     if group_vars.is_dir():
         shutil.copytree(group_vars, inv / "group_vars")
-        _absolute_images(inv / "group_vars", group_vars.parent)
+        absolute_images(inv / "group_vars", group_vars.parent)
     hosts = {"all": {"children": {profile: {"hosts": {n.name: None for n in state.nodes}}}}}
     (inv / "hosts.yml").write_text("---\n# Written by `provision lab up`; removed by `provision lab down`.\n"
                                    + yaml.safe_dump(hosts, sort_keys=False))
@@ -333,7 +336,7 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     return inv / "hosts.yml"
 
 
-def _absolute_images(copy: Path, source_base: Path) -> None:
+def absolute_images(copy: Path, source_base: Path) -> None:
     """Firmware image paths in the copied specs are relative to the source inventory: make them absolute."""
     for path in sorted(copy.rglob("*.y*ml")):
         data = yaml.safe_load(path.read_text())
@@ -423,7 +426,7 @@ def status(lab_dir: Path) -> dict[str, Any]:
         })
     return {"state": "up", "lab_dir": str(lab), "inventory": str(state.inventory), "pid": state.pid,
             "profile": state.profile, "tree": state.tree, "as_captured": state.as_captured,
-            "twins": state.twins, "nodes": nodes}
+            "twins": state.twins, "warnings": state.warnings, "nodes": nodes}
 
 
 def fault(lab_dir: Path, node: str, kind: str, clear: bool, value: float | None) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def layout(seed: SeedTree, system: str) -> BiosLayout | None:
         return None
     settings = bios_res.get("@Redfish.Settings", {}).get("SettingsObject", {}).get("@odata.id")
     settings = str(settings).rstrip("/") if settings else None
-    registry = _registry_from_tree(seed)
+    registry = _registry_from_tree(seed, str(bios_res.get("AttributeRegistry") or ""))
     inferred = registry is None
     if registry is None:
         registry = _infer(bios_res.get("Attributes") or {})
@@ -60,13 +60,20 @@ def layout(seed: SeedTree, system: str) -> BiosLayout | None:
     return BiosLayout(bios, settings, registry, inferred, full)
 
 
-def _registry_from_tree(seed: SeedTree) -> dict[str, Attr] | None:
+def _registry_from_tree(seed: SeedTree, name: str) -> dict[str, Attr] | None:
+    """The attribute registry the Bios resource names (its `AttributeRegistry`), else the first one found:
+    a whole capture holds several (HPE: one per language and store), a pruned one at most one."""
+    found: list[tuple[str, Json]] = []
     for uri in seed.uris():
         res = seed.get(uri) or {}
-        entries = res.get("RegistryEntries")
-        if str(res.get("@odata.type", "")).startswith("#AttributeRegistry.") and isinstance(entries, dict):
-            return {a["AttributeName"]: _attr(a) for a in entries.get("Attributes", []) if "AttributeName" in a}
-    return None
+        if str(res.get("@odata.type", "")).startswith("#AttributeRegistry.") and \
+                isinstance(res.get("RegistryEntries"), dict):
+            found.append((uri, res))
+    if not found:
+        return None
+    named = [res for uri, res in found if name and name in (res.get("Id"), uri.rsplit("/", 1)[-1])]
+    entries = (named or [found[0][1]])[0]["RegistryEntries"]
+    return {a["AttributeName"]: _attr(a) for a in entries.get("Attributes", []) if "AttributeName" in a}
 
 
 def _attr(a: Json) -> Attr:

@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from provision.lab.bmcsim import events, expand, multipart, vmedia
 from provision.lab.bmcsim.auth import Sessions
@@ -110,16 +111,26 @@ class Bmc:
                   "POST": self._post, "DELETE": self._delete}.get(req.method)
         if method is None:
             return error(405, "OperationNotAllowed")
+        if method != self._get and self._captured_raw(path) is not None:
+            return error(405, "OperationNotAllowed")  # served as captured, byte for byte: read-only
         return method(path, req)
 
     def _public(self, path: str) -> Reply:
         if path == "/redfish":
             return Reply(200, {"v1": f"{ROOT}/"})
-        if path == f"{ROOT}/$metadata":
+        captured = self.res.exists(path) or self._captured_raw(path) is not None
+        if path == f"{ROOT}/$metadata" and not captured:
             return Reply(200, raw=metadata_xml(self.seed.tree), content_type="application/xml")
-        if path == f"{ROOT}/odata":
+        if path == f"{ROOT}/odata" and not captured:
             return Reply(200, service_document(self.seed.tree))
         return self._get(path, None)
+
+    def _captured_raw(self, path: str) -> Reply | None:
+        """A captured answer that is no JSON resource (XML, malformed JSON, a captured error status)."""
+        raw = self.seed.tree.raw.get(path)
+        if raw is None or self.res.own(path):
+            return None
+        return Reply(raw.status, raw=raw.body, headers=dict(raw.headers), content_type=raw.content_type)
 
     def _login(self, raw: bytes) -> Reply:
         body = _json(raw)
@@ -134,9 +145,26 @@ class Bmc:
         return Reply(201, self.res.get(uri), {"X-Auth-Token": token, "Location": uri})
 
     def _get(self, path: str, req: Request | None) -> Reply:
+        page = self._page(path, req.query) if req and req.query else None
+        if page is not None:
+            path, req = page, None
+        reply = self._get_resource(path, req)
+        captured = self.seed.tree.headers.get(path)
+        if captured:
+            reply.headers = {**captured, **reply.headers}
+        return reply
+
+    def _page(self, path: str, query: str) -> str | None:
+        """A page the capture fetched with this query (a folder named `Entries?$skip=50`)."""
+        for cand in (f"{path}?{query}", f"{path}?{unquote(query)}"):
+            if self.res.exists(cand) or cand in self.seed.tree.raw:
+                return cand
+        return None
+
+    def _get_resource(self, path: str, req: Request | None) -> Reply:
         hit = self.res.encoded(path)
         if hit is None:
-            return error(404, "ResourceMissingAtURI", path)
+            return self._captured_raw(path) or error(404, "ResourceMissingAtURI", path)
         raw, etag = hit
         wanted = expand.parse(req.query, self._max_expand()) if req and req.query else None
         if wanted is not None:

@@ -11,7 +11,7 @@ from provision.lab.bmcsim.config import Timings
 from provision.lab.bmcsim.messages import message
 from provision.lab.bmcsim.reply import Reply, error, success
 from provision.lab.bmcsim.sel import Sel
-from provision.lab.bmcsim.tree import Json, Resources
+from provision.lab.bmcsim.tree import Json, Resources, norm
 
 RESET_TYPES = ("On", "ForceOn", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart",
                "PowerCycle", "Nmi", "PushPowerButton")
@@ -64,7 +64,13 @@ class Power:
         events.record(self._node, "power", state=state)
 
     def allowed(self, action: Json) -> tuple[str, ...]:
+        """The action's ResetType@Redfish.AllowableValues, else its @Redfish.ActionInfo resource's
+        ResetType parameter (Redfish ActionInfo schema; the Supermicro and GH200 captures use it)."""
         listed = action.get("ResetType@Redfish.AllowableValues")
+        if not listed and isinstance(action.get("@Redfish.ActionInfo"), str):
+            info = self._res.get(norm(action["@Redfish.ActionInfo"])) or {}
+            listed = next((p.get("AllowableValues") for p in info.get("Parameters") or []
+                           if isinstance(p, dict) and p.get("Name") == "ResetType"), None)
         return tuple(listed) if isinstance(listed, list) and listed else RESET_TYPES
 
     def reset(self, body: Json, action: Json) -> Reply:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision.lab.bmcsim import fill, links, synth
+from provision.lab.bmcsim import capture, fill, links, synth
 from provision.lab.bmcsim.bios import BiosLayout, layout
 from provision.lab.bmcsim.config import Parts
-from provision.lab.bmcsim.tree import ROOT, SeedTree, load_dir
+from provision.lab.bmcsim.tree import ROOT, SeedTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,7 @@ class Seed:
     push_uri: str | None
     multipart_uri: str | None
     invented: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # what the capture holds that is served as captured, by file
 
 
 _CACHE: dict[tuple[str, bool, Parts], Seed] = {}
@@ -34,9 +35,11 @@ def get_seed(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
 
 
 def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
-    res = load_dir(tree_dir)
+    cap = capture.load(tree_dir)
+    res = cap.resources
     invented = synth.add_services(res)
     if not as_captured:
+        cap.raw.pop(f"{ROOT}/$metadata", None)  # the filled tree has types the captured one lacks
         invented += fill.complete(res, parts)
         invented += synth.add_virtual_media(res)
         invented += links.bios_registry(res)
@@ -44,14 +47,14 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
     before = set(res)
     sel = synth.sel_service(res)
     invented += sorted(set(res) - before)
-    tree = SeedTree(tree_dir.name, res)
+    tree = SeedTree(tree_dir.name, res, cap.raw, cap.headers)
     systems = tuple(_members(tree, f"{ROOT}/Systems"))
     lays = {s: lay for s in systems if (lay := layout(tree, s)) is not None}
     upd = tree.get(f"{ROOT}/UpdateService") or {}
     return Seed(
         tree=tree, systems=systems, managers=tuple(_members(tree, f"{ROOT}/Managers")), sel_service=sel,
         bios=lays, push_uri=_uri(upd.get("HttpPushUri")), multipart_uri=_uri(upd.get("MultipartHttpPushUri")),
-        invented=tuple(invented),
+        invented=tuple(invented), warnings=tuple(cap.warnings),
     )
 
 

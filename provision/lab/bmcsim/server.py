@@ -9,6 +9,7 @@ import resource
 import signal
 import socket
 import ssl
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -74,7 +75,12 @@ def _twins_hook(cfg: SimConfig) -> Callable[[str, bool], None] | None:
 
 def build_bmcs(cfg: SimConfig, clock: SimClock) -> list[Bmc]:
     hook = _twins_hook(cfg)
-    return [Bmc(n, cfg, get_seed(n.tree, n.as_captured, cfg.parts), clock, hook) for n in cfg.nodes]
+    bmcs = [Bmc(n, cfg, get_seed(n.tree, n.as_captured, cfg.parts), clock, hook) for n in cfg.nodes]
+    for seed in {id(b.seed): b.seed for b in bmcs}.values():
+        for line in seed.warnings:  # once per tree, at start: what is served as captured and why
+            events.record("-", "capture.warning", tree=seed.tree.name, detail=line)
+            print(f"warning: {line}", file=sys.stderr, flush=True)
+    return bmcs
 
 
 async def serve(cfg: SimConfig) -> None:

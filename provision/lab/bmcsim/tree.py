@@ -13,7 +13,8 @@ from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
-from provision.errors import InputError
+from provision.lab.bmcsim import capture
+from provision.lab.bmcsim.capture import Raw
 
 Json = dict[str, Any]
 ROOT = "/redfish/v1"
@@ -27,41 +28,9 @@ def norm(path: str) -> str:
     return path
 
 
-def find_root(tree_dir: Path) -> Path:
-    """The directory holding the service root's index.json (`redfish/v1/` or the tree itself)."""
-    for cand in (tree_dir / "redfish" / "v1", tree_dir):
-        if (cand / "index.json").is_file():
-            return cand
-    raise InputError(f"{tree_dir}: not a Redfish mockup (no redfish/v1/index.json or index.json)")
-
-
-def _read_json(file: Path) -> Json:
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{file}: unreadable JSON ({exc.__class__.__name__})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{file}: top level is not a JSON object")
-    return data
-
-
 def load_dir(tree_dir: Path) -> dict[str, Json]:
-    """Read every `index.json` (and loose `X.json` registry files) into {uri: resource}."""
-    root = find_root(tree_dir)
-    out: dict[str, Json] = {}
-    for file in sorted(root.rglob("*.json")):
-        rel = file.relative_to(root)
-        if file.name == "index.json":
-            parts = rel.parent.parts
-        elif file.name == "explorer_config.json":
-            continue
-        else:
-            parts = (*rel.parent.parts, file.stem)
-        uri = norm("/".join((ROOT, *parts)))
-        out[uri] = _read_json(file)
-    if ROOT not in out:
-        raise InputError(f"{tree_dir}: no service root")
-    return out
+    """The JSON resources of a mockup, {uri: resource} (see capture.py for the layout and its rules)."""
+    return capture.load(tree_dir).resources
 
 
 def compute_etag(obj: Json) -> str:
@@ -86,9 +55,12 @@ def encode(obj: Json) -> tuple[bytes, str]:
 class SeedTree:
     """An immutable, shareable set of resources plus lazily cached encodings."""
 
-    def __init__(self, name: str, resources: dict[str, Json]) -> None:
+    def __init__(self, name: str, resources: dict[str, Json], raw: dict[str, Raw] | None = None,
+                 headers: dict[str, dict[str, str]] | None = None) -> None:
         self.name = name
         self._res = resources
+        self.raw = raw or {}  # answers served byte for byte (captured XML, malformed JSON, errors)
+        self.headers = headers or {}  # captured GET headers per URI (Mockup-Server headers.json)
         self._enc: dict[str, tuple[bytes, str]] = {}
         self._derived: dict[Hashable, tuple[bytes, frozenset[str]]] = {}  # see Resources.derived
         self.action_targets = _index_actions(resources)
