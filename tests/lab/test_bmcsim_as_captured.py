@@ -128,7 +128,8 @@ def _peer_inventory(work: Path, address: str) -> Path:
     manager.absolute_images(inv / "group_vars", REPO / "inventory")
     hosts = {"all": {"children": {"ml_prod_v4": {"hosts": {"node01": None}}}}}
     (inv / "hosts.yml").write_text(yaml.safe_dump(hosts))
-    hv = {"provision_bmc_address": address, "provision_bmc_username": "admin", "provision_bmc_password": "x"}
+    hv = {"provision_bmc_address": address, "provision_bmc_username": "admin", "provision_bmc_password": "x",
+          "provision_bmc_insecure_http": True}  # sushy-static serves plain HTTP on loopback
     (inv / "host_vars" / "node01.yml").write_text(yaml.safe_dump(hv))
     return inv / "hosts.yml"
 
