@@ -170,7 +170,8 @@ def test_the_connector_talks_basic_to_sushy_emulator_with_auth_on(sushy_basic: t
     from provision.redfish.ops.session import node_facts
 
     url, password = sushy_basic
-    opts = ConnectorOptions(address=url, username="admin", password=SecretStr(password), name="peer")
+    opts = ConnectorOptions(address=url, username="admin", password=SecretStr(password), name="peer",
+                            insecure_http=True)  # sushy-emulator serves plain HTTP on loopback
     conn = Connector(opts)
     conn.open()
     try:
