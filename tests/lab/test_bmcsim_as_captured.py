@@ -36,10 +36,6 @@ REPO = Path(__file__).resolve().parents[2]
 FULL = REPO / "tests" / "fixtures" / "redfish" / "full"
 CLI = [sys.executable, "-c", "from provision.cli import run; run()"]
 R = "/redfish/v1"
-NEEDS_VENDORS = pytest.mark.xfail(reason="needs the vendors branch", strict=False)
-NEEDS_CONNECTOR = pytest.mark.xfail(
-    reason="needs the connector branch: sushy-static 404s every `$expand` query (it looks the query up as a "
-           "path) and the client reads that as 'no members' instead of reading without $expand", strict=False)
 
 
 @dataclass(frozen=True)
@@ -206,19 +202,16 @@ def test_the_client_reads_sushy_static_without_crash_or_loop(peer: tuple[str, Pa
     cli(inv, *args)  # bounded, no traceback, JSON or one-line error
 
 
-@NEEDS_CONNECTOR
 def test_the_client_gets_the_inventory_from_sushy_static(peer: tuple[str, Path]) -> None:
     name, inv = peer
     _inventory_facts(name, cli(inv, "bmc", "inventory"))
 
 
-@NEEDS_CONNECTOR
 def test_the_client_gets_the_bmc_firmware_from_sushy_static(peer: tuple[str, Path]) -> None:
     name, inv = peer
     _bmc_version_seen(name, cli(inv, "firmware", "status"))
 
 
-@NEEDS_CONNECTOR
 def test_the_client_gets_the_bios_pending_uri_from_sushy_static(peer: tuple[str, Path]) -> None:
     name, inv = peer
     _bios_pending(name, cli(inv, "bios", "diff"))
@@ -268,13 +261,11 @@ def test_the_client_gets_the_bios_pending_uri_from_the_simulator(sim: tuple[str,
     _bios_pending(name, cli(lab.state.inventory, "bios", "diff"))
 
 
-@NEEDS_VENDORS
 def test_the_client_finds_the_bmc_firmware_on_the_simulator(sim: tuple[str, Any]) -> None:
     name, lab = sim
     _bmc_version_seen(name, cli(lab.state.inventory, "firmware", "status"))
 
 
-@NEEDS_VENDORS
 def test_the_client_finds_gpu_firmware_on_gh200(sim: tuple[str, Any]) -> None:
     name, lab = sim
     if name != "nvidia_gh200":
@@ -283,7 +274,6 @@ def test_the_client_finds_gpu_firmware_on_gh200(sim: tuple[str, Any]) -> None:
     assert "96.00.A6.00.01" in [e["raw_version"] for e in comps["gpu"]["entries"]]  # HGX_FW_GPU_0, captured
 
 
-@NEEDS_VENDORS
 def test_bios_apply_then_diff_shows_the_pending_value(sim: tuple[str, Any]) -> None:
     _name, lab = sim
     plan = cli(lab.state.inventory, "bios", "diff").json()["plan"]
