@@ -341,7 +341,7 @@ def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, li
     """FirmwareInventory entries per component: one expanded read where the BMC offers $expand, else
     the collection and then only the members whose Id can match a rule."""
     link = (node.conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
-    coll = node.conn.get(f"{str(link).rstrip('/')}/FirmwareInventory", args=node.conn.expand_args(1))
+    coll = node.conn.get_expanded(f"{str(link).rstrip('/')}/FirmwareInventory", 1)
     members = [m for m in coll.get("Members", []) if isinstance(m, dict)]
     inline = {str(m.get("@odata.id")).rstrip("/"): m for m in members if is_expanded(m)}
     uris = [str(m.get("@odata.id")).rstrip("/") for m in members]

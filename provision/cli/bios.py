@@ -37,6 +37,8 @@ def render(node: str, plan: bios_ops.BiosPlan) -> None:
         console.print(f"{node}: BIOS matches the spec")
     for line in plan.invalid:
         console.print(f"[red]refused:[/red] {line}", highlight=False)
+    for line in plan.forced:
+        console.print(f"[green]no write:[/green] {line}", highlight=False)
     for proof in plan.proven:
         verdict = "[green]holds[/green]" if proof.holds else "[red]differs[/red]"
         console.print(f"{proof.key}: {verdict} (no BIOS attribute; {proof.evidence})", highlight=False)

@@ -187,6 +187,8 @@ class Connector:
         self._deadline_at: float | None = None
         self._deadline_len = opts.deadline_s
         self._record_lock = threading.Lock()
+        self._expand_works: bool | None = None  # None until one `$expand` read answers; False: never again
+        self._expand_probe = threading.Lock()  # the first `$expand` read goes alone (one refusal, not one per thread)
         self.root: Json = {}
         redact.install()
         redact.register_secret(opts.password.get_secret_value())
@@ -560,8 +562,9 @@ class Connector:
             return {k: fut.result() for k, fut in futures.items()}
 
     def expand_args(self, levels: int) -> dict[str, str] | None:
-        """`$expand` query for `levels`, clipped to what ProtocolFeaturesSupported allows; None if not."""
-        if not self.opts.use_expand:
+        """`$expand` query for `levels`, clipped to what ProtocolFeaturesSupported allows; None if not,
+        or once this BMC has refused an expanded read (see get_expanded)."""
+        if not self.opts.use_expand or self._expand_works is False:
             return None
         eq = (self.root.get("ProtocolFeaturesSupported") or {}).get("ExpandQuery") or {}
         if not eq.get("NoLinks") and not eq.get("ExpandAll"):
@@ -603,10 +606,40 @@ class Connector:
             next_link = page.get("Members@odata.nextLink")
         return links
 
-    def get_optional_expanded(self, uri: str, levels: int = 1) -> Json | None:
+    def get_expanded(self, uri: str, levels: int = 1) -> Json:
+        """`uri` read with `$expand` where the service advertises it. A BMC that advertises the query and
+        then refuses it (400/404/405/501; seen with sushy-static, which looks the query up as part of the
+        path, and reported for real BMCs whose ExpandQuery outruns their firmware) is read again without
+        it, and when that read works the connector stops sending `$expand` for the rest of the
+        conversation (a collection that is simply missing answers 404 both ways and changes nothing)."""
         args = self.expand_args(levels)
+        if args is None:
+            return self.get(uri)
+        if self._expand_works:
+            return self._get_or_plain(uri, args)
+        with self._expand_probe:  # until one answer says whether the BMC takes the query
+            args = self.expand_args(levels)
+            return self._get_or_plain(uri, args) if args is not None else self.get(uri)
+
+    def _get_or_plain(self, uri: str, args: dict[str, str]) -> Json:
         try:
-            return self.get(uri, args=args)
+            body = self.get(uri, args=args)
+        except RedfishHttpError as exc:
+            if exc.status not in EXPAND_REFUSED:
+                raise
+            plain = self.get(uri)  # still failing: the resource itself is missing, not the query refused
+            if self._expand_works is not False:
+                LOG.info("%s: GET %s with $expand -> HTTP %s, without it 200; no $expand from now on",
+                         self.opts.where, uri, exc.status)
+            self._expand_works = False
+            return plain
+        self._expand_works = True
+        return body
+
+    def get_optional_expanded(self, uri: str, levels: int = 1) -> Json | None:
+        """get_expanded for a linked collection: None when missing or unreadable (recorded in stats)."""
+        try:
+            return self.get_expanded(uri, levels)
         except RedfishHttpError as exc:
             if not self.record(uri, exc):
                 raise
@@ -659,6 +692,7 @@ class Connector:
 
 
 FAST_METHODS = frozenset({"GET", "POST", "PATCH", "PUT", "DELETE"})
+EXPAND_REFUSED = frozenset({400, 404, 405, 501})  # answers to a `$expand` read that mean "not this query"
 
 
 def is_expanded(obj: Any) -> bool:

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provision.errors import InputError
 from provision.redfish.errors import RedfishOperationFailed
-from provision.redfish.ops.bios_registry import check_value, fetch_registry, locked_by
+from provision.redfish.ops.bios_registry import check_value, fetch_registry, forced_value, locked_by
 from provision.redfish.ops.session import Node
 from provision.redfish.resources import AttributeRegistry, Bios, ComputerSystem
 from provision.redfish.resources.bios import AttrValue
@@ -57,6 +57,9 @@ class BiosPlan(BaseModel):
     """Neutral keys with no attribute on this BIOS and no other evidence: they could not be checked."""
     proven: list[BiosProof] = Field(default_factory=list)
     """Keys with no BIOS attribute judged from other evidence (a vendor plugin's prove_bios)."""
+    forced: list[str] = Field(default_factory=list)
+    """Attributes a registry dependency sets to the wanted value (and locks) once the planned changes
+    apply (an HPE WorkloadProfile sets NumaGroupSizeOpt): nothing to write, not a refusal."""
     apply_time: str | None = None
     registry: str = ""
 
@@ -116,11 +119,19 @@ def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
     for attr, raw in sorted(spec.vendor_attributes.get(vendor.name, {}).items()):
         targets[attr] = (f"vendor:{attr}", raw)
     after = {**cur, **{a: v for a, (_, v) in targets.items()}}
-    changes, invalid = [], []
+    changes, invalid, forced_lines = [], [], []
     for attr, (key, value) in targets.items():
-        if cur.get(attr) == value:
+        dep = locked_by(state.registry, attr, after)
+        forced, to = forced_value(state.registry, attr, after) if dep else (False, None)
+        if forced and to == value:  # the planned changes set it themselves (an HPE WorkloadProfile)
+            if cur.get(attr) != value:
+                forced_lines.append(f"{key} -> {attr}={value!r}: set by the registry when {dep}")
             continue
-        why = check_value(state.registry, attr, value) or _lock(state.registry, attr, after)
+        if cur.get(attr) == value and not forced:
+            continue
+        lock = f"set to {to!r} and locked read-only by dependency ({dep})" if forced else \
+            f"locked read-only by dependency ({dep})" if dep else None
+        why = check_value(state.registry, attr, value) or lock
         if why:
             invalid.append(f"{key} -> {attr}={value!r}: {why}")
             continue
@@ -128,13 +139,8 @@ def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
                                   pending=state.pending.get(attr) == value))
     apply_time = "OnReset" if "OnReset" in state.current.supported_apply_times else None
     return BiosPlan(vendor=vendor.name, pending_uri=state.pending_uri, changes=changes, invalid=invalid,
-                    unmapped=unmapped, proven=proven, apply_time=apply_time,
+                    unmapped=unmapped, proven=proven, forced=forced_lines, apply_time=apply_time,
                     registry="inferred from current values" if state.registry.inferred else state.registry.id)
-
-
-def _lock(registry: AttributeRegistry, attr: str, values: dict[str, AttrValue]) -> str | None:
-    dep = locked_by(registry, attr, values)
-    return f"locked read-only by dependency ({dep})" if dep else None
 
 
 def apply(node: Node, plan: BiosPlan) -> list[str]:

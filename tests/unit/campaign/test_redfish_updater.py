@@ -49,6 +49,9 @@ class FakeConn:
             return {"Members": [_member(f"{INV}/{m}") for m in MEMBERS]}
         return {"Members": [{"@odata.id": f"{INV}/{m}"} for m in MEMBERS]}
 
+    def get_expanded(self, uri: str, levels: int = 1) -> dict[str, Any]:
+        return self.get(uri, args=self.expand_args(levels))
+
     def get_many(self, uris: list[str]) -> dict[str, dict[str, Any] | None]:
         self.fetched += uris
         return {uri: _member(uri) for uri in uris}

@@ -39,6 +39,7 @@ class FakeBmc:
     password_change: bool = False  # logins succeed with Base.PasswordChangeRequired (a factory-default account)
     session_401: bool = False  # session logins refused with 401 whatever the credentials; basic still works
     expand: bool = True
+    refuse_expand: int | None = None  # answer every GET carrying `$expand` with this status (sushy-static: 404)
     faults: dict[str, deque[tuple[int, dict[str, str]]]] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
     tokens: set[str] = field(default_factory=set)
@@ -151,6 +152,9 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
             res = bmc.tree.get(path)
             if res is None:
                 self._reply(404, {"error": {"message": "not found"}})
+                return
+            if bmc.refuse_expand is not None and "$expand" in unquote(query):
+                self._reply(bmc.refuse_expand, {"error": {"message": f"$expand refused ({bmc.refuse_expand})"}})
                 return
             if bmc.expand and "$expand" in unquote(query) and "Members" in res:
                 res = dict(res)

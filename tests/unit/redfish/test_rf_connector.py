@@ -146,6 +146,34 @@ def test_expand_ignored_by_server_still_complete() -> None:
     assert len(inv.gpus) == 8 and len(inv.cpus) == 2
 
 
+@pytest.mark.parametrize("status", [400, 404, 405, 501])
+def test_expand_advertised_then_refused_reads_without_it_and_stops_asking(status: int) -> None:
+    """sushy-static answers 404 to `?$expand=` (it looks the query up as a path); real BMCs answer
+    400/405/501 where ExpandQuery outruns the firmware: the same URI is read again without the query,
+    and no later collection is asked with `$expand` again."""
+    bmc = FakeBmc(tree=tree("supermicro"), refuse_expand=status)
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        inv = observe(conn)
+    with Served(FakeBmc(tree=tree("supermicro"))) as srv:
+        plain = connect(srv, use_expand=False)
+        want = observe(plain)
+    assert len(inv.gpus) == 8 and len(inv.cpus) == 2 and inv.system.model == "SYS-821GE-TNHR"
+    same = {"requests": 0, "missing": sorted(want.missing)}  # `missing` in the order parallel reads ended
+    assert inv.model_copy(update=same) == want.model_copy(update=same) and sorted(inv.missing) == same["missing"]
+    assert inv.requests == want.requests + 1  # the one refused read, and nothing more
+    assert len([s for s in bmc.seen if "$expand" in s.query]) == 1
+
+
+def test_a_missing_collection_does_not_turn_expand_off() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv:
+        conn = connect(srv)
+        assert conn.get_optional_expanded("/redfish/v1/Systems/1/NoSuchCollection") is None
+        assert conn.members("/redfish/v1/Systems")[0]["Id"] == "1"
+    assert "$expand" in bmc.seen[-1].query and conn.stats.missing == ["/redfish/v1/Systems/1/NoSuchCollection"]
+
+
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     return make_cert(tmp_path_factory.mktemp("tls"))

@@ -96,3 +96,31 @@ def test_profile_forces_the_numa_grouping_the_spec_wants() -> None:
     assert numa is not None and locked_by(reg, "NumaGroupSizeOpt", values) is not None
     assert forced_value(reg, "NumaGroupSizeOpt", values) == (True, numa.value)
     assert forced_value(reg, "ProcSMT", values) == (False, None)
+
+
+def _plan(settings: dict[str, str], vendor_attrs: dict[str, str] | None = None) -> object:
+    from provision.redfish.ops import bios as bios_ops
+    from provision.spec.model import Bios as BiosSpec
+
+    state = bios_ops.BiosState(current=Bios.parse(get("hpe", CUR)), pending={},
+                               pending_uri="/redfish/v1/systems/1/bios/settings", registry=registry("hpe", REG))
+    spec = BiosSpec(settings=settings, vendor_attributes={"hpe": vendor_attrs} if vendor_attrs else {})
+    return bios_ops.plan(spec, state, by_name("hpe"))
+
+
+@pytest.mark.parametrize(("settings", "vendor_attrs", "changes", "forced", "invalid"), [
+    # the capture: WorkloadProfile GeneralPowerEfficientCompute (which sets and locks NumaGroupSizeOpt Flat)
+    ({"numa": "enabled"}, None, [], [], ["NumaGroupSizeOpt"]),  # locked to Flat by the current profile
+    ({"numa": "enabled", "power_profile": "performance"}, None, ["WorkloadProfile"], ["NumaGroupSizeOpt"], []),
+    ({"numa": "disabled"}, None, [], [], []),  # Flat already, and the current profile keeps it Flat
+    # Flat is current, but GeneralThroughputCompute sets Clustered: a refusal, not "already so"
+    ({"numa": "disabled", "power_profile": "performance"}, None, ["WorkloadProfile"], [], ["NumaGroupSizeOpt"]),
+])
+def test_a_value_the_workload_profile_forces_is_no_write_and_no_refusal(
+        settings: dict[str, str], vendor_attrs: dict[str, str] | None, changes: list[str], forced: list[str],
+        invalid: list[str]) -> None:
+    plan = _plan(settings, vendor_attrs)
+    assert sorted(c.attribute for c in plan.changes) == changes  # type: ignore[attr-defined]
+    assert [f.split(" -> ")[1].split("=")[0] for f in plan.forced] == forced  # type: ignore[attr-defined]
+    assert [i.split(" -> ")[1].split("=")[0] for i in plan.invalid] == invalid  # type: ignore[attr-defined]
+    assert "NumaGroupSizeOpt" not in plan.writes  # type: ignore[attr-defined]
