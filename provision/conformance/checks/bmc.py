@@ -1,8 +1,8 @@
 """BMC-side checks through the Redfish layer: BIOS, firmware baseline, PSUs, fans, temperatures, SEL.
 
-`observe_bmc` reads the BMC over a session of its own (bmc_read; a caller that holds a session passes
-`read`) into typed BmcFacts (bmc_facts); `evaluate_bmc` compares them
-with the spec (pure, tested on tables). When the BMC cannot be read (unreachable, credentials
+`observe_bmc` reads the BMC over a session of its own (bmc_read; a caller that already holds the node's
+session, as the bring-up does, passes `read`) into typed BmcFacts (bmc_facts); `evaluate_bmc` compares
+them with the spec (pure, tested on tables). When the BMC cannot be read (unreachable, credentials
 refused, TLS) every BMC check is an ERROR naming why, never a pass; `--no-bmc` waives them.
 """
 
