@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt
 from provision.cli.output import console, emit_json
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, RunReport
@@ -26,12 +26,13 @@ LevelOpt = Annotated[
 ]
 
 
-def _bmc_hook(since: datetime | None) -> Callable[[Context, HostEntry], None]:
+def _bmc_hook(since: datetime | None, insecure: bool) -> Callable[[Context, HostEntry], None]:
+    """One BMC session per node, opened by the check itself (TLS per the host's CA file, or --insecure)."""
     from provision.conformance.checks.bmc import run_bmc_checks
     from provision.conformance.since import last_bringup
 
     def hook(ctx: Context, host: HostEntry) -> None:
-        run_bmc_checks(ctx, host, since or last_bringup(host.name))
+        run_bmc_checks(ctx, host, since or last_bringup(host.name), insecure=insecure)
 
     return hook
 
@@ -57,6 +58,7 @@ def verify_command(
         typer.Option("--sel-since", help="Count SEL entries from then on (default: last bring-up in the journal)"),
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="List every check, not only failed ones")] = False,
+    insecure: InsecureOpt = False,
 ) -> None:
     """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs).
 
@@ -78,7 +80,7 @@ def verify_command(
     def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
         waive_all(ctx, "BMC checks turned off (--no-bmc)")
 
-    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since)
+    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
     run = verify(hosts, level, bmc=hook)
     if junit:
         write_junit(run, junit)

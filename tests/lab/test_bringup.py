@@ -72,9 +72,25 @@ def _flashes(messages: list[str]) -> Counter[str]:
     return count
 
 
+def _sim_log_end(lab: manager.LabState) -> int:
+    path = lab.lab_dir / manager.SIM_LOG
+    return path.stat().st_size if path.exists() else 0
+
+
+def _sessions_since(lab: manager.LabState, offset: int) -> tuple[Counter[str], Counter[str]]:
+    """Session logins and logouts per node the simulator logged after byte `offset` of its event log."""
+    with (lab.lab_dir / manager.SIM_LOG).open() as f:
+        f.seek(offset)
+        events = [json.loads(line) for line in f.read().splitlines() if line.startswith("{")]
+    logins = Counter(e["node"] for e in events if e.get("event") == "login")
+    return logins, Counter(e["node"] for e in events if e.get("event") == "logout")
+
+
 def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
+    mark = _sim_log_end(lab)
     summary = _finish(_bringup(lab, journal, "node01", "node02", "--concurrency", "2"))
+    logins, logouts = _sessions_since(lab, mark)  # read before this test's own SEL reads log in
     assert summary["ok"], json.dumps(summary, indent=1)[-4000:]
     for node in summary["nodes"]:
         outcomes = {s["stage"]: s["outcome"] for s in node["stages"]}
@@ -89,8 +105,19 @@ def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path
         messages = _sel_messages(lab, node)
         assert sum(m.startswith("Host reset requested") for m in messages) == 1
         assert set(_flashes(messages).values()) == {1}
+        # One session per node for the whole run, verify's BMC checks included: logged out once, at the
+        # end. The connector logs in again only where the BMC ended the session: a BMC reset (its own
+        # firmware flashed), or the idle SessionTimeout (1800 s simulated, 30 s at speed 60, passes
+        # during configure); a second session opened by a stage would be logged out on its own.
+        bmc_resets = sum(m.startswith("BMC reset") for m in messages)
+        assert logouts[node] == 1, f"{node}: {logouts[node]} sessions logged out in one run"
+        assert 1 + bmc_resets <= logins[node] <= 2 + bmc_resets, f"{node}: {logins[node]} logins"
+    mark = _sim_log_end(lab)
     again = _finish(_bringup(lab, journal, "node01", "node02", "--concurrency", "2"))
     assert again["ok"]
+    logins, logouts = _sessions_since(lab, mark)
+    assert logouts == Counter({"node01": 1, "node02": 1}), logouts  # nothing to do: still one session each
+    assert all(1 <= logins[n] <= 2 for n in ("node01", "node02")), logins  # + one after an idle timeout
     assert all(not n["changed"] for n in again["nodes"]), json.dumps(again, indent=1)[-3000:]
 
 

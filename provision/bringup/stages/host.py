@@ -11,6 +11,9 @@ from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc import bmc
+from provision.conformance.checks._base import Context
+from provision.conformance.checks.bmc import BmcFacts, run_bmc_checks
+from provision.conformance.checks.bmc_read import read_connected
 from provision.conformance.model import Level, NodeReport, Outcome
 from provision.conformance.runner import verify_node
 from provision.errors import CheckFailed, InputError
@@ -112,12 +115,14 @@ class VerifyStage:
         self.opts = opts
 
     def observe(self, ctx: StageContext) -> NodeReport:
-        from provision.conformance.checks.bmc import run_bmc_checks
-
         since = _run_started(ctx)
 
-        def hook(cctx: object, host: object) -> None:
-            run_bmc_checks(cctx, host, since)  # type: ignore[arg-type]
+        def read(host: HostEntry) -> BmcFacts:  # over the node's one session, opened here if no stage did
+            with bmc(ctx, self.opts) as node:
+                return read_connected(node.conn, host.spec)
+
+        def hook(cctx: Context, host: HostEntry) -> None:
+            run_bmc_checks(cctx, host, since, read=read)
 
         return verify_node(ctx.host, Level(self.opts.verify_level), bmc=hook)
 

@@ -1,65 +1,33 @@
 """BMC-side checks through the Redfish layer: BIOS, firmware baseline, PSUs, fans, temperatures, SEL.
 
-`observe_bmc` reads the BMC (provision.redfish) into typed BmcFacts; `evaluate_bmc` compares them
-with the spec (pure, tested on tables). When the BMC cannot be read (unreachable, credentials
+`observe_bmc` reads the BMC over a session of its own (bmc_read; a caller that already holds the node's
+session, as the bring-up does, passes `read`) into typed BmcFacts (bmc_facts); `evaluate_bmc` compares
+them with the spec (pure, tested on tables). When the BMC cannot be read (unreachable, credentials
 refused, TLS) every BMC check is an ERROR naming why, never a pass; `--no-bmc` waives them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from provision.conformance.checks._base import Context
+from provision.conformance.checks.bmc_facts import BiosSetting, BmcFacts, FirmwareSeen
+from provision.conformance.checks.bmc_read import read_bmc
 from provision.conformance.model import Outcome, Threshold, worst
 from provision.errors import ProvisionError
-from provision.redfish.resources import Power, Thermal
-from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.resources.power import Temperature
-from provision.redfish.vendors.base import BiosProof
 from provision.spec.model import Cooling, HostEntry, NodeSpec
 from provision.spec.model import Power as PowerSpec
 
 AREA = "bmc"
+BmcRead = Callable[[HostEntry], BmcFacts]
+"""Reads a host's BMC facts (from a session the caller keeps, or one it opens); raises ProvisionError."""
 
-
-class BiosSetting(BaseModel):
-    """One neutral BIOS key resolved on this BMC: the attribute, the wanted and the current value."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str
-    attribute: str | None
-    wanted: AttrValue | None
-    current: AttrValue | None
-    proof: BiosProof | None = Field(default=None, description="No attribute: the vendor plugin's other evidence")
-
-
-class FirmwareSeen(BaseModel):
-    """The running versions of one baseline component."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    component: str
-    versions: tuple[str, ...]
-    entries: int = Field(default=0, description="FirmwareInventory entries matched (some may lack a version)")
-
-
-class BmcFacts(BaseModel):
-    """What the checks need from the BMC, typed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    vendor: str
-    bios: tuple[BiosSetting, ...]
-    firmware: tuple[FirmwareSeen, ...]
-    power: tuple[Power, ...]
-    thermal: tuple[Thermal, ...]
-    sel: tuple[LogEntry, ...]
-    sel_read: bool = Field(default=True, description="False when the BMC exposes no SEL")
-    ambient: tuple[str, ...] = Field(default=(), description="Thermal sensors that read the internal ambient")
+__all__ = ["AREA", "POWER_DESC", "BiosSetting", "BmcFacts", "BmcRead", "FirmwareSeen", "bmc_problem",
+           "draw_threshold", "error_all", "evaluate_bmc", "observe_bmc", "planned", "run_bmc_checks",
+           "sensor_threshold", "waive_all"]
 
 
 def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -> None:
@@ -268,19 +236,20 @@ def _after(entry: LogEntry, since: datetime | None) -> bool:
     return created >= since
 
 
-def observe_bmc(host: HostEntry) -> BmcFacts:
-    """Read BIOS, firmware, power, thermal and SEL from the host's BMC (raises ProvisionError)."""
-    from provision.conformance.checks.bmc_read import read_bmc
-
-    return read_bmc(host)
+def observe_bmc(host: HostEntry, insecure: bool = False) -> BmcFacts:
+    """Read BIOS, firmware, power, thermal and SEL over a session of its own (raises ProvisionError)."""
+    return read_bmc(host, insecure=insecure)
 
 
-def run_bmc_checks(ctx: Context, host: HostEntry, since: datetime | None = None) -> None:
-    """Observe then evaluate; a BMC that cannot be read makes every BMC check an ERROR with the reason."""
+def run_bmc_checks(ctx: Context, host: HostEntry, since: datetime | None = None, *, read: BmcRead | None = None,
+                   insecure: bool = False) -> None:
+    """Read then evaluate; a BMC that cannot be read makes every BMC check an ERROR with the reason.
+
+    `read` reads over a session the caller already holds (the bring-up's one session per node); without
+    it the facts are read over a session opened here (`insecure`: TLS not verified)."""
     try:
-        facts = observe_bmc(host)
+        facts = read(host) if read is not None else observe_bmc(host, insecure)
     except ProvisionError as exc:
         error_all(ctx, bmc_problem(exc))
         return
     evaluate_bmc(ctx, facts, since)
-

@@ -1,5 +1,9 @@
 """Read what the BMC checks need through the Redfish layer's public operations (read-only).
 
+`read_connected` reads over a session the caller already holds (the bring-up keeps one per node and
+hands it to verify: no second login); `read_bmc` opens one session for `provision verify`, honouring
+--insecure and the host's CA file (provision_bmc_ca_file), and reads over it.
+
 BIOS: provision.redfish.ops.bios.observe (current values + registry) and the vendor plugin's
 neutral-key mapping; firmware: ops.firmware.observe/status; power and thermal: ops.inventory;
 SEL: ops.sel.read.
@@ -7,8 +11,9 @@ SEL: ops.sel.read.
 
 from __future__ import annotations
 
-from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen
+from provision.conformance.checks.bmc_facts import BiosSetting, BmcFacts, FirmwareSeen
 from provision.errors import RedfishError
+from provision.redfish.connector import Connector
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import firmware as firmware_ops
 from provision.redfish.ops import sel as sel_ops
@@ -18,17 +23,28 @@ from provision.redfish.resources import LogEntry
 from provision.redfish.retry import RetryPolicy
 from provision.spec.model import HostEntry, NodeSpec
 
+# A verify that opens its own session gives up sooner than the bring-up's (a dead BMC is an ERROR row).
+VERIFY_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, timeout_s=15)
 
-def read_bmc(host: HostEntry) -> BmcFacts:
-    """One read-only pass over the BMC; raises RedfishError (a ProvisionError) when it cannot be read."""
-    retry = RetryPolicy(attempts=2, base_delay_s=0.2, timeout_s=15)
-    with connect(options_for(host.name, host.bmc, retry=retry)) as conn:
+
+def read_bmc(host: HostEntry, insecure: bool = False) -> BmcFacts:
+    """One session of its own (logged out after) and one read-only pass; raises RedfishError (a
+    ProvisionError) when the BMC cannot be read. TLS is verified against provision_bmc_ca_file (or the
+    system bundle) unless `insecure`."""
+    with connect(options_for(host.name, host.bmc, insecure=insecure, retry=VERIFY_RETRY)) as conn:
+        return read_connected(conn, host.spec)
+
+
+def read_connected(conn: Connector, spec: NodeSpec) -> BmcFacts:
+    """One read-only pass over an open session (no login here), bounded by the connector's command
+    deadline. The node facts are read afresh: a BIOS change or a reset since the session opened shows."""
+    with conn.deadline():
         node = node_facts(conn)
         inv = observe(conn)
-        bios = _bios(node, host.spec)
+        bios = _bios(node, spec)
         fw_state = firmware_ops.observe(conn)
         entries, sel_read = _sel(node)
-    statuses = firmware_ops.status(host.spec.firmware, fw_state, node.vendor)
+    statuses = firmware_ops.status(spec.firmware, fw_state, node.vendor)
     firmware = tuple(
         FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version),
                      entries=len(s.entries))

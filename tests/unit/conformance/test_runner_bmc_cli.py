@@ -172,7 +172,7 @@ def test_error_all_and_waive_all_cover_what_evaluate_records() -> None:
     ],
 )
 def test_each_bmc_error_kind_makes_error_rows(exc: ProvisionError, label: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    def observe(_host: HostEntry) -> BmcFacts:
+    def observe(_host: HostEntry, _insecure: bool = False) -> BmcFacts:
         raise exc
 
     monkeypatch.setattr(bmc_checks, "observe_bmc", observe)
