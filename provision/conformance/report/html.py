@@ -10,6 +10,7 @@ from html import escape
 from pathlib import Path
 
 from provision.conformance.model import CheckResult, NodeReport, Outcome, RunReport
+from provision.private import write_private
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1b1f24;background:#fff}
@@ -105,4 +106,4 @@ def render_html(run: RunReport) -> str:
 
 
 def write_html(run: RunReport, path: Path) -> None:
-    path.write_text(render_html(run), encoding="utf-8")
+    write_private(path, render_html(run))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from provision.conformance.model import RunReport
+from provision.private import write_private
 
 
 def to_json(run: RunReport) -> dict[str, Any]:
@@ -32,4 +33,4 @@ def from_json(data: dict[str, Any]) -> RunReport:
 
 
 def write_json(run: RunReport, path: Path) -> None:
-    path.write_text(json.dumps(to_json(run), indent=2) + "\n", encoding="utf-8")
+    write_private(path, json.dumps(to_json(run), indent=2) + "\n")

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from provision.conformance.model import NodeReport, Outcome, RunReport
+from provision.private import write_private
 
 
 def _suite(node: NodeReport, timestamp: str) -> ET.Element:
@@ -64,4 +65,4 @@ def render_junit(run: RunReport) -> str:
 
 
 def write_junit(run: RunReport, path: Path) -> None:
-    path.write_text(render_junit(run), encoding="utf-8")
+    write_private(path, render_junit(run))

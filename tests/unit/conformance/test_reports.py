@@ -155,3 +155,24 @@ def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
     width, height, raw = _png_pixels(shot)
     assert (width, height) == (1280, 1600)
     assert len(set(raw)) > 16, "the screenshot is blank"
+
+
+def test_report_files_hold_node_data_and_are_0600_from_the_start(tmp_path: Path) -> None:
+    """Reports name every node's hardware, serials and failures: on a shared controller no other user reads
+    them, whatever the umask (they were written with the default umask, 0644 under umask 022)."""
+    import os
+    import stat
+
+    from provision.conformance.report import write_html, write_json, write_junit
+
+    old = os.umask(0o022)
+    try:
+        paths = {"junit": tmp_path / "r.xml", "json": tmp_path / "r.json", "html": tmp_path / "r.html"}
+        write_junit(sample_run(), paths["junit"])
+        write_json(sample_run(), paths["json"])
+        write_html(sample_run(), paths["html"])
+    finally:
+        os.umask(old)
+    modes = {name: stat.S_IMODE(p.stat().st_mode) for name, p in paths.items()}
+    assert modes == {"junit": 0o600, "json": 0o600, "html": 0o600}
+    assert json.loads(paths["json"].read_text())["nodes"]
