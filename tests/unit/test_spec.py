@@ -17,7 +17,7 @@ def test_example_inventory_has_eight_prod_nodes() -> None:
     fleet = load_fleet(HOSTS)
     assert sorted(fleet.hosts) == [f"node0{i}" for i in range(1, 9)]
     assert {h.profile for h in fleet.hosts.values()} == {"ml_prod_v4"}
-    assert set(fleet.profiles) == {"ml_prod_v4", "ml_density_v2", "ml_cost_v3"}
+    assert set(fleet.profiles) == {"ml_prod_v4", "ml_density_v2", "ml_cost_v3", "sys_821ge_tnhr_captured"}
 
 
 def test_ml_prod_v4_figures_match_the_seed() -> None:
@@ -49,6 +49,16 @@ def test_variants_differ_where_the_seed_says() -> None:
     assert density.gpu.interconnect == "pcie" and density.software.fabric_manager is None
     assert (density.memory.total_gb, density.memory.type) == (1024, "DDR4")
     assert (cost.gpu.count, cost.gpu.model, cost.memory.total_gb) == (4, "NVIDIA A100 80GB PCIe", 512)
+
+
+def test_the_captured_profile_is_the_supermicro_capture_as_it_runs() -> None:
+    cap = load_fleet(HOSTS).profiles["sys_821ge_tnhr_captured"]
+    assert (cap.cpu.model, cap.cpu.cores_per_socket) == ("Intel(R) Xeon(R) Platinum 8462Y+", 32)
+    assert (cap.memory.dimm_count, cap.memory.dimm_size_gb, cap.memory.min_speed_mts) == (32, 64, 4400)
+    assert (cap.power.psu_count, cap.power.psu_watts) == (8, 3000)
+    assert (cap.storage.boot.size_tb, cap.storage.scratch.size_tb, cap.storage.scratch.count) == (7.68, 7.68, 6)
+    assert {f.component: f.version for f in cap.firmware}["bmc"] == "11.01.01"
+    assert cap.network.infiniband is None and cap.network.ethernet.count == 10  # as the X13 BMC reports them
 
 
 def test_spec_is_frozen() -> None:

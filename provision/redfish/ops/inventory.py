@@ -29,6 +29,7 @@ from provision.redfish.resources import (
 from provision.redfish.vendors import GpuView
 from provision.redfish.vendors.registry import detect
 from provision.spec.model import Comparison, NodeSpec
+from provision.spec.model import Storage as StorageSpec
 
 
 class Adapter(BaseModel):
@@ -380,13 +381,30 @@ def _storage_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     boot = [d for d in sized if _near(d.capacity_tb, spec.storage.boot.size_tb)]
     scratch = [d for d in sized if _near(d.capacity_tb, spec.storage.scratch.size_tb)]
     st = spec.storage
+    want_boot, want_scratch = st.boot.count, st.scratch.count
+    if _near(st.boot.size_tb, st.scratch.size_tb) or _near(st.scratch.size_tb, st.boot.size_tb):
+        # One drive size for both roles (e.g. eight 7.68 TB U.2 drives, two of them the RAID1 boot pair): the
+        # BMC cannot tell a boot drive from a scratch drive, so both roles are held against the drives of that
+        # size together, never each against all of them.
+        boot = scratch = [d for d in sized if _near(d.capacity_tb, st.boot.size_tb)
+                          or _near(d.capacity_tb, st.scratch.size_tb)]
+        want_boot = want_scratch = st.boot.count + st.scratch.count
     return [
         _count(spec, "storage.nvme_drives", st.boot.count + st.scratch.count, len(nvme)),
-        _count(spec, "storage.boot.count", st.boot.count, len(boot), bool(sized)).model_copy(
-            update={"expected": f"{st.boot.count} x {st.boot.size_tb} TB"}),
-        _count(spec, "storage.scratch.count", st.scratch.count, len(scratch), bool(sized)).model_copy(
-            update={"expected": f"{st.scratch.count} x {st.scratch.size_tb} TB"}),
+        _count(spec, "storage.boot.count", want_boot, len(boot), bool(sized)).model_copy(
+            update={"expected": _roles(st, want_boot != st.boot.count, f"{st.boot.count} x {st.boot.size_tb} TB")}),
+        _count(spec, "storage.scratch.count", want_scratch, len(scratch), bool(sized)).model_copy(
+            update={"expected": _roles(st, want_scratch != st.scratch.count,
+                                       f"{st.scratch.count} x {st.scratch.size_tb} TB")}),
     ]
+
+
+def _roles(st: StorageSpec, shared: bool, own: str) -> str:
+    """The expected text: the role's own drives, or both roles' when they share one drive size."""
+    if not shared:
+        return own
+    return (f"{st.boot.count} x {st.boot.size_tb} TB boot + {st.scratch.count} x {st.scratch.size_tb} TB scratch "
+            "(one drive size: counted together)")
 
 
 def _network_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:

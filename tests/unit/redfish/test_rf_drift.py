@@ -123,3 +123,30 @@ def test_every_drift_item_has_a_default_kind(spec) -> None:  # type: ignore[no-u
     from provision.spec.model import COMPARISONS
 
     assert {i.key for i in drift(spec, _inv()).items} == set(COMPARISONS)
+
+
+def _one_size(spec, boot: int, scratch: int):  # type: ignore[no-untyped-def]
+    """The spec with boot and scratch on one drive size (7.68 TB), as the SYS-821GE-TNHR capture's bays."""
+    st = spec.storage
+    zfs = st.scratch.zfs.model_copy(update={"vdevs": scratch})
+    storage = st.model_copy(update={"boot": st.boot.model_copy(update={"size_tb": 7.68, "count": boot}),
+                                    "scratch": st.scratch.model_copy(update={"count": scratch, "zfs": zfs})})
+    return spec.model_copy(update={"storage": storage})
+
+
+@pytest.mark.parametrize(("drives", "verdict"), [(8, "ok"), (7, "drift"), (9, "drift")])
+def test_one_drive_size_for_boot_and_scratch_counts_both_roles_together(
+        spec, drives: int, verdict: str) -> None:  # type: ignore[no-untyped-def]
+    one = _one_size(spec, 2, 6)
+    bay = r.Drive(CapacityBytes=7_681_501_126_656, Protocol="NVMe")
+    items = {i.key: i for i in drift(one, _inv(drives=[bay] * drives)).items}
+    for key in ("storage.boot.count", "storage.scratch.count"):
+        assert items[key].verdict == verdict, items[key]
+        assert items[key].observed == str(drives) and "counted together" in items[key].expected
+
+
+def test_distinct_sizes_still_count_each_role(spec) -> None:  # type: ignore[no-untyped-def]
+    scratch = r.Drive(CapacityBytes=7_681_501_126_656, Protocol="NVMe")
+    items = {i.key: i for i in drift(spec, _inv(drives=[scratch] * 10)).items}
+    assert items["storage.boot.count"].verdict == "drift" and items["storage.boot.count"].expected == "2 x 1.92 TB"
+    assert items["storage.scratch.count"].verdict == "drift"
