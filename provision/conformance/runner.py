@@ -51,7 +51,7 @@ def evaluate(
     check is judged as on real hardware. Nothing found on the node makes it a lab node.
     """
     declared = lab or LabDeclaration()
-    ctx = Context(node=node, spec=spec, facts=facts, level=level, lab=declared.lab)
+    ctx = Context(node=node, spec=spec, facts=facts, level=level)
     for module in (*NODE_AREAS, burnin):
         module.evaluate(ctx)
     ctx.results[:] = apply_waivers(ctx.results, declared.waivers)

@@ -242,9 +242,9 @@ def test_burnin_tier_runs_the_twins_stand_ins_and_says_so(lab: tuple[Path, Path,
     report = node_report(inventory, Level.BURNIN)
     burnin = {r.id: r for r in report.results if r.area == "burnin"}
     dcgm = burnin["burnin.dcgm_diag"]
-    assert dcgm.passed and "LAB STAND-IN" in dcgm.detail
+    # the report says the node is a declared lab twin and which tools are stand-ins; the checks never do
+    assert dcgm.passed and report.lab and "dcgmi" in report.standins
     # Tools the twins do not carry are ERRORs (could not check, never passed), naming why.
     for cid in ("burnin.nccl_busbw", "burnin.fio_seq_read", "burnin.fio_rand_read", "burnin.ib_write_bw"):
         result = burnin[cid]
-        assert (result.passed and "LAB STAND-IN" in result.detail) or (
-            result.outcome is Outcome.ERROR and "not found" in result.detail), result
+        assert result.passed or (result.outcome is Outcome.ERROR and "not found" in result.detail), result

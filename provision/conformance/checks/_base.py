@@ -9,7 +9,7 @@ reason; a reading judged on tiers goes through `ctx.tiered` (PASS, WARN or FAIL)
 
 Lab twins are declared by the inventory (`provision_lab`, with `provision_lab_waivers`): a check the
 declaration lists becomes WAIVED with its reason after evaluation (runner.apply_waivers); no check
-decides anything from being in the lab. `Context.lab` (the declaration) only adds notes to details.
+decides anything from being in the lab, and the checks never see the declaration.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from provision.errors import ParseError
 from provision.spec.model import NodeSpec
 
 T = TypeVar("T")
-
-LAB_NOTE = "LAB STAND-IN"
-
 
 class Unreadable(Exception):
     """A section the checks need is missing, failed or did not parse."""
@@ -61,7 +58,6 @@ class Context:
     spec: NodeSpec
     facts: NodeFacts
     level: Level
-    lab: bool = False
     results: list[CheckResult] = field(default_factory=list)
     _cache: dict[str, Any] = field(default_factory=dict)
 
@@ -144,9 +140,6 @@ class Context:
         """Record a check not run because the spec, inventory or operator says so (WAIVED, with why)."""
         self.result(check_id, area, description, expected, "waived", Outcome.WAIVED, why)
 
-    def lab_detail(self, what: str) -> str:
-        """The note a check adds on a declared lab node (display only: never changes an outcome)."""
-        return f"{LAB_NOTE}: {what}" if self.lab else ""
 
 
 def _show(value: object) -> str:

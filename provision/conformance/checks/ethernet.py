@@ -50,8 +50,6 @@ def _from_ibstat(ctx: Context, desc: str, expected: str) -> None:
     fast = [(n, p) for n, p in ports if p.state == "Active" and p.rate_gbps == eth.speed_gbps]
     seen = ", ".join(f"{n}/{p.number} {p.state} {p.rate_gbps:g} Gb/s" for n, p in ports) or "none"
     note = "no physical NIC in sysfs; Ethernet-mode ConnectX ports from ibstat"
-    if ctx.lab:
-        note += "; LAB STAND-IN: twins have only a veth, the NICs are simulated by the stand-in ibstat"
     ctx.record("ethernet.ports", AREA, desc, expected, f"{len(fast)} ({seen})", len(fast) >= eth.count, note)
     for name, _port in fast:
         ctx.error(f"ethernet.{name}.mtu", AREA, f"{name} MTU", eth.mtu, "no netdev to read the MTU from")
