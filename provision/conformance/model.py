@@ -138,8 +138,8 @@ class NodeReport(BaseModel):
 
     node: str
     profile: str
-    lab: bool = Field(default=False, description="The node is a lab twin: its tools are LAB STAND-INs")
-    standins: tuple[str, ...] = Field(default=(), description="Tools found to be LAB STAND-INs")
+    lab: bool = Field(default=False, description="The inventory declares the node a lab twin (provision_lab)")
+    standins: tuple[str, ...] = Field(default=(), description="Its stand-in tools, as the inventory declares them")
     gather_seconds: float = 0.0
     error: str | None = Field(default=None, description="Why no facts could be gathered at all")
     results: tuple[CheckResult, ...] = ()

@@ -13,7 +13,6 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 
 from provision.conformance.checks import NODE_AREAS, burnin
-from provision.conformance.checks import lab as lab_probe
 from provision.conformance.checks._base import Context
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, gather, ssh_runner
 from provision.conformance.model import CheckResult, Level, NodeReport, Outcome, RunReport
@@ -38,7 +37,6 @@ def node_probes(spec: NodeSpec, level: Level) -> list[Probe]:
             if known is not None and known != probe:
                 raise CheckModuleError(f"two check modules define probe {probe.name} differently")
             seen[probe.name] = probe
-    seen[lab_probe.SECTION] = lab_probe.probe()
     return list(seen.values())
 
 
@@ -107,7 +105,7 @@ def verify_node(
         node=host.name,
         profile=host.profile,
         lab=host.lab.lab,
-        standins=lab_probe.standins(facts),  # display only: what the grep found, not what decides anything
+        standins=host.lab.standins,  # the inventory's declaration, for display: nothing on the node is probed
         gather_seconds=round(facts.seconds, 3),
         results=tuple(_unique(apply_waivers(ctx.results, host.lab.waivers))),
     )

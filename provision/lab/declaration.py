@@ -13,6 +13,14 @@ from typing import Any
 
 LAB_VAR = "provision_lab"
 WAIVERS_VAR = "provision_lab_waivers"
+STANDINS_VAR = "provision_lab_standins"
+
+# The twins' LAB STAND-IN tools (provision/lab/twins/personality/data/tools): named in the declaration so the
+# report can list them; no probe on the node looks for them.
+STANDIN_TOOLS: tuple[str, ...] = (
+    "all_reduce_perf", "dcgmi", "dmesg", "dmidecode", "fio", "ib_write_bw", "ibstat", "ibv_devinfo", "lscpu",
+    "mdadm", "nvidia-smi", "nvme", "smartctl", "zfs", "zpool",
+)
 
 # What no twin can present, whatever the lab host.
 TWIN_WAIVERS: dict[str, str] = {
@@ -43,5 +51,5 @@ def lab_waivers(proc: Path = Path("/proc")) -> dict[str, str]:
 
 
 def lab_declaration(proc: Path = Path("/proc")) -> dict[str, Any]:
-    """The host variables that declare a node twin: `provision_lab` and its waivers."""
-    return {LAB_VAR: True, WAIVERS_VAR: lab_waivers(proc)}
+    """The host variables that declare a node twin: `provision_lab`, its waivers and its stand-in tools."""
+    return {LAB_VAR: True, WAIVERS_VAR: lab_waivers(proc), STANDINS_VAR: list(STANDIN_TOOLS)}

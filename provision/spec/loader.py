@@ -20,6 +20,7 @@ from provision.spec.strict_yaml import load_strict, yaml_files
 PROFILE_VAR = "provision_profile"
 LAB_VAR = "provision_lab"
 WAIVERS_VAR = "provision_lab_waivers"
+STANDINS_VAR = "provision_lab_standins"
 PROFILE_PREFIX = "provision_profile_"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 BMC_AUTH_MODES = ("auto", "session", "basic")
@@ -149,9 +150,10 @@ def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDecla
     lab = hv.get(LAB_VAR, False)
     if not isinstance(lab, bool):
         raise InventoryError(f"{inventory}: host {host}: {LAB_VAR}: must be true or false (got {lab!r})")
+    standins = _lab_standins(inventory, host, hv, lab)
     raw = hv.get(WAIVERS_VAR)
     if raw is None:
-        return LabDeclaration(lab=lab)
+        return LabDeclaration(lab=lab, standins=standins)
     if not lab:
         raise InventoryError(f"{inventory}: host {host}: {WAIVERS_VAR} is set but {LAB_VAR} is not true "
                              "(waivers are for declared lab hosts)")
@@ -165,7 +167,19 @@ def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDecla
             waivers.append(Waiver(pattern=str(pattern), reason=str(reason)))
         except ValidationError as exc:
             raise InventoryError(f"{inventory}: host {host}: {_describe(exc, WAIVERS_VAR)}") from None
-    return LabDeclaration(lab=True, waivers=tuple(waivers))
+    return LabDeclaration(lab=True, waivers=tuple(waivers), standins=standins)
+
+
+def _lab_standins(inventory: Path, host: str, hv: dict[str, Any], lab: bool) -> tuple[str, ...]:
+    """`provision_lab_standins`: the names of a declared lab host's stand-in tools (a list of strings)."""
+    raw = hv.get(STANDINS_VAR)
+    if raw is None:
+        return ()
+    if not lab:
+        raise InventoryError(f"{inventory}: host {host}: {STANDINS_VAR} is set but {LAB_VAR} is not true")
+    if not isinstance(raw, list) or not all(isinstance(t, str) and t for t in raw):
+        raise InventoryError(f"{inventory}: host {host}: {STANDINS_VAR}: must be a list of tool names")
+    return tuple(sorted(raw))
 
 
 def _build_spec(where: str, host: str, profile: str, raw: Any) -> NodeSpec:

@@ -608,6 +608,7 @@ class LabDeclaration(BaseModel):
 
     lab: bool = False
     waivers: tuple[Waiver, ...] = ()
+    standins: tuple[str, ...] = Field(default=(), description="provision_lab_standins: the twin's stand-in tools")
 
 
 class HostEntry(BaseModel):

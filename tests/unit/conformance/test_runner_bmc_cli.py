@@ -49,8 +49,9 @@ def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
     report = verify([host("up01", **GPU_590), host("down02")], Level.QUICK, runner_for=runner_for)
     up, down = report.nodes
     assert [n.node for n in report.nodes] == ["up01", "down02"]
-    # Stand-ins found are listed, but only the inventory declares a lab node: this one is judged as real.
-    assert not up.lab and up.standins == ("nvidia-smi",) and up.error is None
+    # A stand-in's marker on the node means nothing: only the inventory declares a lab node (and its
+    # stand-ins); this one is judged as real and lists none.
+    assert not up.lab and up.standins == () and up.error is None
     ids = {r.id: r for r in up.results}
     assert ids["gpu.count"].passed and ids["gpu.0.model"].passed
     assert ids["cpu.model"].outcome is Outcome.ERROR and ids["cpu.model"].found.startswith("unreadable")

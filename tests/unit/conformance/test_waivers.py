@@ -9,7 +9,8 @@ import pytest
 
 from provision.conformance.model import CheckResult, Level, Outcome
 from provision.conformance.runner import apply_waivers, verify
-from provision.lab.declaration import NO_MD_WAIVERS, TWIN_WAIVERS, lab_declaration, lab_waivers
+from provision.errors import InventoryError
+from provision.lab.declaration import NO_MD_WAIVERS, STANDIN_TOOLS, TWIN_WAIVERS, lab_declaration, lab_waivers
 from provision.spec import load_fleet
 from provision.spec.model import BmcEndpoint, HostEntry, LabDeclaration, SshEndpoint, Waiver
 from tests.unit.conformance.helpers import framed, run, spec
@@ -30,7 +31,8 @@ TWIN_CHECKS = {"kernel.uname", "raid.root", "raid.array", "raid.sync", "raid.mem
 
 
 def declared(proc: Path) -> LabDeclaration:
-    return LabDeclaration(lab=True, waivers=tuple(Waiver(pattern=k, reason=v) for k, v in lab_waivers(proc).items()))
+    return LabDeclaration(lab=True, waivers=tuple(Waiver(pattern=k, reason=v) for k, v in lab_waivers(proc).items()),
+                          standins=STANDIN_TOOLS)
 
 
 def test_undeclared_twin_like_node_is_judged_as_real_hardware() -> None:
@@ -84,7 +86,7 @@ def test_inventory_declaration_reaches_the_report_and_the_verdicts(tmp_path: Pat
     report = verify([entry("twin01", declared(tmp_path)), entry("real01", LabDeclaration())], Level.FULL,
                     runner_for=lambda h: lambda node, script: framed(sections))
     twin, real = report.nodes
-    assert twin.lab and not real.lab and twin.standins == real.standins == ("hardware.json", "mdadm", "nvidia-smi")
+    assert twin.lab and not real.lab and twin.standins == STANDIN_TOOLS and real.standins == ()
     assert {r.id for r in twin.waived} == TWIN_CHECKS and not real.waived
 
 
@@ -95,6 +97,19 @@ def test_loader_reads_the_declaration_typed(inventory_copy: Path) -> None:
     assert fleet.hosts["node01"].lab == LabDeclaration(lab=True, waivers=(Waiver(pattern="kernel.module.*",
                                                                                   reason="no modules"),))
     assert fleet.hosts["node02"].lab == LabDeclaration()
+
+
+def test_loader_reads_the_declared_standins_and_refuses_bad_ones(inventory_copy: Path) -> None:
+    hv = inventory_copy.parent / "host_vars" / "node01.yml"
+    base = hv.read_text()
+    hv.write_text(base + "provision_lab: true\nprovision_lab_standins: [nvidia-smi, dcgmi]\n")
+    assert load_fleet(inventory_copy).hosts["node01"].lab.standins == ("dcgmi", "nvidia-smi")
+    for bad, why in (("provision_lab_standins: [nvidia-smi]\n", "is set but provision_lab is not true"),
+                     ("provision_lab: true\nprovision_lab_standins: nvidia-smi\n", "must be a list of tool names")):
+        hv.write_text(base + bad)
+        with pytest.raises(InventoryError, match=why) as err:
+            load_fleet(inventory_copy)
+        assert "node01" in str(err.value) and "provision_lab_standins" in str(err.value)
 
 
 def test_the_lab_inventory_declares_its_twins(tmp_path: Path) -> None:
