@@ -47,4 +47,12 @@ if [ "$heavy" = "0" ] || { [ "$heavy" = "auto" ] && [ "$elapsed" -ge "$budget" ]
   exit 0
 fi
 echo "== tests: heavy tier (elapsed so far ${elapsed}s)"
+# The heavy tier regenerates docs/fault-matrix.md; the committed copy must agree with it (same cells, same
+# outcomes, a passing baseline): a stale document fails the run.
+committed_matrix=$(mktemp)
+trap 'rm -f "$committed_matrix"' EXIT
+cp docs/fault-matrix.md "$committed_matrix"
+heavy_started=$(date +%s)
 python -m pytest "${pytest_args[@]}" -m "heavy and not vm"
+echo "== generated documents in step"
+python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$heavy_started"

@@ -280,8 +280,13 @@ HEADER = ("| fault | stage | outcome | reason (error text, abridged) | node end 
           "after clearing the fault |\n|---|---|---|---|---|---|---|\n")
 
 
+def stable(text: str) -> str:
+    """What differs from run to run taken out of a cell: the ports the lab picked."""
+    return re.sub(r"(127\.0\.0\.1|localhost):\d+", r"\1:PORT", text)
+
+
 def _md(text: str) -> str:
-    return re.sub(r"\s+", " ", text.replace("|", "\\|")).strip()
+    return re.sub(r"\s+", " ", stable(text).replace("|", "\\|")).strip()
 
 
 def write_section(name: str, title: str, intro: str, rows: list[Row]) -> None:

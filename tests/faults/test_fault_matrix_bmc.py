@@ -148,7 +148,7 @@ def test_cell(lab: FaultLab, cell: Cell) -> None:
     outcome = classify(run, secrets)
     if outcome == RECOVERED and not _reached(lab, node, cell.stage):
         outcome = "BUG: reported success, target not reached on the BMC"
-    reason = one_line(run.error) if run.error else f"({run.outcome} in {run.seconds:g} s)"
+    reason = one_line(run.error) if run.error else f"({run.outcome})"
     end = lab.end_state(node)
     rerun = ""
     if cell.rerun:

@@ -172,7 +172,7 @@ def _judge(lab: FaultLab, stage: str, run: object) -> tuple[str, str]:
 
 def _record(lab: FaultLab, fault: str, stage: str, run: object, rerun: str, note: str = "") -> str:
     outcome, judged = _judge(lab, stage, run)
-    reason = one_line(run.error) if run.error else f"({run.outcome} in {run.seconds:g} s)"  # type: ignore[attr-defined]
+    reason = one_line(run.error) if run.error else f"({run.outcome})"  # type: ignore[attr-defined]
     jc = journal_check(lab.journal_path, NODE)
     ROWS.append(Row(fault, stage, outcome, reason, lab.end_state(NODE), jc.summary, rerun, "",
                     "; ".join(n for n in (note, judged) if n)))

@@ -48,23 +48,22 @@ def _mdstat(ctx: Context, device: str, name: str) -> None:
         ctx.unreadable("raid.sync", AREA, f"{name} in sync (every member up)", "U" * boot.count, why.reason)
         ctx.unreadable("raid.members", AREA, f"{name} working members", boot.count, why.reason)
         return
-    note = ""
     ctx.record("raid.array", AREA, f"{device} active, level {boot.raid.level}", boot.raid.level,
                f"{array.level} ({'active' if array.active else 'inactive'})" if array else "absent",
-               bool(array and array.active and array.level == boot.raid.level), note)
+               bool(array and array.active and array.level == boot.raid.level))
     if array is None:
         return
-    _members(ctx, array, boot.count, note)
+    _members(ctx, array, boot.count)
 
 
-def _members(ctx: Context, array: MdArray, count: int, note: str) -> None:
+def _members(ctx: Context, array: MdArray, count: int) -> None:
     working = [m.device for m in array.members if not m.faulty and not m.spare]
     ctx.record("raid.sync", AREA, f"{array.name} in sync (every member up)", "U" * count,
-               array.status or "unknown", array.status == "U" * count and not array.degraded, note)
+               array.status or "unknown", array.status == "U" * count and not array.degraded)
     ctx.record("raid.members", AREA, f"{array.name} working members", count,
                f"{len(working)} ({', '.join(working)})" + (
                    f"; failed: {', '.join(array.failed_members)}" if array.failed_members else ""),
-               len(working) == count and not array.failed_members, note)
+               len(working) == count and not array.failed_members)
 
 
 def _detail(ctx: Context, device: str) -> None:
