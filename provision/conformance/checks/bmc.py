@@ -198,13 +198,15 @@ def draw_threshold(power: PowerSpec) -> Threshold:
 
 
 def _power_draw(ctx: Context, facts: BmcFacts) -> None:
-    """The highest of PowerConsumedWatts and PowerMetrics.MaxConsumedWatts over every chassis' PowerControl."""
+    """The highest of PowerConsumedWatts and PowerMetrics.MaxConsumedWatts over every chassis' PowerControl (or
+    its PSU chassis' EnvironmentMetrics reading, see ops.inventory)."""
     tiers = draw_threshold(ctx.spec.power)
     controls = [pc for pw in facts.power for pc in pw.power_control]
     now = [pc.power_consumed_watts for pc in controls if pc.power_consumed_watts is not None]
     peak = [w for pc in controls if (w := pc.interval_max_watts) is not None]
     if not now and not peak:
-        ctx.error("bmc.power_draw", AREA, POWER_DESC, tiers.describe(), "the BMC reports no PowerControl reading")
+        ctx.error("bmc.power_draw", AREA, POWER_DESC, tiers.describe(),
+                  "the BMC reports no power reading (Power.PowerControl, or the PSU chassis' EnvironmentMetrics)")
         return
     value = max(now + peak)
     detail = f"now {max(now):g} W" if now else ""

@@ -151,7 +151,17 @@ def _power_subsystem(conn: Connector, chassis: Json) -> Power | None:
     if not supplies:
         return None
     body = sub or {}
-    return power_from_subsystem(str(body.get("@odata.id", "")), supplies, body.get("PowerSupplyRedundancy"))
+    return power_from_subsystem(str(body.get("@odata.id", "")), supplies, body.get("PowerSupplyRedundancy"),
+                                _chassis_power_watts(conn, chassis))
+
+
+def _chassis_power_watts(conn: Connector, chassis: Json) -> float | None:
+    """EnvironmentMetrics.PowerWatts.Reading of the chassis that holds the PSUs: what the node draws, in the
+    schema that replaces Power.PowerControl (DMTF EnvironmentMetrics 1.0+; DSP2046's power-reading use case)."""
+    if not isinstance(chassis.get("EnvironmentMetrics"), dict):
+        return None
+    reading = ((conn.link(chassis, "EnvironmentMetrics") or {}).get("PowerWatts") or {}).get("Reading")
+    return float(reading) if isinstance(reading, int | float) else None
 
 
 def _thermal_subsystem(conn: Connector, chassis: Json) -> Thermal | None:

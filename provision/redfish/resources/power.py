@@ -80,14 +80,18 @@ class Thermal(Resource):
     redundancy: list[Redundancy] = Field(default_factory=list)
 
 
-def power_from_subsystem(uri: str, supplies: list[dict[str, Any]], groups: Any = None) -> Power:
+def power_from_subsystem(uri: str, supplies: list[dict[str, Any]], groups: Any = None,
+                         consumed_watts: float | None = None) -> Power:
     """PowerSubsystem/PowerSupplies (Redfish 2020.4+) in the shape of the legacy Power resource; its
-    PowerSupplyRedundancy groups (MinNeededInGroup, MaxSupportedInGroup, RedundancyType) as Redundancy."""
+    PowerSupplyRedundancy groups (MinNeededInGroup, MaxSupportedInGroup, RedundancyType) as Redundancy, and
+    the chassis' EnvironmentMetrics power reading, when it has one, as its PowerControl."""
     redundancy = [{"Name": "PowerSupplyRedundancy", "Mode": g.get("RedundancyType"),
                    "MinNumNeeded": g.get("MinNeededInGroup"), "MaxNumSupported": g.get("MaxSupportedInGroup"),
                    "Status": g.get("Status") or {}}
                   for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)]
-    return Power.parse({"@odata.id": uri, "Id": "PowerSubsystem", "PowerSupplies": supplies, "Redundancy": redundancy})
+    control = [] if consumed_watts is None else [{"Name": "EnvironmentMetrics", "PowerConsumedWatts": consumed_watts}]
+    return Power.parse({"@odata.id": uri, "Id": "PowerSubsystem", "PowerSupplies": supplies, "Redundancy": redundancy,
+                        "PowerControl": control})
 
 
 def thermal_from_subsystem(uri: str, metrics: dict[str, Any] | None, fans: list[dict[str, Any]]) -> Thermal:

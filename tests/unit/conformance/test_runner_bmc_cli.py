@@ -245,7 +245,7 @@ def test_temperature_tiers(sensor: dict, ambient: bool, outcome: Outcome, found:
 def test_no_temperature_or_power_reading_is_an_error() -> None:
     checks = bmc_run(bmc_facts(thermal=(Thermal.parse({"Fans": []}),), power=(Power.parse({}),)))
     assert checks["bmc.temperatures"].outcome is Outcome.ERROR and "no temperature" in checks["bmc.temperatures"].detail
-    assert checks["bmc.power_draw"].outcome is Outcome.ERROR and "no PowerControl" in checks["bmc.power_draw"].detail
+    assert checks["bmc.power_draw"].outcome is Outcome.ERROR and "no power reading" in checks["bmc.power_draw"].detail
 
 
 @pytest.mark.parametrize(

@@ -124,6 +124,16 @@ def test_psus_only_under_power_subsystem() -> None:
     assert [(g.mode, g.min_num_needed, g.max_num_supported) for g in groups] == [("NPlusM", 2, 4)]
 
 
+def test_power_reading_from_environment_metrics_when_only_power_subsystem() -> None:
+    """XCC without the legacy Power resource: the node's draw is the PSU chassis' EnvironmentMetrics PowerWatts
+    (700 W in the capture, beside PowerControl's 708 W), never lost; the GPU chassis' readings are not taken."""
+    inv = _observe(_without(full_tree("lenovo"), "/redfish/v1/Chassis/1", "Power"))
+    readings = [(pc.name, pc.power_consumed_watts) for pw in inv.power for pc in pw.power_control]
+    assert readings == [("EnvironmentMetrics", 700.0)]
+    gh200 = _observe(full_tree("nvidia_gh200"))
+    assert [pc for pw in gh200.power for pc in pw.power_control] == []  # no PSU chassis reports a node draw
+
+
 def test_thermal_only_under_thermal_subsystem() -> None:
     inv = _observe(_without(full_tree("lenovo"), "/redfish/v1/Chassis/1", "Thermal"))
     fans = [f for th in inv.thermal for f in th.fans]
