@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from provision.ansible.lab import lab_group_vars_text, lab_host_vars
+from provision.ansible.project import example_inventory
 from provision.errors import InputError, LabError
 from provision.lab.bmcsim import capture
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
@@ -167,9 +168,10 @@ def builtin_trees() -> list[str]:
 def _source_inventory(path: Path) -> Path:
     if path.exists():
         return path
-    repo = Path(__file__).resolve().parents[2] / "inventory" / "hosts.yml"
-    if repo.exists():
-        return repo
+    with contextlib.suppress(InputError):  # neither a checkout nor a wheel's copy: the error below says it
+        repo = example_inventory()
+        if repo.exists():
+            return repo
     raise InputError(f"{path}: inventory not found (the lab copies its specs from it; see --from-inventory)")
 
 
