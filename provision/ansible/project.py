@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -88,4 +89,16 @@ def base_env(root: Path, config: Path | None) -> dict[str, str]:
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         # ansible-runner sets this to False unless given: ssh would get StrictHostKeyChecking=no first.
         "ANSIBLE_HOST_KEY_CHECKING": "True",
+        "PATH": tools_path(Path(sys.executable), os.environ.get("PATH", os.defpath)),
     }
+
+
+def tools_path(executable: Path, path: str) -> str:
+    """PATH with the interpreter's bin directory first where its ansible-playbook is: a venv's `provision`
+    run without activating the venv (pipx, cron, a systemd unit) runs that venv's Ansible, never another
+    ansible-playbook found first on PATH (or none). The path is not resolved: a venv's python is a link."""
+    bindir = executable.parent
+    if not (bindir / "ansible-playbook").is_file():
+        return path
+    rest = [part for part in path.split(os.pathsep) if part and Path(part) != bindir]
+    return os.pathsep.join([str(bindir), *rest])

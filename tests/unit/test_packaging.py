@@ -210,3 +210,33 @@ def test_the_changelog_keeps_a_changelog() -> None:
     assert versions[0] == "Unreleased" and PYPROJECT["project"]["version"] in versions
     sections = set(re.findall(r"^### (\w+)", text, flags=re.M))
     assert sections and sections <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
+# --- which ansible-playbook runs -------------------------------------------------------------
+def _bin(tmp_path: Path, with_ansible: bool) -> Path:
+    bindir = tmp_path / "venv" / "bin"
+    bindir.mkdir(parents=True)
+    (bindir / "python").touch()
+    if with_ansible:
+        (bindir / "ansible-playbook").touch()
+    return bindir / "python"
+
+
+def test_the_interpreter_s_ansible_comes_first_on_path(tmp_path: Path) -> None:
+    python = _bin(tmp_path, with_ansible=True)
+    assert project.tools_path(python, "/usr/local/bin:/usr/bin") == f"{python.parent}:/usr/local/bin:/usr/bin"
+
+
+def test_the_interpreter_s_bin_is_moved_first_not_repeated(tmp_path: Path) -> None:
+    python = _bin(tmp_path, with_ansible=True)
+    assert project.tools_path(python, f"/usr/bin:{python.parent}:/bin") == f"{python.parent}:/usr/bin:/bin"
+
+
+def test_path_is_left_alone_without_ansible_beside_the_interpreter(tmp_path: Path) -> None:
+    python = _bin(tmp_path, with_ansible=False)
+    assert project.tools_path(python, "/usr/bin:/bin") == "/usr/bin:/bin"
+
+
+def test_every_run_gets_that_path(tmp_path: Path) -> None:
+    env = project.base_env(tmp_path, None)
+    assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)  # this venv has ansible-playbook
