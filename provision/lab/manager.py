@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import secrets
@@ -145,6 +146,8 @@ def _check_options(opts: UpOptions) -> None:
         raise InputError(f"--nodes {opts.nodes}: more than 250 nodes needs --bmc-only")
     if opts.speed <= 0:
         raise InputError(f"--speed {opts.speed}: must be positive")
+    if importlib.util.find_spec("aiohttp") is None:  # the simulator's HTTP side; not installed by default
+        raise InputError("provision lab up: the BMC simulator needs the lab extra: pip install 'provision[lab]'")
 
 
 def _resolve_tree(tree: Path | None) -> tuple[Path, list[str]]:

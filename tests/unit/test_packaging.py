@@ -240,3 +240,15 @@ def test_path_is_left_alone_without_ansible_beside_the_interpreter(tmp_path: Pat
 def test_every_run_gets_that_path(tmp_path: Path) -> None:
     env = project.base_env(tmp_path, None)
     assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)  # this venv has ansible-playbook
+
+
+def test_lab_up_without_the_lab_extra_says_which_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from provision.lab import manager
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "aiohttp" else real(name, *a))
+    with pytest.raises(InputError, match=r"needs the lab extra: pip install 'provision\[lab\]'"):
+        manager.up(manager.UpOptions(lab_dir=tmp_path / "lab", bmc_only=True))
+    assert not (tmp_path / "lab").exists()  # refused before anything was made
