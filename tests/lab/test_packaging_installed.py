@@ -126,3 +126,10 @@ def test_configure_plan_runs_the_packaged_roles_on_a_twin(installed: Installed, 
     # a factory-fresh twin: the roles would change things (the scratch pool, the sysctls), and say so
     tasks = {change["task"] for change in result["changes"]}
     assert {"Report the scratch pool that would be created", "Write the sysctls"} <= tasks
+
+
+def test_lab_up_without_the_lab_extra_names_the_extra(installed: Installed) -> None:
+    proc = installed.run("lab", "up", "--bmc-only", "--lab-dir", str(installed.home / "lab"), timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "pip install 'provision[lab]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (installed.home / "lab").exists()
