@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import secrets
@@ -26,6 +27,7 @@ import yaml
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from provision.ansible.lab import lab_group_vars_text, lab_host_vars
+from provision.ansible.project import example_inventory
 from provision.errors import InputError, LabError
 from provision.lab.bmcsim import capture
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
@@ -144,6 +146,8 @@ def _check_options(opts: UpOptions) -> None:
         raise InputError(f"--nodes {opts.nodes}: more than 250 nodes needs --bmc-only")
     if opts.speed <= 0:
         raise InputError(f"--speed {opts.speed}: must be positive")
+    if importlib.util.find_spec("aiohttp") is None:  # the simulator's HTTP side; not installed by default
+        raise InputError("provision lab up: the BMC simulator needs the lab extra: pip install 'provision[lab]'")
 
 
 def _resolve_tree(tree: Path | None) -> tuple[Path, list[str]]:
@@ -167,9 +171,10 @@ def builtin_trees() -> list[str]:
 def _source_inventory(path: Path) -> Path:
     if path.exists():
         return path
-    repo = Path(__file__).resolve().parents[2] / "inventory" / "hosts.yml"
-    if repo.exists():
-        return repo
+    with contextlib.suppress(InputError):  # neither a checkout nor a wheel's copy: the error below says it
+        repo = example_inventory()
+        if repo.exists():
+            return repo
     raise InputError(f"{path}: inventory not found (the lab copies its specs from it; see --from-inventory)")
 
 
