@@ -244,3 +244,24 @@ def test_a_write_still_creates_the_journal(tmp_path: Path) -> None:
     with Journal(path) as j:
         assert j.schema_version == SCHEMA_VERSION
     assert path.is_file()
+
+
+def test_verify_terminal_summary_prints_bracketed_findings_as_they_are() -> None:
+    from datetime import datetime
+
+    from rich.console import Console
+
+    from provision.conformance.model import CheckResult, Level, NodeReport, Outcome, RunReport
+    from provision.conformance.report import render_terminal
+
+    found = CheckResult(node="n1", id="storage.scratch.mount", area="storage", description="scratch mounted",
+                        expected="mounted on [x]", found="[/tmp] is not a mount point", outcome=Outcome.FAIL,
+                        detail="findmnt said [/tmp]")
+    run = RunReport(level=Level.QUICK, started=datetime.now().astimezone(), seconds=0.1, nodes=(
+        NodeReport(node="n1", profile="p", results=(found,)),
+        NodeReport(node="n2", profile="p", error="ssh: [/etc/ssh] unreadable")))
+    console = Console(record=True, width=300)
+    render_terminal(run, console)
+    out = console.export_text()
+    assert "mounted on [x]" in out and "[/tmp] is not a mount point" in out and "findmnt said [/tmp]" in out
+    assert "ssh: [/etc/ssh] unreadable" in out
