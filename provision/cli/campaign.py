@@ -15,7 +15,7 @@ import typer
 from rich.text import Text
 
 from provision.campaign import control
-from provision.campaign.catalog import Catalog
+from provision.campaign.catalog import Catalog, load_catalog
 from provision.campaign.engine import Engine, Outcome
 from provision.campaign.gates import GateRunner
 from provision.campaign.plan import CampaignPlan, build_plan, observe_all
@@ -26,7 +26,7 @@ from provision.cli.firmware import AdvertiseOpt, BindOpt
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
 from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, note, show
 from provision.errors import CheckFailed, InputError
-from provision.journal import Journal
+from provision.journal import Journal, default_path
 from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
 from provision.private import write_private
 from provision.redfish.image_server import ImageServer
@@ -65,8 +65,7 @@ def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, lim
          output: OutputOpt = None) -> None:
     """Read every target's firmware and show pending updates and the waves (changes nothing)."""
     fmt = choose(output, as_json)
-    with Journal(journal) as jr:
-        resolved = control.resolve(CampaignStore(jr), campaign)
+    resolved = _resolve_read_only(campaign, journal)
     catalog = resolved.catalog
     targets = control.targets(load_fleet(inventory), catalog, limit)
     result = build_plan(catalog, observe_all(list(targets.values()), catalog, _updater(resolved.source, insecure)))
@@ -190,6 +189,16 @@ def report(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt =
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+def _resolve_read_only(campaign: str, journal: Path | None) -> control.Resolved:
+    """CAMPAIGN for a command that only reads: the journal is opened read-only, and a campaign file needs none
+    (planning before any campaign ran creates no journal)."""
+    path = Path(campaign)
+    if not (journal or default_path()).exists() and (path.suffix in (".yml", ".yaml") or path.exists()):
+        return control.Resolved(load_catalog(path), path.resolve(), None)
+    with Journal(journal, read_only=True) as jr:
+        return control.resolve(CampaignStore(jr), campaign)
+
+
 def _name(store: CampaignStore, campaign: str) -> str:
     path = Path(campaign)
     if path.suffix in (".yml", ".yaml") or path.exists():

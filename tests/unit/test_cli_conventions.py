@@ -265,3 +265,10 @@ def test_verify_terminal_summary_prints_bracketed_findings_as_they_are() -> None
     out = console.export_text()
     assert "mounted on [x]" in out and "[/tmp] is not a mount point" in out and "findmnt said [/tmp]" in out
     assert "ssh: [/etc/ssh] unreadable" in out
+
+
+def test_campaign_plan_of_a_file_creates_no_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    journal = tmp_path / "state" / "j.db"
+    assert main(["campaign", "plan", str(tmp_path / "missing.yml"), "--journal", str(journal)]) == 2
+    assert "missing.yml: campaign file does not exist" in capsys.readouterr().err
+    assert not journal.parent.exists()

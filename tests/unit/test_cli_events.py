@@ -130,3 +130,15 @@ def test_a_campaign_reports_each_node_as_its_turn_ends(tmp_path: Path, monkeypat
     assert got["n01"]["stage"] == "campaign-wave0" and got["n01"]["outcome"] == "done"
     assert "bmc 1.0 -> 2.0" in got["n01"]["detail"]
     assert got["n03"]["outcome"] == "failed" and got["n03"]["detail"]
+
+
+def test_the_live_table_prints_a_stage_message_as_it_is() -> None:
+    from rich.console import Console
+
+    from provision.bringup.display import Progress
+
+    console = Console(record=True, width=200)
+    progress = Progress(["node01"], None, console, live=False)
+    progress("node01", "os", "failed: cannot mount [/tmp] on [x]")
+    console.print(progress._table())
+    assert "failed: cannot mount [/tmp] on [x]" in console.export_text()
