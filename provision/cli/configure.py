@@ -15,7 +15,7 @@ from provision.ansible.models import PlayResult, ProgressEvent, RunOptions, Stra
 from provision.ansible.runner import PlayFailed, run_playbook
 from provision.cli import events
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
-from provision.cli.output import add_row, console, emit_json, err_console, print_wide
+from provision.cli.output import add_row, console, emit_json, err_console, print_wide, to_terminal
 from provision.errors import InputError
 
 
@@ -50,7 +50,7 @@ def app(
         strategy=_strategy(strategy),
     )
     try:
-        result = _run(options, live=console.is_terminal and not json_out)
+        result = _run(options, live=to_terminal() and not json_out)
     except PlayFailed as exc:
         _render(exc.result, plan, json_out)
         raise

@@ -51,7 +51,14 @@ def choose(output: Format | None, as_json: bool = False) -> Format:
         return Format.JSON
     if output is not None:
         return output
-    return Format.TABLE if console.is_terminal else Format.PLAIN
+    return Format.TABLE if to_terminal() else Format.PLAIN
+
+
+def to_terminal() -> bool:
+    """stdout is a terminal: the file itself, not Rich's guess (FORCE_COLOR in CI makes Rich call a pipe a
+    terminal, and cut its tables at 80 columns)."""
+    isatty = getattr(console.file, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -112,11 +119,17 @@ def show(table: Table, fmt: Format) -> None:
 
 def print_wide(renderable: Any) -> None:
     """console.print, except that into a pipe or file the width is the content's own, not 80 columns."""
-    if console.is_terminal:
+    if to_terminal():
         console.print(renderable)
         return
     width = max(console.measure(renderable, options=console.options.update_width(_UNBOUNDED)).maximum, 1)
     Console(file=console.file, width=width).print(renderable)  # print(width=) is capped at the console's
+
+
+def wide_console() -> Console:
+    """The console to hand a renderer that prints many things: stdout's own on a terminal; into a pipe, one
+    whose width never cuts a table (Rich pads nothing but tables, so lines stay as long as they are)."""
+    return console if to_terminal() else Console(file=console.file, width=_UNBOUNDED)
 
 
 def note(message: str) -> None:

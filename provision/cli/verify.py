@@ -15,7 +15,7 @@ import typer
 
 from provision.cli import events
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt
-from provision.cli.output import console, emit_json
+from provision.cli.output import emit_json, to_terminal, wide_console
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, NodeReport, Outcome, RunReport
 from provision.errors import CheckFailed, ChecksIncomplete, InputError
@@ -82,7 +82,7 @@ def verify_command(
         waive_all(ctx, "BMC checks turned off (--no-bmc)")
 
     hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
-    heard = node_event if stdout_json or not console.is_terminal else None  # a terminal gets the table at the end
+    heard = node_event if stdout_json or not to_terminal() else None  # a terminal gets the table at the end
     run = verify(hosts, level, bmc=hook, on_node=heard)
     if junit:
         write_junit(run, junit)
@@ -93,7 +93,7 @@ def verify_command(
     if stdout_json:
         emit_json(to_json(run))
     else:
-        render_terminal(run, console, show_all=show_all)
+        render_terminal(run, wide_console(), show_all=show_all)
     raise_for(run)
 
 

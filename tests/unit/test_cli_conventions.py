@@ -272,3 +272,13 @@ def test_campaign_plan_of_a_file_creates_no_journal(tmp_path: Path, capsys: pyte
     assert main(["campaign", "plan", str(tmp_path / "missing.yml"), "--journal", str(journal)]) == 2
     assert "missing.yml: campaign file does not exist" in capsys.readouterr().err
     assert not journal.parent.exists()
+
+
+def test_a_pipe_is_a_pipe_even_when_rich_is_told_to_colour(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from provision.cli import output
+
+    monkeypatch.setattr(output.console, "_force_terminal", True)  # what FORCE_COLOR in a CI job does
+    assert output.console.is_terminal
+    assert main(["inventory", "list", "-i", INV]) == 0
+    assert any(line.split("\t")[3:4] == [BMC01] for line in capsys.readouterr().out.splitlines())
