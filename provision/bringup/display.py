@@ -10,6 +10,7 @@ from types import TracebackType
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from provision.bringup.model import STAGES
 from provision.errors import InputError
@@ -49,7 +50,7 @@ class Progress:
         table = Table("node", "stage", "step", "status", title=f"bring-up ({elapsed:.0f} s)")
         for node, (stage, message) in self.rows.items():
             step = f"{STAGES.index(stage) + 1}/{len(STAGES)}" if stage in STAGES else "-"
-            table.add_row(node, stage, step, message)
+            table.add_row(Text(node), Text(stage), step, Text(message))  # data (an error's text), never markup
         return table
 
     def __enter__(self) -> Progress:

@@ -29,7 +29,7 @@ from provision.campaign.updater import NodeUpdater, Target
 from provision.campaign.window import inside, next_opening
 from provision.campaign.workers import Workers
 from provision.errors import InputError
-from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
+from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, NodeState, Request, WaveState
 from provision.journal.locks import NodeLocks
 
 
@@ -91,6 +91,7 @@ class Engine:
         run_hook: HookRunner = run_hook,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         poll_s: float = 2.0,
+        on_node: Callable[[CampaignNode, float], None] | None = None,
     ) -> None:
         self.catalog = catalog
         self.store = store
@@ -100,6 +101,7 @@ class Engine:
         self.now = now
         self.poll_s = poll_s
         self._run_hook = run_hook
+        self._on_node = on_node  # (the node's record, seconds) as its turn ends: the CLI's event lines
         self._halt = threading.Event()
         self._halt_reason = ""
         self._gated: dict[str, list[str]] = {}
@@ -230,6 +232,7 @@ class Engine:
         if self._halt.is_set() or self._requests.pending() is not None:
             return  # stays pending: a known state, taken up on resume
         target = self.targets[node]
+        started = time.monotonic()
         with self.updater.session(target):
             state = process_node(ctx, target)
             if state is NodeState.DONE:  # gate each node as it finishes: the wave's gate overlaps its flashing
@@ -243,6 +246,8 @@ class Engine:
             if tally.failed > limit and not self._halt.is_set():
                 self._halt_reason = f"{tally.failed} node(s) failed (max_failures {limit}); last: {node}"
                 self._halt.set()
+        if self._on_node is not None:
+            self._on_node(self.store.node(self.catalog.name, node), time.monotonic() - started)
 
     def _unfinished(self, wave: int) -> bool:
         return any(n.state in (NodeState.PENDING, NodeState.ACTIVE)

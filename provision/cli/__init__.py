@@ -15,8 +15,8 @@ import typer
 from rich.markup import escape
 
 from provision.cli import logs
-from provision.cli.output import err_console
-from provision.errors import ProvisionError
+from provision.cli.output import err_console, quiet
+from provision.errors import InputError, ProvisionError
 
 try:  # typer carries its own copy of click (typer._click) since 0.2x; older ones use click itself
     from typer._click import exceptions as click_errors
@@ -28,7 +28,7 @@ app = typer.Typer(
     help="Take bare GPU servers to verified, production-ready nodes, and keep a fleet there.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish); `completion SHELL` too
 )
 
 # Each entry: (name, "module[:attribute]"). The attribute (default `app`) is a Typer group
@@ -51,6 +51,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("firmware", "provision.cli.firmware"),
     ("power", "provision.cli.power:power_command"),
     ("sel", "provision.cli.sel:sel_command"),
+    ("completion", "provision.cli.completion:completion_command"),
 ]
 
 
@@ -66,16 +67,31 @@ def _register() -> None:
             app.command(name=name)(obj)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from provision import __version__
+
+        typer.echo(f"provision {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True,
                                          help="More on stderr: -v info, -vv debug (secrets scrubbed)")] = 0,
+    quiet_: Annotated[bool, typer.Option("--quiet", "-q",
+                                         help="Only results and errors: no progress events or warnings")] = False,
     log_file: Annotated[Path | None, typer.Option(
         "--log-file", envvar="PROVISION_LOG_FILE",
         help="Append a debug log to this file (created 0600, secrets scrubbed). Env: PROVISION_LOG_FILE.")] = None,
+    _show_version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print provision's version and exit")] = False,
 ) -> None:
     """Take bare GPU servers to verified, production-ready nodes, and keep a fleet there."""
-    logs.configure(verbose, log_file)
+    if quiet_ and verbose:
+        raise InputError("-q and -v exclude each other")
+    quiet.on = quiet_
+    logs.configure(-1 if quiet_ else verbose, log_file)
 
 
 _register()

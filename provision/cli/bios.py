@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
-from provision.cli.output import console, emit_json
+from provision.cli.output import add_row, console, emit_json, new_table, print_wide
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import converge
@@ -27,23 +27,24 @@ NoResetOpt = Annotated[bool, typer.Option("--no-reset", help="Stage only; do not
 
 
 def render(node: str, plan: bios_ops.BiosPlan) -> None:
-    table = Table("key", "attribute", "current", "target", "state",
+    table = new_table("key", "attribute", "current", "target", "state",
                   title=f"{node} BIOS ({plan.vendor}, registry: {plan.registry or 'none'})")
     for c in plan.changes:
-        table.add_row(c.key, c.attribute, repr(c.current), repr(c.target), "pending reset" if c.pending else "change")
+        add_row(table, c.key, c.attribute, repr(c.current), repr(c.target), "pending reset" if c.pending else "change")
     if plan.changes:
-        console.print(table)
+        print_wide(table)
     elif not plan.differs and not plan.unmapped:
-        console.print(f"{node}: BIOS matches the spec")
+        console.print(f"{node}: BIOS matches the spec", markup=False)
     for line in plan.invalid:
-        console.print(f"[red]refused:[/red] {line}", highlight=False)
+        console.print(Text.assemble(("refused:", "red"), f" {line}"), highlight=False)
     for line in plan.forced:
-        console.print(f"[green]no write:[/green] {line}", highlight=False)
+        console.print(Text.assemble(("no write:", "green"), f" {line}"), highlight=False)
     for proof in plan.proven:
-        verdict = "[green]holds[/green]" if proof.holds else "[red]differs[/red]"
-        console.print(f"{proof.key}: {verdict} (no BIOS attribute; {proof.evidence})", highlight=False)
+        verdict = ("holds", "green") if proof.holds else ("differs", "red")
+        console.print(Text.assemble(f"{proof.key}: ", verdict, f" (no BIOS attribute; {proof.evidence})"),
+                      highlight=False)
     for line in plan.problems():
-        console.print(f"[magenta]error:[/magenta] {node}: {line}", highlight=False)
+        console.print(Text.assemble(("error:", "magenta"), f" {node}: {line}"), highlight=False)
 
 
 def raise_unchecked(node: str, plan: bios_ops.BiosPlan) -> None:

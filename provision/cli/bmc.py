@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
-from provision.cli.output import console, emit_json
+from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power as power_ops
@@ -26,16 +25,17 @@ PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; c
 
 @app.command("inventory")
 def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
-              insecure: InsecureOpt = False) -> None:
+              insecure: InsecureOpt = False, output: OutputOpt = None) -> None:
     """Read the node's hardware from its BMC and report drift against its spec."""
+    fmt = choose(output, as_json)
     with open_host(load_host(inventory, node), insecure) as (host, facts), facts.conn.deadline():
         inv = inv_ops.observe(facts.conn)
     report = inv_ops.drift(host.spec, inv)
-    if as_json:
+    if fmt is Format.JSON:
         emit_json({"node": node, "vendor": inv.vendor, "requests": inv.requests, "inventory": summary(inv),
                    "drift": report.items, "drifted": len(report.drifted), "unreadable": inv.unreadable})
     else:
-        render(node, inv, report)
+        render(node, inv, report, fmt)
     problems = []
     if report.drifted:
         problems.append(f"{len(report.drifted)} figure(s) differ from the spec: "
@@ -71,19 +71,24 @@ def summary(inv: inv_ops.NodeInventory) -> dict[str, object]:
     }
 
 
-def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport) -> None:
+def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport, fmt: Format = Format.TABLE) -> None:
+    """On a terminal: the system, counts, the drift table and unreadable URIs; plain: the drift rows only."""
     s = inv.system
-    console.print(f"[bold]{node}[/bold]: {s.manufacturer} {s.model} (serial {s.serial_number}), vendor plugin "
-                  f"{inv.vendor}, power {s.power_state}, {inv.requests} requests")
-    console.print(f"  CPUs {len(inv.cpus)}, GPUs {len(inv.gpus)}, DIMMs {len([m for m in inv.memory if m.populated])}, "
-                  f"drives {len(inv.drives)}, adapters {len(inv.adapters)}, firmware entries {len(inv.firmware)}")
-    table = Table("figure", "compared", "spec", "BMC reports", "verdict", title="drift against the spec")
+    table = new_table("figure", "compared", "spec", "BMC reports", "verdict", title="drift against the spec")
     colour = {"ok": "green", "drift": "red", "unknown": "yellow"}
     for i in report.items:
-        table.add_row(i.key, i.kind.value, i.expected, i.observed, f"[{colour[i.verdict]}]{i.verdict}[/]")
-    console.print(table)
+        add_row(table, i.key, i.kind.value, i.expected, i.observed, cell(i.verdict, colour[i.verdict]))
+    if fmt is Format.PLAIN:
+        show(table, fmt)
+        return
+    console.print(Text.assemble((node, "bold"), f": {s.manufacturer} {s.model} (serial {s.serial_number}), "
+                                f"vendor plugin {inv.vendor}, power {s.power_state}, {inv.requests} requests"),
+                  soft_wrap=True)
+    console.print(f"  CPUs {len(inv.cpus)}, GPUs {len(inv.gpus)}, DIMMs {len([m for m in inv.memory if m.populated])}, "
+                  f"drives {len(inv.drives)}, adapters {len(inv.adapters)}, firmware entries {len(inv.firmware)}")
+    show(table, fmt)
     for u in inv.unreadable:
-        console.print(f"  [red]unreadable[/red] {escape(u.uri)}: {escape(u.reason)}", highlight=False)
+        console.print(Text.assemble("  ", ("unreadable", "red"), f" {u.uri}: {u.reason}"), highlight=False)
 
 
 @app.command("boot-once")
@@ -93,11 +98,11 @@ def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd
               insecure: InsecureOpt = False) -> None:
     """Set a one-time boot override."""
     if plan_only:
-        console.print(f"{node}: would set a one-time boot from {target} (--plan: nothing changed)")
+        console.print(f"{node}: would set a one-time boot from {target} (--plan: nothing changed)", markup=False)
         return
     with open_host(load_host(inventory, node), insecure) as (_, facts):
         power_ops.boot_once(facts, target, mode)
-    console.print(f"{node}: next boot from {target} (once)")
+    console.print(f"{node}: next boot from {target} (once)", markup=False)
 
 
 @app.command("media")
@@ -112,8 +117,8 @@ def media(node: NodeArg,
     if bool(insert) == eject:
         raise InputError("give exactly one of --insert URL or --eject")
     if plan_only:
-        console.print(f"{node}: would {'eject the virtual CD' if eject else f'insert {insert}'} (--plan)")
+        console.print(f"{node}: would {'eject the virtual CD' if eject else f'insert {insert}'} (--plan)", markup=False)
         return
     with open_host(load_host(inventory, node), insecure) as (_, facts):
         uri = power_ops.virtual_media(facts, None if eject else insert)
-    console.print(f"{node}: {'ejected' if eject else 'inserted'} ({uri})")
+    console.print(f"{node}: {'ejected' if eject else 'inserted'} ({uri})", markup=False)

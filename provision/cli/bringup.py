@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from provision.bringup.display import Progress
 from provision.bringup.engine import run_bringup, select_stages
 from provision.bringup.model import BringupResult, Outcome, StageName
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages import default_stages
+from provision.cli.events import StageEvents, tee
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
-from provision.cli.output import console, emit_json
+from provision.cli.output import add_row, cell, console, emit_json, new_table, print_wide
 from provision.cli.paths import check_paths
 from provision.conformance.model import Level
 from provision.errors import InputError
@@ -57,10 +57,10 @@ def bringup_command(
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
                           poll_s=poll)
     stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None)
-    live = not as_json and sys.stdout.isatty()
+    live = not as_json and sys.stdout.isatty()  # a terminal: the live table; otherwise one line per stage
     with Journal(journal) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
-        result = run_bringup(hosts, stages, journal=jr, plan_only=plan, concurrency=concurrency,
-                             progress=progress)
+        say = progress if live else tee(progress, StageEvents())  # on stderr, as each stage ends
+        result = run_bringup(hosts, stages, journal=jr, plan_only=plan, concurrency=concurrency, progress=say)
     if as_json:
         emit_json(_summary(result))
     else:
@@ -86,21 +86,20 @@ def _summary(result: BringupResult) -> dict[str, object]:
 
 def _render(result: BringupResult) -> None:
     title = "bring-up plan" if result.plan_only else f"bring-up run {result.run_id}"
-    table = Table("node", "stage", "outcome", "s", "what", title=title)
+    table = new_table("node", "stage", "outcome", "s", "what", title=title)
     for node in result.nodes:
         for s in node.stages:
             what = s.error or "; ".join(a.describe() for a in s.plan.actions) or s.plan.note
             colour = STYLE[s.outcome]
-            table.add_row(node.node, s.stage, f"[{colour}]{s.outcome.value}[/{colour}]", f"{s.seconds:.1f}",
-                          escape(what))
-    console.print(table)
+            add_row(table, node.node, s.stage, cell(s.outcome.value, colour), f"{s.seconds:.1f}", what)
+    print_wide(table)
     for node in result.nodes:
         if not node.ok:
-            console.print(f"[red]{node.node}: failed at {node.failed_stage}[/red]")
+            console.print(Text(f"{node.node}: failed at {node.failed_stage}", style="red"))
         elif not node.changed and not result.plan_only:
-            console.print(f"[green]{node.node}: already converged, nothing to do[/green]")
+            console.print(Text(f"{node.node}: already converged, nothing to do", style="green"))
         elif not result.plan_only:
-            console.print(f"[green]{node.node}: done[/green]")
+            console.print(Text(f"{node.node}: done", style="green"))
         verified = next((s for s in node.stages if s.stage == "verify" and s.outcome is Outcome.CONVERGED), None)
         if verified is not None:
-            console.print(f"{node.node} conformance: {escape(verified.plan.note)}")
+            console.print(Text(f"{node.node} conformance: {verified.plan.note}"), soft_wrap=True)

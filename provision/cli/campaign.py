@@ -12,21 +12,22 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from provision.campaign import control
-from provision.campaign.catalog import Catalog
+from provision.campaign.catalog import Catalog, load_catalog
 from provision.campaign.engine import Engine, Outcome
 from provision.campaign.gates import GateRunner
 from provision.campaign.plan import CampaignPlan, build_plan, observe_all
 from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
 from provision.campaign.report import build_report, render_html
+from provision.cli import events
 from provision.cli.firmware import AdvertiseOpt, BindOpt
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
-from provision.cli.output import console, emit_json, err_console
+from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, note, show
 from provision.errors import CheckFailed, InputError
-from provision.journal import Journal
-from provision.journal.campaigns import CampaignState, CampaignStore, Request
+from provision.journal import Journal, default_path
+from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
 from provision.private import write_private
 from provision.redfish.image_server import ImageServer
 from provision.spec import load_fleet
@@ -60,17 +61,18 @@ def _images(catalog: Catalog, bind: str, advertise: str | None) -> Iterator[Imag
 
 @app.command("plan")
 def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, limit: LimitOpt = None,
-         journal: JournalOpt = None, insecure: InsecureOpt = False, as_json: JsonOpt = False) -> None:
+         journal: JournalOpt = None, insecure: InsecureOpt = False, as_json: JsonOpt = False,
+         output: OutputOpt = None) -> None:
     """Read every target's firmware and show pending updates and the waves (changes nothing)."""
-    with Journal(journal) as jr:
-        resolved = control.resolve(CampaignStore(jr), campaign)
+    fmt = choose(output, as_json)
+    resolved = _resolve_read_only(campaign, journal)
     catalog = resolved.catalog
     targets = control.targets(load_fleet(inventory), catalog, limit)
     result = build_plan(catalog, observe_all(list(targets.values()), catalog, _updater(resolved.source, insecure)))
-    if as_json:
+    if fmt is Format.JSON:
         emit_json(result)
         return
-    _print_plan(result)
+    _print_plan(result, fmt)
 
 
 @app.command("start")
@@ -89,9 +91,10 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
             updater = _updater(resolved.source, insecure, poll_seconds, images)
             planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
             if not planned.waves:
-                console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do")
+                console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do", markup=False)
                 return
-            engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)), poll_s=poll_seconds)
+            engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)), poll_s=poll_seconds,
+                            on_node=_node_event)
             outcome = engine.start(resolved.source, planned.waves)
     _finish(outcome, as_json)
 
@@ -115,7 +118,7 @@ def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, j
         with _images(resolved.catalog, image_bind, image_advertise) as images:
             updater = _updater(resolved.source, insecure, poll_seconds, images)
             engine = Engine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)),
-                            poll_s=poll_seconds)
+                            poll_s=poll_seconds, on_node=_node_event)
             outcome = engine.resume(retry_failed=retry_failed)
     _finish(outcome, as_json)
 
@@ -133,34 +136,38 @@ def abort(campaign: CampaignArg, journal: JournalOpt = None) -> None:
 
 
 @app.command("status")
-def status(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False) -> None:
-    """Where the campaign stands: state, waves, node counts (from the journal)."""
-    with Journal(journal) as jr:
+def status(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False,
+           output: OutputOpt = None) -> None:
+    """Where the campaign stands: state, waves, node counts (from the journal, read-only)."""
+    fmt = choose(output, as_json)
+    with Journal(journal, read_only=True) as jr:
         store = CampaignStore(jr)
         name = _name(store, campaign)
         report = build_report(store, name)
         alive = control.controller_alive(store.get(name))
-    if as_json:
+    if fmt is Format.JSON:
         emit_json({"campaign": name, "state": report.state, "reason": report.reason, "controller_running": alive,
                    "summary": report.summary, "waves": report.waves})
         return
     s = report.summary
-    console.print(f"campaign {name}: [bold]{report.state.value}[/bold]"
-                  + (f" ({report.reason})" if report.reason else "")
-                  + (" - controller running" if alive else ""))
-    console.print(f"nodes {s.nodes}: done {s.done} (updated {s.updated}), failed {s.failed}, pending {s.pending}")
-    table = Table("wave", "nodes", "state", "seconds", "gate")
+    table = new_table("wave", "nodes", "state", "seconds", "gate")
     for w in report.waves:
-        table.add_row(str(w.wave), str(w.nodes), w.state.value, _num(w.duration_s), w.gate)
-    console.print(table)
+        add_row(table, w.wave, w.nodes, w.state.value, _num(w.duration_s), w.gate)
+    if fmt is Format.TABLE:
+        console.print(Text.assemble(f"campaign {name}: ", (report.state.value, "bold"),
+                                    f" ({report.reason})" if report.reason else "",
+                                    " - controller running" if alive else ""), soft_wrap=True)
+        console.print(f"nodes {s.nodes}: done {s.done} (updated {s.updated}), failed {s.failed}, pending {s.pending}")
+    show(table, fmt)
 
 
 @app.command("report")
 def report(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False,
-           html: Annotated[Path | None, typer.Option("--html", help="Write an HTML report to this file")] = None
-           ) -> None:
+           html: Annotated[Path | None, typer.Option("--html", help="Write an HTML report to this file")] = None,
+           output: OutputOpt = None) -> None:
     """Per node versions before and after, durations, outcome; a fleet summary (JSON, HTML or a table)."""
-    with Journal(journal) as jr:
+    fmt = choose(output, as_json)
+    with Journal(journal, read_only=True) as jr:
         store = CampaignStore(jr)
         result = build_report(store, _name(store, campaign))
     if html is not None:
@@ -168,19 +175,30 @@ def report(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt =
             write_private(html, render_html(result))  # node names, versions, errors: 0600 from the start
         except OSError as exc:
             raise InputError(f"{html}: cannot write the report: {exc.strerror}") from None
-        err_console.print(f"wrote {html}")
-    if as_json:
+        note(f"wrote {html}")
+    if fmt is Format.JSON:
         emit_json(result)
         return
-    if html is None:
-        table = Table("node", "wave", "outcome", "before -> after", "s", "error", title=f"campaign {result.campaign}")
+    if html is None or output is not None:
+        table = new_table("node", "wave", "outcome", "before -> after", "s", "error",
+                          title=f"campaign {result.campaign}")
         for n in result.nodes:
             changes = ", ".join(f"{c} {n.before.get(c)} -> {n.after.get(c)}" for c in n.flashed) or "unchanged"
-            table.add_row(n.node, str(n.wave), n.outcome.value, changes, _num(n.duration_s), n.error)
-        console.print(table)
+            add_row(table, n.node, n.wave, n.outcome.value, changes, _num(n.duration_s), n.error)
+        show(table, fmt)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+def _resolve_read_only(campaign: str, journal: Path | None) -> control.Resolved:
+    """CAMPAIGN for a command that only reads: the journal is opened read-only, and a campaign file needs none
+    (planning before any campaign ran creates no journal)."""
+    path = Path(campaign)
+    if not (journal or default_path()).exists() and (path.suffix in (".yml", ".yaml") or path.exists()):
+        return control.Resolved(load_catalog(path), path.resolve(), None)
+    with Journal(journal, read_only=True) as jr:
+        return control.resolve(CampaignStore(jr), campaign)
+
+
 def _name(store: CampaignStore, campaign: str) -> str:
     path = Path(campaign)
     if path.suffix in (".yml", ".yaml") or path.exists():
@@ -197,11 +215,18 @@ def _request(campaign: str, journal: Path | None, request: Request) -> None:
         if control.controller_alive(record):
             store.request(record.name, request)
             console.print(f"campaign {record.name}: {request.value} requested of process {record.pid}; "
-                          "nodes in flight finish first")
+                          "nodes in flight finish first", markup=False)
             return
         state = CampaignState.ABORTED if request is Request.ABORT else CampaignState.PAUSED
         store.set_state(record.name, state, f"{state.value} by request")
-        console.print(f"campaign {record.name}: {state.value}")
+        console.print(f"campaign {record.name}: {state.value}", markup=False)
+
+
+def _node_event(node: CampaignNode, seconds: float) -> None:
+    """`node03 campaign-wave1 done 41.2s: bmc 1.0 -> 1.1`, on stderr as each node's turn ends (a campaign has no
+    live table, so on a terminal too; -q turns them off)."""
+    changes = ", ".join(f"{c} {node.before.get(c)} -> {node.after.get(c)}" for c in node.flashed)
+    events.emit(node.node, f"campaign-wave{node.wave}", node.state.value, seconds, node.error or changes)
 
 
 def _finish(outcome: Outcome, as_json: bool) -> None:
@@ -209,30 +234,35 @@ def _finish(outcome: Outcome, as_json: bool) -> None:
         emit_json(outcome)
     else:
         colour = "green" if outcome.ok else ("yellow" if outcome.state is CampaignState.PAUSED else "red")
-        console.print(f"campaign {outcome.campaign}: [{colour}]{outcome.state.value}[/{colour}]"
-                      + (f" ({outcome.reason})" if outcome.reason else "")
-                      + f" - done {outcome.done}, failed {outcome.failed}, pending {outcome.pending}")
+        console.print(Text.assemble(f"campaign {outcome.campaign}: ", (outcome.state.value, colour),
+                                    f" ({outcome.reason})" if outcome.reason else "",
+                                    f" - done {outcome.done}, failed {outcome.failed}, pending {outcome.pending}"),
+                      soft_wrap=True)
     if outcome.state is CampaignState.PAUSED and not outcome.failed:
         return
     if not outcome.ok:
         raise CheckFailed(f"campaign {outcome.campaign} {outcome.state.value}: {outcome.reason or 'node(s) failed'}")
 
 
-def _print_plan(result: CampaignPlan) -> None:
-    table = Table("node", "wave", "pending updates", "host reset", title=f"campaign {result.campaign}: plan")
+def _print_plan(result: CampaignPlan, fmt: Format) -> None:
+    table = new_table("node", "wave", "pending updates", "host reset", title=f"campaign {result.campaign}: plan")
     wave_of = {n: i for i, w in enumerate(result.waves) for n in w}
     for p in result.nodes:
         if not p.needs_work:
             continue
         if p.error:
-            what = f"[red]cannot read: {p.error}[/red]"
+            what = cell(f"cannot read: {p.error}", "red")
         else:
-            what = ", ".join(f"{u.component} {u.current or '?'} -> {u.target}" + (" (staged)" if u.staged else "")
-                             for u in p.updates)
-        table.add_row(p.node, str(wave_of.get(p.node, "-")), what, "yes" if p.host_reset else "no")
-    console.print(table)
+            what = cell(", ".join(f"{u.component} {u.current or '?'} -> {u.target}" + (" (staged)" if u.staged else "")
+                                  for u in p.updates))
+        add_row(table, p.node, wave_of.get(p.node, "-"), what, "yes" if p.host_reset else "no")
+    show(table, fmt)
     sizes = " + ".join(str(len(w)) for w in result.waves) or "none"
-    console.print(f"waves: {sizes}; already at baseline: {len(result.at_baseline)}")
+    summary = f"waves: {sizes}; already at baseline: {len(result.at_baseline)}"
+    if fmt is Format.PLAIN:
+        note(summary)  # stdout keeps to the rows
+    else:
+        console.print(summary, markup=False)
 
 
 def _num(value: float | None) -> str:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from provision.ansible.hosts import check_nodes
 from provision.ansible.models import PlayResult, ProgressEvent, RunOptions, Strategy
 from provision.ansible.runner import PlayFailed, run_playbook
+from provision.cli import events
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
-from provision.cli.output import console, emit_json, err_console
+from provision.cli.output import add_row, console, emit_json, err_console, print_wide, to_terminal
 from provision.errors import InputError
 
 
@@ -47,7 +50,7 @@ def app(
         strategy=_strategy(strategy),
     )
     try:
-        result = _run(options, show_progress=not json_out)
+        result = _run(options, live=to_terminal() and not json_out)
     except PlayFailed as exc:
         _render(exc.result, plan, json_out)
         raise
@@ -58,18 +61,43 @@ def _strategy(value: str) -> Strategy:
     return "mitogen" if value == "mitogen" else "linear"
 
 
-def _run(options: RunOptions, show_progress: bool) -> PlayResult:
-    if not show_progress:
-        return run_playbook(options)
+def _run(options: RunOptions, live: bool) -> PlayResult:
+    if not live:
+        return _run_with_events(options)
     with err_console.status("starting ansible", spinner="dots") as status:
 
         def on_event(event: ProgressEvent) -> None:
             if event.kind in ("play", "task"):
                 status.update(f"{event.kind}: {event.name}")
             elif event.kind in ("changed", "failed", "unreachable") and not options.check:
-                err_console.print(f"  {event.host}  {event.kind:<11} {event.name}", highlight=False)
+                err_console.print(f"  {event.host}  {event.kind:<11} {event.name}", highlight=False, markup=False)
 
         return run_playbook(options, on_event=on_event)
+
+
+def _run_with_events(options: RunOptions) -> PlayResult:
+    """Not on a terminal: a line on stderr per task that changed or failed a host as it happens, and one per
+    host when the run ends (`node01 configure ok 41.2s: 3 changed, 52 ok`)."""
+    started = time.monotonic()
+
+    def on_event(event: ProgressEvent) -> None:
+        if event.host and event.kind in ("changed", "failed", "unreachable"):
+            events.emit(event.host, "configure", event.kind, None, event.name)
+
+    try:
+        result = run_playbook(options, on_event=on_event)
+    except PlayFailed as exc:
+        _host_events(exc.result, time.monotonic() - started)
+        raise
+    _host_events(result, time.monotonic() - started)
+    return result
+
+
+def _host_events(result: PlayResult, seconds: float) -> None:
+    changed = "would change" if result.check else "changed"
+    for host, stats in result.hosts.items():
+        outcome = "unreachable" if stats.unreachable else "failed" if stats.failed else "ok"
+        events.emit(host, "configure", outcome, seconds, f"{stats.changed} {changed}, {stats.ok} ok")
 
 
 def _render(result: PlayResult, plan: bool, json_out: bool) -> None:
@@ -78,7 +106,7 @@ def _render(result: PlayResult, plan: bool, json_out: bool) -> None:
         return
     if plan:
         _render_plan(result)
-    console.print(_recap(result))
+    print_wide(_recap(result))
 
 
 def _render_plan(result: PlayResult) -> None:
@@ -87,7 +115,7 @@ def _render_plan(result: PlayResult) -> None:
         return
     console.print(f"plan: {len(result.changes)} change(s) would be made")
     for change in result.changes:
-        console.print(f"  [yellow]~[/yellow] {change.host}: {change.task}", highlight=False)
+        console.print(Text.assemble(("  ~", "yellow"), f" {change.host}: {change.task}"), highlight=False)
         for line in change.diff.splitlines():
             console.print(f"      {line}", highlight=False, markup=False)
 
@@ -98,6 +126,5 @@ def _recap(result: PlayResult) -> Table:
     for column in ("host", "ok", title, "failed", "unreachable", "skipped"):
         table.add_column(column, justify="left" if column == "host" else "right")
     for host, stats in result.hosts.items():
-        table.add_row(host, str(stats.ok), str(stats.changed), str(stats.failed), str(stats.unreachable),
-                      str(stats.skipped))
+        add_row(table, host, stats.ok, stats.changed, stats.failed, stats.unreachable, stats.skipped)
     return table

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
-from provision.cli.output import console, emit_json
+from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, print_wide, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
@@ -33,24 +33,26 @@ AdvertiseOpt = Annotated[str | None, typer.Option("--image-advertise",
 
 @app.command("status")
 def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
-           insecure: InsecureOpt = False) -> None:
+           insecure: InsecureOpt = False, output: OutputOpt = None) -> None:
     """Running firmware vs the baseline, per component."""
+    fmt = choose(output, as_json)
+    as_json = fmt is Format.JSON
     with open_host(load_host(inventory, node), insecure) as (host, facts):
         rows = fw.status(host.spec.firmware, fw.observe(facts.conn), facts.vendor)
     if as_json:
         emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
     else:
-        table = Table("component", "baseline", "running", "entries", "verdict", title=f"{node} firmware")
+        table = new_table("component", "baseline", "running", "entries", "verdict", title=f"{node} firmware")
         for r in rows:
             running = ", ".join(sorted({e.version or "?" for e in r.entries})) or "-"
-            table.add_row(r.component, r.target, running, str(len(r.entries)), r.verdict)
-        console.print(table)
+            add_row(table, r.component, r.target, running, len(r.entries), r.verdict)
+        show(table, fmt)
     unchecked = [r for r in rows if r.verdict in fw.UNCHECKED]
     if not as_json:
         for r in unchecked:
             why = "not in FirmwareInventory" if r.verdict == "absent" else "running version unreadable"
-            console.print(f"[magenta]error:[/magenta] {node}: firmware {r.component}: {why}: could not check",
-                          highlight=False)
+            console.print(Text.assemble(("error:", "magenta"), f" {node}: firmware {r.component}: {why}: "
+                                        "could not check"), highlight=False, soft_wrap=True)
     off = [r.component for r in rows if r.verdict not in ("ok", *fw.UNCHECKED)]
     more = f" ({len(unchecked)} more could not be checked)" if unchecked else ""
     if off:
@@ -67,21 +69,21 @@ def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:
 
 
 def render(node: str, cplan: converge.ConvergePlan) -> None:
-    table = Table("#", "component", "to", "method", "apply", "host reset", "entries", title=f"{node} update plan")
+    table = new_table("#", "component", "to", "method", "apply", "host reset", "entries", title=f"{node} update plan")
     for n, s in enumerate(cplan.firmware.steps, 1):
-        table.add_row(str(n), s.component + (" (downgrade)" if s.downgrade else ""), s.version, s.method,
+        add_row(table, n, s.component + (" (downgrade)" if s.downgrade else ""), s.version, s.method,
                       s.apply_time, "yes" if s.needs_host_reset else "no", ", ".join(s.entries[:3])
                       + (" ..." if len(s.entries) > 3 else ""))
     if cplan.firmware.steps:
-        console.print(table)
+        print_wide(table)
     elif not (cplan.firmware.refused or cplan.firmware.skipped or cplan.firmware.absent):
-        console.print(f"{node}: firmware at baseline")
+        console.print(f"{node}: firmware at baseline", markup=False)
     for line in cplan.firmware.refused:
-        console.print(f"[red]refused:[/red] {line}", highlight=False)
+        console.print(Text.assemble(("refused:", "red"), f" {line}"), highlight=False)
     for line in cplan.firmware.skipped:
-        console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
+        console.print(Text.assemble(("skipped:", "yellow"), f" {line}"), highlight=False)
     for line in cplan.firmware.problems() + (cplan.bios.problems() if cplan.bios else []):
-        console.print(f"[magenta]error:[/magenta] {node}: {line}", highlight=False)
+        console.print(Text.assemble(("error:", "magenta"), f" {node}: {line}"), highlight=False)
     if cplan.bios and cplan.bios.changes:
         console.print(f"BIOS: {len(cplan.bios.changes)} attribute(s) staged for the same host reset")
     console.print(f"host resets: {1 if cplan.host_reset else 0}")

@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 from pydantic import BaseModel
-from rich.table import Table
 
-from provision.cli.output import console, emit_json
+from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, show
 from provision.journal import Journal, StageRecord
 from provision.journal.locks import Lease, NodeLocks
 
@@ -27,22 +26,24 @@ def _when(ts: float | None) -> str:
 def status_command(
     nodes: Annotated[list[str] | None, typer.Argument(help="Nodes (default: every node in the journal)")] = None,
     journal: JournalOpt = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (--output json).")] = False,
+    output: OutputOpt = None,
 ) -> None:
-    """Where every node stands: its last stage, outcome and time, and who holds its lock now."""
-    with Journal(journal) as jr:
+    """Where every node stands: its last stage, outcome and time, and who holds its lock now (read-only)."""
+    fmt = choose(output, as_json)
+    with Journal(journal, read_only=True) as jr:
         leases = {lease.node: lease for lease in NodeLocks(jr).held()}
         names = nodes or sorted(set(jr.nodes()) | set(leases))
         last = {n: jr.last_stage(n) for n in names}
     rows = [_status_row(n, rec, leases.get(n)) for n, rec in last.items()]
-    if as_json:
+    if fmt is Format.JSON:
         emit_json(rows)
         return
-    table = Table("node", "stage", "outcome", "ended", "done", "locked by", "detail", title="bring-up status")
+    table = new_table("node", "stage", "outcome", "ended", "done", "locked by", "detail", title="bring-up status")
     for r in rows:
-        table.add_row(r.node, r.stage or "-", r.outcome or "never run", _when(r.ended_at), "yes" if r.done else "no",
-                      r.locked_by or "-", r.detail)
-    console.print(table)
+        add_row(table, r.node, r.stage or "-", r.outcome or "never run", _when(r.ended_at), "yes" if r.done else "no",
+                r.locked_by or "-", r.detail)
+    show(table, fmt)
 
 
 class NodeStatus(BaseModel):
@@ -69,20 +70,23 @@ def _status_row(node: str, rec: StageRecord | None, lease: Lease | None = None) 
 def history_command(
     node: Annotated[str, typer.Argument(help="Node")],
     journal: JournalOpt = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (--output json).")] = False,
+    output: OutputOpt = None,
 ) -> None:
-    """Every stage and side effect recorded for NODE, oldest first."""
-    with Journal(journal) as jr:
+    """Every stage and side effect recorded for NODE, oldest first (read-only)."""
+    fmt = choose(output, as_json)
+    with Journal(journal, read_only=True) as jr:
         stages, actions = jr.stages(node), jr.actions(node)
-    if as_json:
+    if fmt is Format.JSON:
         emit_json({"node": node, "stages": stages, "actions": actions})
         return
-    table = Table("run", "stage", "started", "s", "outcome", "detail", title=f"{node}: stages")
+    table = new_table("run", "stage", "started", "s", "outcome", "detail", title=f"{node}: stages")
     for s in stages:
-        table.add_row(str(s.run_id), s.stage, _when(s.started_at), str(s.duration_s or "-"), s.outcome or "open",
-                      s.detail)
-    console.print(table)
-    acts = Table("run", "stage", "action", "target", "outcome", title=f"{node}: side effects")
+        add_row(table, s.run_id, s.stage, _when(s.started_at), s.duration_s or "-", s.outcome or "open", s.detail)
+    show(table, fmt)
+    if fmt is Format.PLAIN:
+        print()  # one blank line between the two tables
+    acts = new_table("run", "stage", "action", "target", "outcome", title=f"{node}: side effects")
     for a in actions:
-        acts.add_row(str(a.run_id), a.stage, a.action, a.target, a.outcome or "open (interrupted)")
-    console.print(acts)
+        add_row(acts, a.run_id, a.stage, a.action, a.target, a.outcome or "open (interrupted)")
+    show(acts, fmt)

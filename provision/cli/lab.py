@@ -6,10 +6,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from provision.cli.options import JsonOpt
-from provision.cli.output import console, emit_json, err_console
+from provision.cli.output import (
+    Format,
+    OutputOpt,
+    add_row,
+    choose,
+    console,
+    emit_json,
+    err_console,
+    new_table,
+    note,
+    show,
+)
 from provision.lab import manager
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 
@@ -51,29 +61,32 @@ def up(
         emit_json(manager.status(state.lab_dir))
         return
     console.print(f"lab up in {state.lab_dir}: {len(state.nodes)} node(s), BMC tree {Path(state.tree).name}"
-                  f"{' (as captured)' if state.as_captured else ''}{', twins' if state.twins else ', BMCs only'}")
-    console.print(f"inventory: {state.inventory}  (use: -i {state.inventory})")
+                  f"{' (as captured)' if state.as_captured else ''}{', twins' if state.twins else ', BMCs only'}",
+                  markup=False)
+    console.print(f"inventory: {state.inventory}  (use: -i {state.inventory})", markup=False)
     for line in state.warnings:
         err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("status")
-def status(lab_dir: LabDirOpt = None, as_json: JsonOpt = False) -> None:
+def status(lab_dir: LabDirOpt = None, as_json: JsonOpt = False, output: OutputOpt = None) -> None:
     """Say whether the lab is up, where its inventory is, and each node's BMC."""
+    fmt = choose(output, as_json)
     info = manager.status(_lab(lab_dir))
-    if as_json:
+    if fmt is Format.JSON:
         emit_json(info)
         return
-    console.print(f"lab {info['state']} ({info['lab_dir']})")
+    say = note if fmt is Format.PLAIN else (lambda line: console.print(line, markup=False, soft_wrap=True))
+    say(f"lab {info['state']} ({info['lab_dir']})")
     if info["state"] != "up":
         return
-    console.print(f"inventory: {info['inventory']}")
-    table = Table("node", "BMC", "power", "faults", "ssh")
+    say(f"inventory: {info['inventory']}")
+    table = new_table("node", "BMC", "power", "faults", "ssh")
     for n in info["nodes"]:
         ssh = n.get("ssh") or {}
         faults = ", ".join(n.get("faults") or {}) or "-"
-        table.add_row(n["name"], n["bmc"] or n["bmc_http"], str(n.get("power")), faults, ssh.get("address", "-"))
-    console.print(table)
+        add_row(table, n["name"], n["bmc"] or n["bmc_http"], n.get("power"), faults, ssh.get("address", "-"))
+    show(table, fmt)
 
 
 @app.command("down")
@@ -83,7 +96,8 @@ def down(lab_dir: LabDirOpt = None, as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(info)
         return
-    console.print(f"lab down ({info['lab_dir']})" if info["stopped"] else f"no lab was up in {info['lab_dir']}")
+    said = f"lab down ({info['lab_dir']})" if info["stopped"] else f"no lab was up in {info['lab_dir']}"
+    console.print(said, markup=False)
 
 
 @app.command("fault")
@@ -101,4 +115,4 @@ def fault(
     if as_json:
         emit_json(info)
         return
-    console.print(f"{node}: {kind} {'cleared' if clear else 'injected'}")
+    console.print(f"{node}: {kind} {'cleared' if clear else 'injected'}", markup=False)

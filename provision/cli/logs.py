@@ -21,6 +21,7 @@ STDERR_FORMAT = "%(message)s"
 VERBOSE_FORMAT = "%(levelname)s %(name)s: %(message)s"
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(threadName)s]: %(message)s"
 _OURS = "_provision_cli_handler"
+_LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}  # -q, default, -v; -vv and more: DEBUG
 
 
 class StderrHandler(logging.StreamHandler[TextIO]):
@@ -39,12 +40,14 @@ class StderrHandler(logging.StreamHandler[TextIO]):
 
 
 def configure(verbose: int = 0, log_file: Path | None = None) -> list[logging.Handler]:
-    """Replace the handlers a previous call installed; returns the new ones (stderr first)."""
+    """Replace the handlers a previous call installed; returns the new ones (stderr first).
+
+    `verbose` is -1 for -q (errors only on stderr), 0 by default (warnings), 1 for -v, 2 for -vv."""
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, _OURS, False)]:
         root.removeHandler(old)
         old.close()
-    stderr_level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    stderr_level = _LEVELS.get(verbose, logging.DEBUG if verbose > 1 else logging.ERROR)
     stderr = StderrHandler(stderr_level)
     stderr.setFormatter(logging.Formatter(STDERR_FORMAT if verbose <= 0 else VERBOSE_FORMAT))
     handlers: list[logging.Handler] = [stderr]

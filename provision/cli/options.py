@@ -21,7 +21,7 @@ InventoryOpt = Annotated[
         envvar="PROVISION_INVENTORY",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (same as --output json).")]
 InsecureOpt = Annotated[
     bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates (prints a warning).")
 ]

@@ -34,16 +34,16 @@ def power_command(
     with open_host(load_host(inventory, node), insecure) as (_, facts):
         state = facts.system.power_state
         if action is Action.STATUS:
-            console.print(f"{node}: {state}")
+            console.print(f"{node}: {state}", markup=False)
             return
         actions = power_ops.plan(action.value, state, power_ops.reset_types(facts),  # type: ignore[arg-type]
                                  facts.conn.opts.where)
         if not actions:
-            console.print(f"{node}: already {state}; nothing to do")
+            console.print(f"{node}: already {state}; nothing to do", markup=False)
             return
         steps = ", ".join(f"{a.reset_type} -> {a.expect}" for a in actions)
         if plan_only:
-            console.print(f"{node}: {state}; would send {steps}")
+            console.print(f"{node}: {state}; would send {steps}", markup=False)
             return
         final = power_ops.apply(facts, actions, Clock(poll_s=1.0), timeout)
-    console.print(f"{node}: {steps}; now {final}")
+    console.print(f"{node}: {steps}; now {final}", markup=False)

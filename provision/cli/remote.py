@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
 from provision.cli.output import console, emit_json
@@ -31,7 +32,7 @@ def exec_command(
     else:
         for res in results:
             colour = "green" if res.ok else "red"
-            console.print(f"[{colour}]{res.node}[/{colour}] exit {res.exit_code}", highlight=False)
+            console.print(Text.assemble((res.node, colour), f" exit {res.exit_code}"), highlight=False)
             text = (res.stdout + res.stderr).rstrip()
             if text:
                 console.print(escape(text), highlight=False)
@@ -46,4 +47,4 @@ def collect_command(
 ) -> None:
     """Collect logs and diagnostics (nvidia-bug-report, nvidia-smi, ibstat, mdstat, zpool, journal)."""
     host = load_fleet(inventory).select([node])[0]
-    console.print(str(collect(host, out)))
+    console.print(str(collect(host, out)), markup=False)

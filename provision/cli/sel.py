@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
-from provision.cli.output import console, emit_json
+from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, note, show
 from provision.redfish.ops import sel as sel_ops
 from provision.redfish.ops.session import open_host
 
@@ -21,20 +20,22 @@ def sel_command(
     plan_only: Annotated[bool, typer.Option("--plan", help="With --clear: say what would be cleared")] = False,
     as_json: JsonOpt = False,
     insecure: InsecureOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Read (and optionally clear) the node's system event log."""
+    fmt = choose(output, as_json)
     with open_host(load_host(inventory, node), insecure) as (_, facts):
         with facts.conn.deadline():
             rows = sel_ops.read(facts, limit)
         cleared = sel_ops.clear(facts) if clear and not plan_only else None
     if clear and plan_only:
-        console.print(f"{node}: --clear would remove {len(rows)} SEL entries (--plan: nothing cleared)")
-    if as_json:
+        note(f"{node}: --clear would remove {len(rows)} SEL entries (--plan: nothing cleared)")
+    if fmt is Format.JSON:
         emit_json({"node": node, "entries": rows, "cleared": cleared is not None})
         return
-    table = Table("id", "created", "severity", "message", title=f"{node} SEL ({len(rows)} entries)")
+    table = new_table("id", "created", "severity", "message", title=f"{node} SEL ({len(rows)} entries)")
     for e in rows:
-        table.add_row(e.id, e.created or "", e.severity or "", e.message or "")
-    console.print(table)
+        add_row(table, e.id, e.created or "", e.severity or "", e.message or "")
+    show(table, fmt)
     if cleared:
-        console.print(f"{node}: SEL cleared ({cleared})")
+        note(f"{node}: SEL cleared ({cleared})")

@@ -5,64 +5,112 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
-from provision.cli.output import console, emit_json
+from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, print_wide, show
 from provision.spec import load_fleet
-from provision.spec.model import NodeSpec
 
 app = typer.Typer(help="Show and validate node specs.", no_args_is_help=True)
 
 
 @app.command("show")
-def show(
+def show_spec(
     node: Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")],
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
-    """Print the effective spec of NODE."""
+    """Print the effective spec of NODE (a tree; `key.path<TAB>value` lines when piped or with -o plain)."""
+    fmt = choose(output, as_json)
     host = load_fleet(inventory).select([node])[0]
-    if as_json:
+    comparisons = {figure: kind.value for figure, kind in host.spec.effective_comparisons.items()}
+    if fmt is Format.JSON:
         emit_json({"host": host.name, "profile": host.profile, "spec": host.spec,
                    "comparisons": host.spec.effective_comparisons})
         return
-    tree = _spec_tree(f"{host.name} ({host.profile})", host.spec)
-    kinds = tree.add("[cyan]comparisons[/cyan] (how the BMC drift holds each figure against the spec)")
-    for figure, kind in host.spec.effective_comparisons.items():
-        kinds.add(f"[cyan]{figure}[/cyan]: {kind.value}")
-    console.print(tree)
+    data = host.spec.model_dump(mode="json", exclude={"comparisons"})  # shown below as the effective kinds
+    if fmt is Format.PLAIN:
+        lines = [f"{path}\t{_scalar(value)}" for path, value in _flatten(data)]
+        lines += [f"comparisons.{figure}\t{kind}" for figure, kind in comparisons.items()]
+        typer.echo("\n".join(lines))
+        return
+    tree = Tree(Text(f"{host.name} ({host.profile})", style="bold"))
+    _add(tree, data)
+    kinds = tree.add(Text.assemble(("comparisons", "cyan"), " (how the BMC drift holds each figure against the spec)"))
+    for figure, kind in comparisons.items():
+        kinds.add(_pair(figure, kind))
+    print_wide(tree)
 
 
 @app.command("validate")
-def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False) -> None:
+def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False, output: OutputOpt = None) -> None:
     """Validate the spec of every host in the inventory (exit 2 on the first problem)."""
+    fmt = choose(output, as_json)
     fleet = load_fleet(inventory)
     rows = [{"host": h.name, "profile": h.profile, "spec": h.spec.profile} for h in fleet.hosts.values()]
-    if as_json:
+    if fmt is Format.JSON:
         emit_json({"inventory": str(inventory), "valid": True, "profiles": sorted(fleet.profiles), "hosts": rows})
         return
-    console.print(f"profiles valid: {', '.join(sorted(fleet.profiles))}")
-    table = Table("host", "profile", "class", title=f"{inventory}: {len(rows)} host(s) valid")
+    table = new_table("host", "profile", "class", title=f"{inventory}: {len(rows)} host(s) valid")
     for row in rows:
-        table.add_row(row["host"], row["profile"], row["spec"])
-    console.print(table)
+        add_row(table, row["host"], row["profile"], row["spec"])
+    if fmt is Format.TABLE:
+        print_wide(Text(f"profiles valid: {', '.join(sorted(fleet.profiles))}"))
+    show(table, fmt)
 
 
-def _spec_tree(title: str, spec: NodeSpec) -> Tree:
-    tree = Tree(f"[bold]{title}[/bold]")
-    _add(tree, spec.model_dump(mode="json", exclude={"comparisons"}))  # shown below as the effective kinds
-    return tree
+def _scalar(value: object) -> str:
+    """A leaf as it is written in YAML: null, true/false, numbers and strings as they are, {} and []."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return "{}" if isinstance(value, dict) else "[]"
+    return str(value)
+
+
+def _pair(key: str, value: object) -> Text:
+    return Text.assemble((key, "cyan"), ": ", _scalar(value))
+
+
+def _is_leaf_list(value: object) -> bool:
+    return isinstance(value, list) and all(not isinstance(v, dict | list) for v in value)
 
 
 def _add(node: Tree, value: object) -> None:
+    """Dicts as branches; a list of scalars on one line (`isa_flags: avx512f, amx_tile`); a list of mappings
+    as one branch per item, named by its `name`/`component`/`id` when it has one."""
     if isinstance(value, dict):
         for key, sub in value.items():
-            if isinstance(sub, dict | list) and sub:
-                _add(node.add(f"[cyan]{key}[/cyan]"), sub)
+            if _is_leaf_list(sub) and sub:
+                node.add(Text.assemble((key, "cyan"), ": ", ", ".join(_scalar(v) for v in sub)))
+            elif isinstance(sub, dict | list) and sub:
+                _add(node.add(Text(key, style="cyan")), sub)
             else:
-                node.add(f"[cyan]{key}[/cyan]: {sub}")
+                node.add(_pair(key, sub))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _add(node.add(f"[{i}]"), item)
+            if isinstance(item, dict | list) and item:
+                _add(node.add(Text(_item_label(i, item))), item)
+            else:
+                node.add(Text(f"[{i}] {_scalar(item)}"))
+
+
+def _item_label(index: int, item: object) -> str:
+    if isinstance(item, dict):
+        for key in ("name", "component", "id"):
+            if isinstance(item.get(key), str):
+                return f"[{index}] {item[key]}"
+    return f"[{index}]"
+
+
+def _flatten(value: object, prefix: str = "") -> list[tuple[str, object]]:
+    """(dotted.path, leaf) pairs; list items as path[i]."""
+    if isinstance(value, dict) and value:
+        return [pair for key, sub in value.items() for pair in _flatten(sub, f"{prefix}.{key}" if prefix else key)]
+    if isinstance(value, list) and value:
+        return [pair for i, sub in enumerate(value) for pair in _flatten(sub, f"{prefix}[{i}]")]
+    return [(prefix, value)]

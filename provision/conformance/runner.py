@@ -126,11 +126,21 @@ def verify(
     runner_for: RunnerFor | None = None,
     bmc: BmcHook | None = None,
     max_parallel: int = 32,
+    on_node: Callable[[NodeReport, float], None] | None = None,
 ) -> RunReport:
-    """Verify every host in parallel; the report keeps the hosts' order."""
+    """Verify every host in parallel; the report keeps the hosts' order. `on_node` hears of each node as it is
+    done (its report and seconds), from the node's worker thread."""
     started = datetime.now().astimezone()
     t0 = time.monotonic()
     workers = max(1, min(max_parallel, len(hosts)))
+
+    def one(host: HostEntry) -> NodeReport:
+        began = time.monotonic()
+        report = verify_node(host, level, runner_for, bmc)
+        if on_node is not None:
+            on_node(report, time.monotonic() - began)
+        return report
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        reports = list(pool.map(lambda h: verify_node(h, level, runner_for, bmc), hosts))
+        reports = list(pool.map(one, hosts))
     return RunReport(level=level, started=started, seconds=round(time.monotonic() - t0, 3), nodes=tuple(reports))

@@ -21,7 +21,7 @@ def last_bringup(node: str, journal_path: Path | None = None) -> datetime | None
     from provision.journal.store import Journal
 
     try:
-        with Journal(path) as journal:
+        with Journal(path, read_only=True) as journal:
             stages = journal.stages(node)
             bringups = {r.id for r in journal.runs(kind="bringup", limit=1000)}
     except ProvisionError:

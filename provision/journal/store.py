@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from provision.errors import InputError, ProvisionError
-from provision.journal.paths import default_path, prepare
+from provision.journal.paths import ENV_STATE_DIR, default_path, prepare
 from provision.journal.records import ActionRecord, RunRecord, StageRecord
 from provision.journal.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -33,10 +34,20 @@ class JournalError(ProvisionError):
 class Journal:
     """Runs, node stages and applied actions; campaigns extend it (provision.journal.campaigns)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
+        """Open (and create, migrate) the journal; with `read_only`, open an existing one as it is.
+
+        Read-only is SQLite's `mode=ro` URI: nothing is created (no file, no directory) and nothing is
+        written; a missing journal, or one this provision would have to migrate, is an InputError naming it.
+        """
         self.path = Path(path) if path is not None else default_path()
-        prepare(self.path)
+        self.read_only = read_only
         self._lock = threading.RLock()
+        if read_only:
+            self._db = _connect_read_only(self.path)
+            self._check_readable()
+            return
+        prepare(self.path)
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
@@ -46,6 +57,20 @@ class Journal:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: not a usable journal: {exc}") from None
+
+    def _check_readable(self) -> None:
+        try:
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise InputError(f"{self.path}: not a usable journal: {exc}") from None
+        if version != SCHEMA_VERSION:
+            self._db.close()
+            if version > SCHEMA_VERSION:
+                raise JournalError(f"{self.path}: journal schema {version} is newer than this provision "
+                                   f"({SCHEMA_VERSION})")
+            what = "empty (nothing recorded yet)" if version == 0 else f"at schema {version} of {SCHEMA_VERSION}"
+            raise InputError(f"{self.path}: journal is {what}; a bring-up or campaign brings it up to date")
 
     # -- lifecycle ----------------------------------------------------------------------
     def _pragmas(self) -> None:
@@ -182,6 +207,23 @@ class Journal:
 
     def open_actions(self, node: str) -> list[ActionRecord]:
         return [a for a in self.actions(node) if a.open]
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """The journal at `path` opened with SQLite's `mode=ro`: never created, never written."""
+    if path.is_dir():
+        raise InputError(f"{path}: journal path is a directory, expected a database file")
+    if not path.is_file():
+        raise InputError(f"{path}: no journal there (nothing has been recorded with this --journal or "
+                         f"{ENV_STATE_DIR}); read-only commands never create one")
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                             check_same_thread=False)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: cannot open the journal read-only: {exc}") from None
+    db.row_factory = sqlite3.Row
+    return db
 
 
 def _run(row: sqlite3.Row) -> RunRecord:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -92,3 +93,14 @@ def test_bad_input_exits_2(setup: tuple[Path, Path], capsys: pytest.CaptureFixtu
 def test_missing_inventory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["configure", "node01", "-i", str(tmp_path / "none.yml")]) == 2
     assert "inventory path does not exist" in capsys.readouterr().err
+
+
+def test_in_a_pipe_each_host_and_failing_task_is_a_line_on_stderr(setup: tuple[Path, Path],
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    inv, _ = setup
+    rc = main(["configure", "good", "bad", "-i", str(inv), "--playbook", "tiny"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 1
+    assert any(line.startswith("bad configure failed: Fail where asked") for line in err), err
+    assert any(re.fullmatch(r"good configure ok \d+\.\ds: 1 changed, \d+ ok", line) for line in err), err
+    assert any(re.fullmatch(r"bad configure failed \d+\.\ds: .*", line) for line in err), err

@@ -4,6 +4,7 @@ could not be made (error) or warned; waived checks are grouped by their reason."
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from provision.conformance.model import NodeReport, Outcome, RunReport
@@ -32,8 +33,9 @@ def render_terminal(run: RunReport, console: Console, show_all: bool = False) ->
         summary.add_column(col, justify="right" if col in numeric else "left")
     for node in run.nodes:
         counts = node.counts()
-        summary.add_row(node.node + (" (lab)" if node.lab else ""), node.profile, str(len(node.results)),
-                        *(str(counts[o]) for o in COLUMNS), f"{node.gather_seconds:.2f}", verdict_text(node))
+        summary.add_row(escape(node.node) + (" (lab)" if node.lab else ""), escape(node.profile),
+                        str(len(node.results)), *(str(counts[o]) for o in COLUMNS), f"{node.gather_seconds:.2f}",
+                        verdict_text(node))
     console.print(summary)
     detail = Table(title="checks" if show_all else "checks that failed, could not be made, or warned")
     for col in ("node", "check", "expected", "found", "result"):
@@ -42,7 +44,8 @@ def render_terminal(run: RunReport, console: Console, show_all: bool = False) ->
     waived: dict[tuple[str, str], list[str]] = {}
     for node in run.nodes:
         if node.error:
-            detail.add_row(node.node, "gather facts", "reachable", node.error, "[magenta]error[/magenta]")
+            detail.add_row(escape(node.node), "gather facts", "reachable", escape(node.error),
+                           "[magenta]error[/magenta]")
             rows += 1
         for r in node.results:
             if r.outcome is Outcome.WAIVED and not show_all:
@@ -50,14 +53,16 @@ def render_terminal(run: RunReport, console: Console, show_all: bool = False) ->
             elif show_all or r.outcome in SHOWN:
                 style = STYLE[r.outcome]
                 extra = r.detail and r.outcome is not Outcome.PASS and r.detail not in r.found
-                found = r.found + (f" [dim]({r.detail})[/dim]" if extra else "")
-                detail.add_row(node.node, r.id, r.expected, found, f"[{style}]{r.outcome.value}[/{style}]")
+                found = escape(r.found) + (f" [dim]({escape(r.detail)})[/dim]" if extra else "")  # data, never markup
+                detail.add_row(escape(node.node), escape(r.id), escape(r.expected), found,
+                               f"[{style}]{r.outcome.value}[/{style}]")
                 rows += 1
     if rows:
         console.print(detail)
     for (name, why), ids in waived.items():
         shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
-        console.print(f"[cyan]{name}: {len(ids)} check(s) waived[/cyan] ({shown}): {why}", highlight=False)
+        console.print(f"[cyan]{escape(name)}: {len(ids)} check(s) waived[/cyan] ({escape(shown)}): {escape(why)}",
+                      highlight=False)
     totals = run.counts()
     console.print(", ".join(f"{totals[o]} {o.value}" for o in COLUMNS), highlight=False)
     if any(n.lab for n in run.nodes):
