@@ -44,7 +44,8 @@ def _output_path(value: Path | None, flag: str) -> Path | None:
 
 
 def verify_command(
-    nodes: Annotated[list[str], typer.Argument(help="Inventory host names (e.g. node01 node02)")],
+    nodes: Annotated[list[str] | None, typer.Argument(
+        help="Inventory host names (e.g. node01 node02); with --local: this node's (default: hostname -s)")] = None,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     level: LevelOpt = Level.FULL,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here")] = None,
@@ -59,29 +60,35 @@ def verify_command(
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="List every check, not only failed ones")] = False,
     insecure: InsecureOpt = False,
+    local: Annotated[bool, typer.Option(
+        "--local", help="Check THIS node, no SSH (Slurm HealthCheckProgram; exit 0 healthy, else unhealthy)")] = False,
+    spec_file: Annotated[Path | None, typer.Option(
+        "--spec-file", help="With --local: the node's spec from `provision spec export NODE` (no inventory)")] = None,
+    drain: Annotated[bool, typer.Option(
+        "--drain", help="With --local: drain this node in Slurm when unhealthy, resume it when provision drained it")
+    ] = False,
+    scontrol: Annotated[str | None, typer.Option("--scontrol", help="With --drain: the scontrol command")] = None,
 ) -> None:
     """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs).
 
     Exit codes: 0 every check passed, warned or was waived; 1 a check failed; 3 no check failed but
     some could not be made (unreachable, credentials refused, TLS, unreadable, tool missing).
     """
-    from provision.conformance.checks.bmc import waive_all
     from provision.conformance.report import render_terminal, to_json, write_html, write_json, write_junit
-    from provision.conformance.runner import verify
 
     stdout_json = json_file == Path("-")
     for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
         _output_path(value, flag)
-    hosts = load_fleet(inventory).select(nodes)
-    no_ssh = [h.name for h in hosts if h.ssh is None]
-    if no_ssh:
-        raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
+    if local:
+        from provision.cli.verify_local import local_target, run_local
 
-    def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
-        waive_all(ctx, "BMC checks turned off (--no-bmc)")
-
-    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
-    run = verify(hosts, level, bmc=hook)
+        run = run_local(local_target(nodes, inventory, spec_file), level, drain, scontrol)
+    else:
+        if spec_file is not None or drain:
+            raise InputError("--spec-file and --drain go with --local (controller runs drain via provision_slurm)")
+        if not nodes:
+            raise InputError("give the nodes to verify (or --local on the node itself)")
+        run = _controller_run(load_fleet(inventory).select(nodes), inventory, level, no_bmc, sel_since, insecure)
     if junit:
         write_junit(run, junit)
     if json_file and not stdout_json:
@@ -93,6 +100,22 @@ def verify_command(
     else:
         render_terminal(run, console, show_all=show_all)
     raise_for(run)
+
+
+def _controller_run(hosts: list[HostEntry], inventory: Path, level: Level, no_bmc: bool,
+                    sel_since: datetime | None, insecure: bool) -> RunReport:
+    from provision.conformance.checks.bmc import waive_all
+    from provision.conformance.runner import verify
+
+    no_ssh = [h.name for h in hosts if h.ssh is None]
+    if no_ssh:
+        raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
+
+    def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
+        waive_all(ctx, "BMC checks turned off (--no-bmc)")
+
+    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
+    return verify(hosts, level, bmc=hook)
 
 
 def raise_for(run: RunReport) -> None:
