@@ -14,10 +14,10 @@ from typing import Annotated
 import typer
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt
-from provision.cli.output import console, emit_json
+from provision.cli.output import console, emit_json, err_console
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, RunReport
-from provision.errors import CheckFailed, ChecksIncomplete, InputError
+from provision.errors import CheckFailed, ChecksIncomplete, InputError, ProvisionError
 from provision.spec import load_fleet
 from provision.spec.model import HostEntry
 
@@ -79,6 +79,7 @@ def verify_command(
     stdout_json = json_file == Path("-")
     for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
         _output_path(value, flag)
+    untold: list[str] = []  # nodes whose Slurm state provision_slurm could not set
     if local:
         from provision.cli.verify_local import local_target, run_local
 
@@ -88,7 +89,9 @@ def verify_command(
             raise InputError("--spec-file and --drain go with --local (controller runs drain via provision_slurm)")
         if not nodes:
             raise InputError("give the nodes to verify (or --local on the node itself)")
-        run = _controller_run(load_fleet(inventory).select(nodes), inventory, level, no_bmc, sel_since, insecure)
+        hosts = load_fleet(inventory).select(nodes)
+        run = _controller_run(hosts, inventory, level, no_bmc, sel_since, insecure)
+        untold = _tell_slurm(hosts, run)
     if junit:
         write_junit(run, junit)
     if json_file and not stdout_json:
@@ -100,6 +103,22 @@ def verify_command(
     else:
         render_terminal(run, console, show_all=show_all)
     raise_for(run)
+    if untold:
+        raise ProvisionError(f"conformant, but Slurm could not be told about {', '.join(untold)}")
+
+
+def _tell_slurm(hosts: list[HostEntry], run: RunReport) -> list[str]:
+    """provision_slurm's hook: drain failing nodes, resume passing ones provision drained; the untold ones."""
+    from provision.scheduler.hooks import tell_slurm
+
+    untold = []
+    for host, report in zip(hosts, run.nodes, strict=True):
+        note = tell_slurm(host, report)
+        if note.text:
+            err_console.print(note.text, markup=False, highlight=False)
+        if note.failed:
+            untold.append(host.name)
+    return untold
 
 
 def _controller_run(hosts: list[HostEntry], inventory: Path, level: Level, no_bmc: bool,

@@ -8,6 +8,7 @@ the BMC's credentials, which a compute node does not hold: they run from the con
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 from pathlib import Path
@@ -23,6 +24,7 @@ from provision.spec.model import LabDeclaration, NodeSpec
 # Slurm kills a HealthCheckProgram after 60 s (slurm.conf HealthCheckInterval docs): the quick gather gets
 # 40 s so that a node whose tools hang is still judged (ERROR) and drained within that minute.
 LOCAL_GATHER_TIMEOUT_S = {Level.QUICK: 40.0, Level.FULL: 180.0, Level.BURNIN: 3600.0}
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BMC_WAIVED = "BMC-side checks run from the controller (provision verify NODE); --local checks the node side"
 
 
@@ -49,7 +51,7 @@ def local_runner(timeout_s: float, shell: str = "/bin/sh") -> Runner:
     def run(node: str, script: str) -> bytes:
         try:
             proc = subprocess.run([shell, "-s"], input=script.encode(), capture_output=True, timeout=timeout_s,
-                                  cwd=Path("/"), check=False)
+                                  cwd=Path("/"), env=_env(), check=False)
         except subprocess.TimeoutExpired as exc:
             raise GatherError(f"{node}: gathering facts locally took longer than {timeout_s:.0f} s") from exc
         except OSError as exc:
@@ -60,6 +62,11 @@ def local_runner(timeout_s: float, shell: str = "/bin/sh") -> Runner:
         return proc.stdout
 
     return run
+
+
+def _env() -> dict[str, str]:
+    """This environment with a PATH (slurmd may start its HealthCheckProgram with none), LC_ALL=C."""
+    return {**os.environ, "PATH": os.environ.get("PATH") or DEFAULT_PATH, "LC_ALL": "C"}
 
 
 def verify_local(target: LocalTarget, level: Level, runner: Runner | None = None) -> NodeReport:

@@ -178,8 +178,28 @@ class Scontrol:
 
 def sync(report: NodeReport, settings: SlurmSettings, node: str | None = None,
          scontrol: Scontrol | None = None) -> SlurmAction:
-    """Observe the node in Slurm, plan, apply; return what was done (SlurmError when Slurm cannot be told)."""
+    """Observe the node in Slurm, plan, apply; return what was done (SlurmError when Slurm cannot be told).
+
+    The node's own health check may act between the observation and the update (a resume of a node it
+    already resumed is refused by slurmctld): a refused update whose effect is there on a second look is done.
+    """
     tool = scontrol or Scontrol(settings.scontrol, settings.timeout_s)
-    action = plan(report, tool.show(node or settings.node_name or report.node), settings)
-    tool.apply(action)
+    name = node or settings.node_name or report.node
+    action = plan(report, tool.show(name), settings)
+    apply_checked(tool, action)
     return action
+
+
+def apply_checked(tool: Scontrol, action: SlurmAction) -> None:
+    """Apply; a refused update whose effect is there on a second look (another agent did it) is done."""
+    try:
+        tool.apply(action)
+    except SlurmError:
+        if not _in_effect(action, tool.show(action.node)):
+            raise
+
+
+def _in_effect(action: SlurmAction, node: SlurmNode) -> bool:
+    if action.kind is ActionKind.DRAIN:
+        return node.drained and node.reason == action.reason
+    return action.kind is ActionKind.RESUME and not node.drained
