@@ -234,3 +234,42 @@ def test_bad_settings_are_one_line_naming_host_and_key(tmp_path: Path, value: ob
         load_fleet(_inventory(tmp_path, value))
     assert needle in str(exc.value) and "host node01" in str(exc.value) and "\n" not in str(exc.value)
 
+
+
+# --- the bring-up verify stage --------------------------------------------------------------------------
+
+def _stage_ctx(host: object, plan_only: bool) -> object:
+    from provision.bringup.stage import StageContext
+
+    return StageContext(host=host, journal=None, run_id=None, plan_only=plan_only)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("plan_only", [True, False])
+def test_verify_stage_tells_slurm_except_in_plan(tmp_path: Path, fake: Path, plan_only: bool,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.bringup.options import BringupOptions
+    from provision.bringup.stages.host import VerifyStage
+    from provision.errors import CheckFailed
+
+    host = load_fleet(_inventory(tmp_path, {"drain_on_fail": True, "scontrol": str(fake)})).select(["node01"])[0]
+    stage = VerifyStage(BringupOptions(inventory=tmp_path))
+    monkeypatch.setattr(VerifyStage, "_verify", lambda self, ctx: FAILING)
+    observed = stage.observe(_stage_ctx(host, plan_only))  # type: ignore[arg-type]
+    with pytest.raises(CheckFailed) as exc:
+        stage.plan(host, observed)
+    drained = (fake.parent / "calls").exists() and any("state=drain" in c for c in calls(fake))
+    assert drained is not plan_only
+    assert ("slurm: node01 drain (unhealthy)" in str(exc.value)) is not plan_only
+
+
+def test_verify_stage_fails_a_conformant_node_slurm_could_not_resume(tmp_path: Path) -> None:
+    from provision.bringup.options import BringupOptions
+    from provision.bringup.stages.host import Verified, VerifyStage
+    from provision.errors import CheckFailed
+    from provision.scheduler.hooks import SlurmNote
+
+    stage = VerifyStage(BringupOptions(inventory=tmp_path))
+    host = load_fleet(_inventory(tmp_path, {"drain_on_fail": True})).select(["node01"])[0]
+    assert "slurm: node01 resume" in stage.plan(host, Verified(HEALTHY, SlurmNote("slurm: node01 resume (x)"))).note
+    with pytest.raises(CheckFailed, match="conformant; slurm: node01 could not be told"):
+        stage.plan(host, Verified(HEALTHY, SlurmNote("slurm: node01 could not be told: boom", failed=True)))
