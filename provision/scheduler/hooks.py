@@ -9,7 +9,8 @@ through its gate: `gate.full_verify: "provision verify {node} --level quick"` ru
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
 
 from provision.conformance.model import NodeReport
 from provision.scheduler.slurm import ActionKind, Scontrol, SlurmAction, SlurmError, apply_checked, plan
@@ -19,9 +20,10 @@ from provision.spec.model import HostEntry
 Recorder = Callable[[SlurmAction, Callable[[], None]], None]
 
 
-@dataclass(frozen=True)
-class SlurmNote:
+class SlurmNote(BaseModel):
     """What the hook did, for the stage's note or error; `failed` when Slurm could not be told."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str = ""
     failed: bool = False
@@ -44,5 +46,5 @@ def tell_slurm(host: HostEntry, report: NodeReport, record: Recorder = _direct,
         if action.kind is not ActionKind.NONE:
             record(action, lambda: apply_checked(tool, action))
     except SlurmError as exc:
-        return SlurmNote(f"slurm: {name} could not be told: {exc}", failed=True)
-    return SlurmNote(f"slurm: {name} {action.kind.value} ({action.why})")
+        return SlurmNote(text=f"slurm: {name} could not be told: {exc}", failed=True)
+    return SlurmNote(text=f"slurm: {name} {action.kind.value} ({action.why})")

@@ -270,6 +270,6 @@ def test_verify_stage_fails_a_conformant_node_slurm_could_not_resume(tmp_path: P
 
     stage = VerifyStage(BringupOptions(inventory=tmp_path))
     host = load_fleet(_inventory(tmp_path, {"drain_on_fail": True})).select(["node01"])[0]
-    assert "slurm: node01 resume" in stage.plan(host, Verified(HEALTHY, SlurmNote("slurm: node01 resume (x)"))).note
+    assert "slurm: node01 resume" in stage.plan(host, Verified.of(HEALTHY, SlurmNote(text="slurm: node01 resume (x)"))).note
     with pytest.raises(CheckFailed, match="conformant; slurm: node01 could not be told"):
-        stage.plan(host, Verified(HEALTHY, SlurmNote("slurm: node01 could not be told: boom", failed=True)))
+        stage.plan(host, Verified.of(HEALTHY, SlurmNote(text="slurm: node01 could not be told: boom", failed=True)))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from provision.ansible.models import PlayResult, RunOptions
@@ -109,12 +108,14 @@ def _run_started(ctx: StageContext) -> datetime | None:
     return datetime.fromtimestamp(run.started_at, UTC) if run else None
 
 
-@dataclass(frozen=True)
-class Verified:
+class Verified(NodeReport):
     """The verify stage's observation: the node's report, and what Slurm was told (provision_slurm)."""
 
-    report: NodeReport
-    slurm: SlurmNote = field(default_factory=SlurmNote)
+    slurm: SlurmNote = SlurmNote()
+
+    @classmethod
+    def of(cls, report: NodeReport, slurm: SlurmNote) -> Verified:
+        return cls.model_validate({**dict(report), "slurm": slurm})
 
 
 class VerifyStage:
@@ -129,13 +130,13 @@ class VerifyStage:
     def observe(self, ctx: StageContext) -> Verified:
         report = self._verify(ctx)
         if ctx.plan_only:
-            return Verified(report)
+            return Verified.of(report, SlurmNote())
 
         def record(action: SlurmAction, do: Callable[[], None]) -> None:  # journaled as the stage's side effect
             ctx.side_effect(self.name, Action(kind=f"slurm-{action.kind.value}", target=action.node,
                                               after=action.reason or action.why), do)
 
-        return Verified(report, tell_slurm(ctx.host, report, record))
+        return Verified.of(report, tell_slurm(ctx.host, report, record))
 
     def _verify(self, ctx: StageContext) -> NodeReport:
         since = _run_started(ctx)
@@ -149,8 +150,8 @@ class VerifyStage:
 
         return verify_node(ctx.host, Level(self.opts.verify_level), bmc=hook)
 
-    def plan(self, host: HostEntry, verified: Verified | NodeReport) -> StagePlan:
-        observed, slurm = (verified.report, verified.slurm) if isinstance(verified, Verified) else (verified, None)
+    def plan(self, host: HostEntry, observed: NodeReport) -> StagePlan:
+        slurm = observed.slurm if isinstance(observed, Verified) else None
         told = f"; {slurm.text}" if slurm and slurm.text else ""
         if observed.error:
             raise CheckFailed(f"{host.name}: conformance could not run: {observed.error}{told}")
