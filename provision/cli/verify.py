@@ -71,6 +71,8 @@ def verify_command(
 ) -> None:
     """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs).
 
+    With --local: check this node here, no SSH (Slurm's HealthCheckProgram; --drain tells Slurm).
+
     Exit codes: 0 every check passed, warned or was waived; 1 a check failed; 3 no check failed but
     some could not be made (unreachable, credentials refused, TLS, unreadable, tool missing).
     """
