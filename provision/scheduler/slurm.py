@@ -138,7 +138,8 @@ def plan(report: NodeReport, node: SlurmNode, settings: SlurmSettings) -> SlurmA
 
 
 def scontrol_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """PATH, LANG, HOME and the SLURM_* variables (SLURM_CONF): never the controller's secrets."""
+    """PATH, LANG, HOME and the SLURM_* variables (SLURM_CONF; SLURM_JWT where a site uses auth/jwt, which is
+    scontrol's own credential): never the controller's other secrets (BMC password, vault)."""
     source = os.environ if environ is None else environ
     env = {"PATH": source.get("PATH") or DEFAULT_PATH, "LANG": source.get("LANG") or "C.UTF-8"}
     if source.get("HOME"):
