@@ -273,3 +273,21 @@ def test_verify_stage_fails_a_conformant_node_slurm_could_not_resume(tmp_path: P
     assert "slurm: node01 resume" in stage.plan(host, Verified.of(HEALTHY, SlurmNote(text="slurm: node01 resume (x)"))).note
     with pytest.raises(CheckFailed, match="conformant; slurm: node01 could not be told"):
         stage.plan(host, Verified.of(HEALTHY, SlurmNote(text="slurm: node01 could not be told: boom", failed=True)))
+
+
+def test_controller_verify_drains_a_node_it_could_not_check(tmp_path: Path, fake: Path) -> None:
+    """`provision verify NODE` (what a campaign's gate.full_verify runs) with provision_slurm: a node whose
+    facts could not be gathered is drained (`provision: gather`), never left healthy; exit stays 3."""
+    import subprocess
+    import sys
+
+    inventory = _inventory(tmp_path, {"drain_on_fail": True, "scontrol": str(fake)})
+    host_vars = inventory.parent / "host_vars" / "node01.yml"
+    host_vars.write_text(host_vars.read_text().replace("node01.cluster.example.net", "127.0.0.1")
+                         + "ansible_port: 1\n")  # nothing listens: ssh is refused at once
+    proc = subprocess.run([sys.executable, "-c", "from provision.cli import run; run()", "verify", "node01",
+                           "-i", str(inventory), "--level", "quick", "--no-bmc"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 3, proc.stderr
+    assert calls(fake)[-1] == "update nodename=node01 state=drain reason=provision: gather"
+    assert "slurm: node01 drain (unhealthy)" in proc.stderr
