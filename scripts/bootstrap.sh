@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(debootstrap systemd-container iproute2 dpkg-dev openssh-client procps psmisc curl ca-certificates)
+APT_PACKAGES+=(slurm-wlm munge)   # tests/lab/test_slurm.py: slurmctld+munged on the host, slurmd's debs for the twins
 APT_OPTIONAL=(chromium)   # headless browser for the HTML report test; the test skips cleanly without it
 if [ "${PROVISION_TEST_VM:-0}" != "0" ]; then
   APT_PACKAGES+=(qemu-system-x86)   # the vm tier only (PROVISION_TEST_VM=1 or auto): a real kernel under qemu

@@ -61,7 +61,7 @@ def _run(hosts: Sequence[HostEntry], stages: Sequence[Stage], journal: Journal |
     say = progress or (lambda node, stage, msg: None)
 
     def one(host: HostEntry) -> NodeResult:
-        ctx = StageContext(host=host, journal=journal, run_id=run_id, progress=say, locks=locks)
+        ctx = StageContext(host=host, journal=journal, run_id=run_id, progress=say, locks=locks, plan_only=plan_only)
         try:
             return _run_node(ctx, stages, plan_only)
         finally:

@@ -28,6 +28,8 @@ class StageContext:
     locks: NodeLocks | None = None
     """The run's node leases; every side effect first checks this node's is still ours."""
     resources: ExitStack = field(default_factory=ExitStack)
+    plan_only: bool = False
+    """--plan: stages observe and plan, and tell nobody (no Slurm drain or resume either)."""
     _kept: dict[str, Any] = field(default_factory=dict)
 
     def keep(self, key: str, opener: Callable[[], AbstractContextManager[T]]) -> T:

@@ -44,6 +44,18 @@ def show_spec(
     print_wide(tree)
 
 
+@app.command("export")
+def export(
+    node: Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")],
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
+) -> None:
+    """Print NODE's spec file (JSON, no credentials) for `provision verify --local --spec-file` on the node."""
+    from provision.scheduler.specfile import NodeSpecFile
+
+    host = load_fleet(inventory).select([node])[0]
+    print(NodeSpecFile.of(host).to_json(), end="")
+
+
 @app.command("validate")
 def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False, output: OutputOpt = None) -> None:
     """Validate the spec of every host in the inventory (exit 2 on the first problem)."""

@@ -15,10 +15,10 @@ import typer
 
 from provision.cli import events
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt
-from provision.cli.output import emit_json, to_terminal, wide_console
+from provision.cli.output import emit_json, err_console, to_terminal, wide_console
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, NodeReport, Outcome, RunReport
-from provision.errors import CheckFailed, ChecksIncomplete, InputError
+from provision.errors import CheckFailed, ChecksIncomplete, InputError, ProvisionError
 from provision.spec import load_fleet
 from provision.spec.model import HostEntry
 
@@ -45,7 +45,8 @@ def _output_path(value: Path | None, flag: str) -> Path | None:
 
 
 def verify_command(
-    nodes: Annotated[list[str], typer.Argument(help="Inventory host names (e.g. node01 node02)")],
+    nodes: Annotated[list[str] | None, typer.Argument(
+        help="Inventory host names (e.g. node01 node02); with --local: this node's (default: hostname -s)")] = None,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     level: LevelOpt = Level.FULL,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here")] = None,
@@ -60,30 +61,41 @@ def verify_command(
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="List every check, not only failed ones")] = False,
     insecure: InsecureOpt = False,
+    local: Annotated[bool, typer.Option(
+        "--local", help="Check THIS node, no SSH (Slurm HealthCheckProgram; exit 0 healthy, else unhealthy)")] = False,
+    spec_file: Annotated[Path | None, typer.Option(
+        "--spec-file", help="With --local: the node's spec from `provision spec export NODE` (no inventory)")] = None,
+    drain: Annotated[bool, typer.Option(
+        "--drain", help="With --local: drain this node in Slurm when unhealthy, resume it when provision drained it")
+    ] = False,
+    scontrol: Annotated[str | None, typer.Option("--scontrol", help="With --drain: the scontrol command")] = None,
 ) -> None:
     """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs).
+
+    With --local: check this node here, no SSH (Slurm's HealthCheckProgram; --drain tells Slurm).
 
     Exit codes: 0 every check passed, warned or was waived; 1 a check failed; 3 no check failed but
     some could not be made (unreachable, credentials refused, TLS, unreadable, tool missing).
     """
-    from provision.conformance.checks.bmc import waive_all
     from provision.conformance.report import render_terminal, to_json, write_html, write_json, write_junit
-    from provision.conformance.runner import verify
 
     stdout_json = json_file == Path("-")
     for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
         _output_path(value, flag)
-    hosts = load_fleet(inventory).select(nodes)
-    no_ssh = [h.name for h in hosts if h.ssh is None]
-    if no_ssh:
-        raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
+    untold: list[str] = []  # nodes whose Slurm state provision_slurm could not set
+    if local:
+        from provision.cli.verify_local import local_target, run_local
 
-    def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
-        waive_all(ctx, "BMC checks turned off (--no-bmc)")
-
-    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
-    heard = node_event if stdout_json or not to_terminal() else None  # a terminal gets the table at the end
-    run = verify(hosts, level, bmc=hook, on_node=heard)
+        run = run_local(local_target(nodes, inventory, spec_file), level, drain, scontrol)
+    else:
+        if spec_file is not None or drain:
+            raise InputError("--spec-file and --drain go with --local (controller runs drain via provision_slurm)")
+        if not nodes:
+            raise InputError("give the nodes to verify (or --local on the node itself)")
+        hosts = load_fleet(inventory).select(nodes)
+        heard = node_event if stdout_json or not to_terminal() else None  # a terminal gets the table at the end
+        run = _controller_run(hosts, inventory, level, no_bmc, sel_since, insecure, heard)
+        untold = _tell_slurm(hosts, run)
     if junit:
         write_junit(run, junit)
     if json_file and not stdout_json:
@@ -95,6 +107,39 @@ def verify_command(
     else:
         render_terminal(run, wide_console(), show_all=show_all)
     raise_for(run)
+    if untold:
+        raise ProvisionError(f"conformant, but Slurm could not be told about {', '.join(untold)}")
+
+
+def _tell_slurm(hosts: list[HostEntry], run: RunReport) -> list[str]:
+    """provision_slurm's hook: drain failing nodes, resume passing ones provision drained; the untold ones."""
+    from provision.scheduler.hooks import tell_slurm
+
+    untold = []
+    for host, report in zip(hosts, run.nodes, strict=True):
+        note = tell_slurm(host, report)
+        if note.text:
+            err_console.print(note.text, markup=False, highlight=False)
+        if note.failed:
+            untold.append(host.name)
+    return untold
+
+
+def _controller_run(hosts: list[HostEntry], inventory: Path, level: Level, no_bmc: bool,
+                    sel_since: datetime | None, insecure: bool,
+                    on_node: Callable[[NodeReport, float], None] | None) -> RunReport:
+    from provision.conformance.checks.bmc import waive_all
+    from provision.conformance.runner import verify
+
+    no_ssh = [h.name for h in hosts if h.ssh is None]
+    if no_ssh:
+        raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
+
+    def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
+        waive_all(ctx, "BMC checks turned off (--no-bmc)")
+
+    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
+    return verify(hosts, level, bmc=hook, on_node=on_node)
 
 
 def node_event(node: NodeReport, seconds: float) -> None:

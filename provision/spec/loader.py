@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from provision.errors import InventoryError, SpecError
 from provision.redfish.redact import register_secret
+from provision.scheduler.settings import SLURM_VAR, SlurmSettings
 from provision.spec.model import BmcEndpoint, Fleet, HostEntry, LabDeclaration, NodeSpec, SshEndpoint, Waiver
 from provision.spec.strict_yaml import load_strict, yaml_files
 
@@ -142,7 +143,21 @@ def _host_entry(
         bmc=_bmc_endpoint(inventory, base, name, hv),
         ssh=_ssh_endpoint(name, hv),
         lab=_lab_declaration(inventory, name, hv),
+        slurm=_slurm_settings(inventory, name, hv),
     )
+
+
+def _slurm_settings(inventory: Path, host: str, hv: dict[str, Any]) -> SlurmSettings | None:
+    """`provision_slurm` (a mapping, see SlurmSettings) of one host, or None when unset."""
+    raw = hv.get(SLURM_VAR)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InventoryError(f"{inventory}: host {host}: {SLURM_VAR}: must be a mapping (drain_on_fail, scontrol, ...)")
+    try:
+        return SlurmSettings.model_validate(_plain(raw))
+    except ValidationError as exc:
+        raise InventoryError(f"{inventory}: host {host}: {_describe(exc, SLURM_VAR)}") from None
 
 
 def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDeclaration:

@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from provision.scheduler.settings import SlurmSettings
+
 _VERSION_RE = re.compile(r"^[0-9]+(?:[.\-][0-9A-Za-z]+)*$")
 _APT_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9][0-9A-Za-z.+~\-]*$")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -623,6 +625,7 @@ class HostEntry(BaseModel):
     bmc: BmcEndpoint
     ssh: SshEndpoint | None = None
     lab: LabDeclaration = LabDeclaration()
+    slurm: SlurmSettings | None = Field(default=None, description="provision_slurm: drain/resume in Slurm")
 
 
 class Fleet(BaseModel):

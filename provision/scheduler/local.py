@@ -1,0 +1,88 @@
+"""`provision verify --local`: the node-side checks run on the node itself, for Slurm's HealthCheckProgram.
+
+The same gather script the controller sends over SSH is piped into a local `sh -s`, and its framed
+output goes through the same parsers and checks; only the transport differs. The BMC-side checks need
+the BMC's credentials, which a compute node does not hold: they run from the controller
+(`provision verify NODE`) and are waived here, with that reason, at the levels that have them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.conformance.facts import GatherError, Runner, gather
+from provision.conformance.model import Level, NodeReport
+from provision.conformance.runner import CheckModuleError, evaluate, node_probes
+from provision.scheduler.settings import SlurmSettings
+from provision.spec.model import LabDeclaration, NodeSpec
+
+# Slurm kills a HealthCheckProgram after 60 s (slurm.conf HealthCheckInterval docs): the quick gather gets
+# 40 s so that a node whose tools hang is still judged (ERROR) and drained within that minute.
+LOCAL_GATHER_TIMEOUT_S = {Level.QUICK: 40.0, Level.FULL: 180.0, Level.BURNIN: 3600.0}
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+BMC_WAIVED = "BMC-side checks run from the controller (provision verify NODE); --local checks the node side"
+
+
+class LocalTarget(BaseModel):
+    """What a node needs to judge itself: from the inventory, or from a spec file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    profile: str
+    spec: NodeSpec
+    lab: LabDeclaration = LabDeclaration()
+    slurm: SlurmSettings | None = None
+
+
+def short_hostname() -> str:
+    """This machine's short host name (what `hostname -s` prints; Slurm's default NodeName)."""
+    return socket.gethostname().split(".", 1)[0]
+
+
+def local_runner(timeout_s: float, shell: str = "/bin/sh") -> Runner:
+    """A Runner that pipes the gather script into `sh -s` here, as the SSH runner does on the node."""
+
+    def run(node: str, script: str) -> bytes:
+        try:
+            proc = subprocess.run([shell, "-s"], input=script.encode(), capture_output=True, timeout=timeout_s,
+                                  cwd=Path("/"), env=_env(), check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise GatherError(f"{node}: gathering facts locally took longer than {timeout_s:.0f} s") from exc
+        except OSError as exc:
+            raise GatherError(f"{node}: cannot run {shell}: {exc.strerror}") from exc
+        if proc.returncode != 0:
+            lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GatherError(f"{node}: the gather script failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+        return proc.stdout
+
+    return run
+
+
+def _env() -> dict[str, str]:
+    """This environment with a PATH (slurmd may start its HealthCheckProgram with none), LC_ALL=C."""
+    return {**os.environ, "PATH": os.environ.get("PATH") or DEFAULT_PATH, "LC_ALL": "C"}
+
+
+def verify_local(target: LocalTarget, level: Level, runner: Runner | None = None) -> NodeReport:
+    """Gather here, evaluate with the node's spec and the inventory's declaration; one NodeReport."""
+    run = runner or local_runner(LOCAL_GATHER_TIMEOUT_S[level])
+    try:
+        facts = gather(target.name, node_probes(target.spec, level), run)
+    except GatherError as exc:
+        return NodeReport(node=target.name, profile=target.profile, error=str(exc))
+    ctx = evaluate(target.name, target.spec, facts, level, target.lab)
+    if level is not Level.QUICK:
+        from provision.conformance.checks.bmc import waive_all
+
+        waive_all(ctx, BMC_WAIVED)
+    ids = [r.id for r in ctx.results]
+    if len(set(ids)) != len(ids):
+        raise CheckModuleError(f"{target.name}: a check id was recorded twice")
+    return NodeReport(node=target.name, profile=target.profile, lab=target.lab.lab, standins=target.lab.standins,
+                      gather_seconds=round(facts.seconds, 3), results=tuple(ctx.results))
