@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 from rich.table import Table
 from rich.tree import Tree
 
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, NodeArg, load_host
 from provision.cli.output import console, emit_json
 from provision.spec import load_fleet
 from provision.spec.model import NodeSpec
@@ -18,12 +16,12 @@ app = typer.Typer(help="Show and validate node specs.", no_args_is_help=True)
 
 @app.command("show")
 def show(
-    node: Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")],
+    node: NodeArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     as_json: JsonOpt = False,
 ) -> None:
     """Print the effective spec of NODE."""
-    host = load_fleet(inventory).select([node])[0]
+    host = load_host(inventory, node)
     if as_json:
         emit_json({"host": host.name, "profile": host.profile, "spec": host.spec,
                    "comparisons": host.spec.effective_comparisons})

@@ -13,12 +13,11 @@ from typing import Annotated
 
 import typer
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, LimitOpt, NodesArg, load_hosts
 from provision.cli.output import console, emit_json
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, RunReport
 from provision.errors import CheckFailed, ChecksIncomplete, InputError
-from provision.spec import load_fleet
 from provision.spec.model import HostEntry
 
 LevelOpt = Annotated[
@@ -44,8 +43,9 @@ def _output_path(value: Path | None, flag: str) -> Path | None:
 
 
 def verify_command(
-    nodes: Annotated[list[str], typer.Argument(help="Inventory host names (e.g. node01 node02)")],
+    nodes: NodesArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
+    limit: LimitOpt = None,
     level: LevelOpt = Level.FULL,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here")] = None,
     json_file: Annotated[
@@ -60,7 +60,7 @@ def verify_command(
     show_all: Annotated[bool, typer.Option("--all", help="List every check, not only failed ones")] = False,
     insecure: InsecureOpt = False,
 ) -> None:
-    """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs).
+    """Check the nodes PATTERN... selects against their spec over one multiplexed SSH connection each (and their BMCs).
 
     Exit codes: 0 every check passed, warned or was waived; 1 a check failed; 3 no check failed but
     some could not be made (unreachable, credentials refused, TLS, unreadable, tool missing).
@@ -72,7 +72,7 @@ def verify_command(
     stdout_json = json_file == Path("-")
     for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
         _output_path(value, flag)
-    hosts = load_fleet(inventory).select(nodes)
+    hosts = load_hosts(inventory, nodes, limit)
     no_ssh = [h.name for h in hosts if h.ssh is None]
     if no_ssh:
         raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
