@@ -36,6 +36,7 @@ _SLURM_BRACKET = re.compile(r"\[(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)\]")
 _ANY_BRACKET = re.compile(r"\[[^\]]*\]")
 _ANSIBLE_RANGE = re.compile(r"\[[0-9A-Za-z]*:[0-9A-Za-z]+(?::[0-9]+)?\]")
 _PLACEHOLDER = "\x00"
+_MISMATCH = "Could not match supplied host pattern"
 
 Patterns = str | Sequence[str]
 
@@ -228,6 +229,8 @@ class HostPatterns:
             hosts = self._manager.get_hosts(body)
         except AnsibleError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if first.startswith(_MISMATCH):  # ANSIBLE_HOST_PATTERN_MISMATCH=error in the caller's environment
+                return []
             raise InputError(f"{self._where}: {label}: {first}") from None
         return [h.name for h in hosts if h.name in self._known]  # never Ansible's implicit localhost
 

@@ -279,3 +279,19 @@ def test_fleet_select_uses_the_inventory_it_loaded() -> None:
     assert [h.name for h in fleet.select(None, limit="~node0[78]")] == ["node07", "node08"]
     copy = fleet.model_copy()
     assert [h.name for h in copy.select("gpu_nodes,&node0[1:2]")] == ["node01", "node02"]
+
+
+@pytest.mark.parametrize("mode", ["error", "warning"])
+def test_the_callers_mismatch_setting_changes_nothing(inventory: Path, mode: str) -> None:
+    """ANSIBLE_HOST_PATTERN_MISMATCH=error (or warning) in the environment: ranges still resolve, misses are ours."""
+    from ansible import constants
+
+    old = constants.HOST_PATTERN_MISMATCH
+    constants.HOST_PATTERN_MISMATCH = mode
+    try:
+        resolver = HostPatterns.from_inventory(inventory)
+        assert resolver.select("node0[1:2]") == ["node01", "node02"]
+        with pytest.raises(InputError, match="'nodeX' matches no host"):
+            resolver.select("nodeX")
+    finally:
+        constants.HOST_PATTERN_MISMATCH = old
