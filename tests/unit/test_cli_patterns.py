@@ -144,3 +144,22 @@ def test_status_and_history_patterns(state: Path, capsys: pytest.CaptureFixture[
     assert json.loads(capsys.readouterr().out)["node"] == "lab-b1"
     assert main(["history", "lab-a*", "--journal", str(journal), "-i", INV]) == 2
     assert "selects 2 hosts (lab-a1, lab-a2)" in _one_error_line(capsys)
+
+
+def test_campaign_limit_is_a_pattern(state: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[list[str]] = []
+
+    def observe_all(targets: list[Any], *args: Any) -> None:
+        seen.append([t.name for t in targets])
+        raise typer.Exit(0)
+
+    monkeypatch.setattr("provision.cli.campaign.observe_all", observe_all)
+    camp = str(EXAMPLE_INVENTORY.parent / "campaigns" / "ml_prod_v4_2026q4.yml")
+    args = ["campaign", "plan", camp, "-i", INV, "--journal", str(state / "j.db")]
+    assert main([*args, "--limit", "node[01-03],!node02"]) == 0
+    assert main([*args, "-l", "ml_prod_v4[6:]"]) == 0
+    assert seen == [["node01", "node03"], ["node07", "node08"]]
+    assert main([*args, "--limit", "node01,nodeX"]) == 2
+    assert "--limit 'node01,nodeX': 'nodeX' matches no host" in _one_error_line(capsys)
+    assert len(seen) == 2  # nothing observed
