@@ -125,7 +125,7 @@ class Component(_Frozen):
 
 
 class Targets(_Frozen):
-    """Which inventory hosts the campaign covers: a group and/or host names (default: every host)."""
+    """Which inventory hosts the campaign covers: a group and/or host patterns (default: every host)."""
 
     group: str | None = None
     hosts: tuple[str, ...] = ()

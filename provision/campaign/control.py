@@ -42,18 +42,18 @@ def check_unchanged(resolved: Resolved) -> None:
 
 
 def targets(fleet: Fleet, catalog: Catalog, limit: str | None = None) -> dict[str, Target]:
-    """The campaign's hosts: its targets section, narrowed by --limit (a group or host names, comma-separated)."""
-    hosts = fleet.select(list(catalog.targets.hosts) or None, catalog.targets.group)
-    if limit:
-        names = {n.strip() for n in limit.split(",") if n.strip()}
-        groups = {g for h in fleet.hosts.values() for g in h.groups}
-        hosts = [h for h in hosts if h.name in names or names & set(h.groups)]
-        unknown = sorted(n for n in names if n not in fleet.hosts and n not in groups)
-        if unknown:
-            raise InputError(f"--limit: unknown host or group {', '.join(unknown)}")
-    if not hosts:
-        raise InputError(f"campaign {catalog.name}: no target host left")
+    """The campaign's hosts: its targets section (host patterns and/or a group), narrowed by --limit (a host
+    pattern, as everywhere: see provision/spec/patterns.py)."""
+    hosts = fleet.select(target_pattern(catalog), limit)
     return {h.name: Target(name=h.name, bmc=h.bmc) for h in hosts}
+
+
+def target_pattern(catalog: Catalog) -> list[str]:
+    """The targets section as one host pattern: `hosts` (each a pattern), and with a `group` only those in it."""
+    wanted, group = list(catalog.targets.hosts), catalog.targets.group
+    if group:
+        wanted = [*wanted, f"&{group}"] if wanted else [group]
+    return wanted or ["all"]
 
 
 def planned_targets(fleet: Fleet, store: CampaignStore, name: str) -> dict[str, Target]:

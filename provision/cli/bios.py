@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
 from provision.cli.output import add_row, console, emit_json, new_table, print_wide
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import bios as bios_ops
@@ -21,7 +21,6 @@ from provision.redfish.ops.session import open_host
 from provision.redfish.ops.waiting import Clock
 
 app = typer.Typer(help="BIOS settings: vendor-neutral spec keys vs the BMC's attributes.", no_args_is_help=True)
-NodeArg = Annotated[str, typer.Argument(help="Inventory host name")]
 PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; change nothing")]
 NoResetOpt = Annotated[bool, typer.Option("--no-reset", help="Stage only; do not reset the host")]
 
@@ -58,7 +57,9 @@ def raise_unchecked(node: str, plan: bios_ops.BiosPlan) -> None:
 def diff(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
          insecure: InsecureOpt = False) -> None:
     """Show the attributes whose current value differs from the spec."""
-    with open_host(load_host(inventory, node), insecure) as (host, facts):
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
+    with open_host(entry, insecure) as (host, facts):
         plan = bios_ops.plan(host.spec.bios, bios_ops.observe(facts), facts.vendor)
     if as_json:
         emit_json({"node": node, "plan": plan})
@@ -76,7 +77,9 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
           no_reset: NoResetOpt = False, as_json: JsonOpt = False, insecure: InsecureOpt = False) -> None:
     """Validate against the registry, write the pending values, reset the host once, verify."""
     opts = converge.ConvergeOptions(firmware=False, reset=not no_reset)
-    with open_host(load_host(inventory, node), insecure) as (host, facts):
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
+    with open_host(entry, insecure) as (host, facts):
         cplan = converge.make_plan(facts, host.spec, opts=opts)
         assert cplan.bios is not None
         if plan_only or (not cplan.bios.changes and not cplan.bios.invalid):

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
 from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed
 from provision.redfish.ops import inventory as inv_ops
@@ -19,7 +19,6 @@ from provision.redfish.ops.session import open_host
 
 app = typer.Typer(help="BMC inventory, drift against the spec, boot override and virtual media.",
                   no_args_is_help=True)
-NodeArg = Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")]
 PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; change nothing")]
 
 
@@ -28,7 +27,9 @@ def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_jso
               insecure: InsecureOpt = False, output: OutputOpt = None) -> None:
     """Read the node's hardware from its BMC and report drift against its spec."""
     fmt = choose(output, as_json)
-    with open_host(load_host(inventory, node), insecure) as (host, facts), facts.conn.deadline():
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
+    with open_host(entry, insecure) as (host, facts), facts.conn.deadline():
         inv = inv_ops.observe(facts.conn)
     report = inv_ops.drift(host.spec, inv)
     if fmt is Format.JSON:
@@ -97,10 +98,12 @@ def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd
               inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only: PlanOpt = False,
               insecure: InsecureOpt = False) -> None:
     """Set a one-time boot override."""
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
     if plan_only:
         console.print(f"{node}: would set a one-time boot from {target} (--plan: nothing changed)", markup=False)
         return
-    with open_host(load_host(inventory, node), insecure) as (_, facts):
+    with open_host(entry, insecure) as (_, facts):
         power_ops.boot_once(facts, target, mode)
     console.print(f"{node}: next boot from {target} (once)", markup=False)
 
@@ -116,9 +119,11 @@ def media(node: NodeArg,
 
     if bool(insert) == eject:
         raise InputError("give exactly one of --insert URL or --eject")
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
     if plan_only:
         console.print(f"{node}: would {'eject the virtual CD' if eject else f'insert {insert}'} (--plan)", markup=False)
         return
-    with open_host(load_host(inventory, node), insecure) as (_, facts):
+    with open_host(entry, insecure) as (_, facts):
         uri = power_ops.virtual_media(facts, None if eject else insert)
     console.print(f"{node}: {'ejected' if eject else 'inserted'} ({uri})", markup=False)

@@ -15,14 +15,21 @@ from provision.bringup.model import BringupResult, Outcome, StageName
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages import default_stages
 from provision.cli.events import StageEvents, tee
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    PATTERN_HELP,
+    InsecureOpt,
+    InventoryOpt,
+    JsonOpt,
+    LimitOpt,
+    load_hosts,
+)
 from provision.cli.output import add_row, cell, console, emit_json, new_table, print_wide
 from provision.cli.paths import check_paths
 from provision.conformance.model import Level
 from provision.errors import InputError
 from provision.journal import Journal
 from provision.journal.paths import default_path
-from provision.spec import load_fleet
 
 MAX_CONCURRENCY = 256
 STYLE = {Outcome.APPLIED: "yellow", Outcome.CONVERGED: "green", Outcome.PLANNED: "cyan", Outcome.FAILED: "red",
@@ -30,8 +37,8 @@ STYLE = {Outcome.APPLIED: "yellow", Outcome.CONVERGED: "green", Outcome.PLANNED:
 
 
 def bringup_command(
-    nodes: Annotated[list[str] | None, typer.Argument(help="Inventory hosts")] = None,
-    limit: Annotated[str | None, typer.Option("--limit", help="An inventory group instead of names")] = None,
+    nodes: Annotated[list[str] | None, typer.Argument(help=PATTERN_HELP, metavar="[PATTERN]...")] = None,
+    limit: LimitOpt = None,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     plan: Annotated[bool, typer.Option("--plan", help="Show what every stage would do; change nothing")] = False,
     start: Annotated[StageName | None, typer.Option("--from", help="Start at this stage")] = None,
@@ -49,11 +56,11 @@ def bringup_command(
 
     Every option is checked before anything is written (the journal, the log directory, a BMC)."""
     if not nodes and not limit:
-        raise InputError("name nodes or --limit GROUP")
+        raise InputError("select nodes: a host pattern (PATTERN...), --limit PATTERN, or both")
     if start is not None and only is not None:
         raise InputError("--from and --only exclude each other: --from runs a stage and those after it, --only one")
     check_paths(journal=journal or default_path(), log_dir=log_dir, os_image=os_image)
-    hosts = load_fleet(inventory).select(nodes or None, group=limit)
+    hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
                           poll_s=poll)
     stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None)

@@ -23,8 +23,19 @@ from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
 from provision.campaign.report import build_report, render_html
 from provision.cli import events
 from provision.cli.firmware import AdvertiseOpt, BindOpt
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
-from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, note, show
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, LimitOpt
+from provision.cli.output import (
+    Format,
+    OutputOpt,
+    add_row,
+    cell,
+    choose,
+    console,
+    emit_json,
+    new_table,
+    note,
+    show,
+)
 from provision.errors import CheckFailed, InputError
 from provision.journal import Journal, default_path
 from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
@@ -39,7 +50,6 @@ CampaignArg = Annotated[str, typer.Argument(help="Campaign file, or the name of 
 JournalOpt = Annotated[
     Path | None, typer.Option("--journal", help="Journal database (default $PROVISION_STATE_DIR/provision.db)")
 ]
-LimitOpt = Annotated[str | None, typer.Option("--limit", "-l", help="Only these hosts or groups (comma-separated)")]
 InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates.")]
 PollOpt = Annotated[float, typer.Option("--poll-seconds", min=0.05, help="How often BMC tasks and power are polled")]
 

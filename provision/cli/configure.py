@@ -10,18 +10,19 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from provision.ansible.hosts import check_nodes
+from provision.ansible.hosts import select_nodes
 from provision.ansible.models import PlayResult, ProgressEvent, RunOptions, Strategy
 from provision.ansible.runner import PlayFailed, run_playbook
 from provision.cli import events
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, LimitOpt, NodesArg
 from provision.cli.output import add_row, console, emit_json, err_console, print_wide, to_terminal
 from provision.errors import InputError
 
 
 def app(
-    nodes: Annotated[list[str], typer.Argument(help="Nodes to configure (inventory host names).")],
+    nodes: NodesArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
+    limit: LimitOpt = None,
     plan: Annotated[
         bool, typer.Option("--plan", help="Check mode with diff: print what would change, change nothing.")
     ] = False,
@@ -35,14 +36,14 @@ def app(
     forks: Annotated[int, typer.Option("--forks", min=1, max=256, help="Hosts configured in parallel.")] = 8,
     json_out: JsonOpt = False,
 ) -> None:
-    """Configure NODEs with Ansible (site.yml by default); exit 1 if any node fails."""
+    """Configure the nodes PATTERN... selects with Ansible (site.yml by default); exit 1 if any node fails."""
     if strategy not in ("linear", "mitogen"):
         raise InputError(f"--strategy: {strategy!r} is not one of linear, mitogen")
-    check_nodes(inventory, nodes)
+    names = select_nodes(inventory, nodes, limit)  # resolved here: Ansible gets the names, never a pattern
     options = RunOptions(
         playbook=playbook,
         inventory=Path(inventory),
-        limit=tuple(nodes),
+        limit=tuple(names),
         tags=tuple(t for tag in tags or [] for t in tag.split(",") if t),
         check=plan,
         diff=plan,

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, print_wide, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import converge
@@ -24,7 +24,6 @@ from provision.redfish.ops.session import open_host
 from provision.redfish.ops.waiting import Clock
 
 app = typer.Typer(help="Firmware baseline: status, plan and update through the BMC.", no_args_is_help=True)
-NodeArg = Annotated[str, typer.Argument(help="Inventory host name")]
 DowngradeOpt = Annotated[bool, typer.Option("--allow-downgrade", help="Allow installing older versions")]
 BindOpt = Annotated[str, typer.Option("--image-bind", help="Address the SimpleUpdate image server binds to")]
 AdvertiseOpt = Annotated[str | None, typer.Option("--image-advertise",
@@ -37,7 +36,9 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     """Running firmware vs the baseline, per component."""
     fmt = choose(output, as_json)
     as_json = fmt is Format.JSON
-    with open_host(load_host(inventory, node), insecure) as (host, facts):
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
+    with open_host(entry, insecure) as (host, facts):
         rows = fw.status(host.spec.firmware, fw.observe(facts.conn), facts.vendor)
     if as_json:
         emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
@@ -89,9 +90,12 @@ def render(node: str, cplan: converge.ConvergePlan) -> None:
     console.print(f"host resets: {1 if cplan.host_reset else 0}")
 
 
-def _plan(node: str, inventory: Path, insecure: bool, opts: converge.ConvergeOptions) -> converge.ConvergePlan:
-    with open_host(load_host(inventory, node), insecure) as (host, facts):
-        return converge.make_plan(facts, host.spec, opts=opts)
+def _plan(node: str, inventory: Path, insecure: bool,
+          opts: converge.ConvergeOptions) -> tuple[str, converge.ConvergePlan]:
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
+    with open_host(entry, insecure) as (host, facts):
+        return node, converge.make_plan(facts, host.spec, opts=opts)
 
 
 @app.command("plan")
@@ -100,7 +104,7 @@ def plan(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, allow_downg
          as_json: JsonOpt = False, insecure: InsecureOpt = False) -> None:
     """What `update` would do (changes nothing)."""
     opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios)
-    cplan = _plan(node, inventory, insecure, opts)
+    node, cplan = _plan(node, inventory, insecure, opts)
     if as_json:
         emit_json({"node": node, "plan": cplan, "host_reset": cplan.host_reset})
     else:
@@ -119,7 +123,9 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
     """Bring firmware (and BIOS) to the baseline with one host reset; a converged node plans nothing."""
     opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios, reset=not no_reset,
                                     image_bind=image_bind, image_advertise=image_advertise)
-    with open_host(load_host(inventory, node), insecure) as (host, facts):
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
+    with open_host(entry, insecure) as (host, facts):
         cplan = converge.make_plan(facts, host.spec, opts=opts)
         if plan_only or (cplan.empty and not cplan.firmware.refused):
             if as_json:

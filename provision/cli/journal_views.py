@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, LimitOpt, one_host, select_names
 from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, show
 from provision.journal import Journal, StageRecord
 from provision.journal.locks import Lease, NodeLocks
@@ -24,8 +25,12 @@ def _when(ts: float | None) -> str:
 
 
 def status_command(
-    nodes: Annotated[list[str] | None, typer.Argument(help="Nodes (default: every node in the journal)")] = None,
+    nodes: Annotated[list[str] | None, typer.Argument(
+        help="Host patterns over the inventory's hosts and the journal's nodes (default: every node in the journal)",
+        metavar="[PATTERN]...")] = None,
     journal: JournalOpt = None,
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
+    limit: LimitOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (--output json).")] = False,
     output: OutputOpt = None,
 ) -> None:
@@ -33,7 +38,8 @@ def status_command(
     fmt = choose(output, as_json)
     with Journal(journal, read_only=True) as jr:
         leases = {lease.node: lease for lease in NodeLocks(jr).held()}
-        names = nodes or sorted(set(jr.nodes()) | set(leases))
+        known = sorted(set(jr.nodes()) | set(leases))
+        names = select_names(inventory, nodes or known or ["all"], known, limit) if nodes or limit else known
         last = {n: jr.last_stage(n) for n in names}
     rows = [_status_row(n, rec, leases.get(n)) for n, rec in last.items()]
     if fmt is Format.JSON:
@@ -68,14 +74,17 @@ def _status_row(node: str, rec: StageRecord | None, lease: Lease | None = None) 
 
 
 def history_command(
-    node: Annotated[str, typer.Argument(help="Node")],
+    node: Annotated[str, typer.Argument(help="A host pattern that selects one node (inventory or journal)",
+                                        metavar="NODE")],
     journal: JournalOpt = None,
+    inventory: InventoryOpt = DEFAULT_INVENTORY,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (--output json).")] = False,
     output: OutputOpt = None,
 ) -> None:
     """Every stage and side effect recorded for NODE, oldest first (read-only)."""
     fmt = choose(output, as_json)
     with Journal(journal, read_only=True) as jr:
+        node = one_host(str(inventory), node, select_names(inventory, [node], sorted(jr.nodes())))
         stages, actions = jr.stages(node), jr.actions(node)
     if fmt is Format.JSON:
         emit_json({"node": node, "stages": stages, "actions": actions})

@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from provision.errors import InputError
 from provision.spec import HostEntry, load_fleet
+from provision.spec.patterns import HostPatterns
 
 DEFAULT_INVENTORY = Path(os.environ.get("PROVISION_INVENTORY", "inventory/hosts.yml"))
 
@@ -22,11 +24,44 @@ InventoryOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (same as --output json).")]
+PATTERN_HELP = ("Host pattern(s), Ansible's: names, groups, globs, ~regex, node0[1:4], gpu[0:3], '!node03', "
+                "'&gpu', comma lists; Slurm ranges node[01-08] too")
+NodesArg = Annotated[list[str], typer.Argument(help=PATTERN_HELP, metavar="PATTERN...")]
+NodeArg = Annotated[str, typer.Argument(help="A host pattern that selects one node (e.g. its name)", metavar="NODE")]
+LimitOpt = Annotated[str | None, typer.Option(
+    "--limit", "-l", metavar="PATTERN",
+    help="Only the hosts that also match this pattern (as ansible-playbook --limit; @FILE: names from FILE)")]
 InsecureOpt = Annotated[
     bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates (prints a warning).")
 ]
 
 
-def load_host(inventory: Path, name: str) -> HostEntry:
-    """The inventory loaded once, here at the CLI, and one host of it (the code below never reloads it)."""
-    return load_fleet(inventory).select([name])[0]
+def load_hosts(inventory: Path, patterns: list[str] | None, limit: str | None = None) -> list[HostEntry]:
+    """The inventory loaded once, here at the CLI, and the hosts the patterns (default: all) and --limit select."""
+    return load_fleet(inventory).select(patterns or None, limit)
+
+
+def load_host(inventory: Path, pattern: str) -> HostEntry:
+    """The one host `pattern` selects (a pattern that selects several is refused: the command takes one)."""
+    hosts = load_fleet(inventory).select([pattern])
+    one_host(str(inventory), pattern, [h.name for h in hosts])
+    return hosts[0]
+
+
+def one_host(where: str, pattern: str, names: list[str]) -> str:
+    """The single name selected; InputError naming the pattern and the hosts when it is not one."""
+    if len(names) != 1:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        raise InputError(f"{where}: host pattern {pattern!r} selects {len(names)} hosts ({shown}); "
+                         "this command takes one node")
+    return names[0]
+
+
+def select_names(inventory: Path, patterns: list[str], known: list[str], limit: str | None = None) -> list[str]:
+    """Names the patterns select among the inventory's hosts (when the inventory exists) and `known` ones
+    (e.g. the journal's nodes, in no group): for commands that read the journal, not the inventory."""
+    if inventory.exists():
+        resolver = HostPatterns.from_inventory(inventory, extra=known)
+    else:
+        resolver = HostPatterns.from_groups({n: () for n in known}, f"the journal's nodes (no inventory {inventory})")
+    return resolver.select(patterns, limit)

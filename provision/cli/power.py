@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, load_host
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, NodeArg, load_host
 from provision.cli.output import console
 from provision.redfish.ops import power as power_ops
 from provision.redfish.ops.session import open_host
@@ -23,7 +23,7 @@ class Action(StrEnum):
 
 
 def power_command(
-    node: Annotated[str, typer.Argument(help="Inventory host name")],
+    node: NodeArg,
     action: Annotated[Action, typer.Argument(help="on, off, graceful, cycle or status")],
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     plan_only: Annotated[bool, typer.Option("--plan", help="Show the resets, change nothing")] = False,
@@ -31,7 +31,9 @@ def power_command(
     insecure: InsecureOpt = False,
 ) -> None:
     """Power a node on/off/cycle through its BMC and wait until the PowerState says so."""
-    with open_host(load_host(inventory, node), insecure) as (_, facts):
+    entry = load_host(inventory, node)
+    node = entry.name  # the pattern's one host
+    with open_host(entry, insecure) as (_, facts):
         state = facts.system.power_state
         if action is Action.STATUS:
             console.print(f"{node}: {state}", markup=False)

@@ -9,23 +9,31 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    PATTERN_HELP,
+    InventoryOpt,
+    JsonOpt,
+    LimitOpt,
+    NodeArg,
+    load_host,
+    load_hosts,
+)
 from provision.cli.output import console, emit_json
 from provision.remote.collect import collect
 from provision.remote.parallel import run_many
-from provision.spec import load_fleet
 
 
 def exec_command(
-    target: Annotated[str, typer.Argument(help="A group or a host of the inventory")],
+    target: Annotated[str, typer.Argument(help=PATTERN_HELP, metavar="PATTERN")],
     command: Annotated[list[str], typer.Argument(help="The command, after --")],
     inventory: InventoryOpt = DEFAULT_INVENTORY,
+    limit: LimitOpt = None,
     concurrency: Annotated[int, typer.Option(help="Nodes at once")] = 16,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a command on every node of TARGET in parallel: provision exec GROUP -- CMD."""
-    fleet = load_fleet(inventory)
-    hosts = fleet.select([target]) if target in fleet.hosts else fleet.select(group=target)
+    """Run a command on every node PATTERN selects, in parallel: provision exec 'gpu:!node03' -- CMD."""
+    hosts = load_hosts(inventory, [target], limit)
     results = run_many(hosts, " ".join(command), concurrency=concurrency)
     if as_json:
         emit_json(results)
@@ -41,10 +49,10 @@ def exec_command(
 
 
 def collect_command(
-    node: Annotated[str, typer.Argument(help="Inventory host")],
+    node: NodeArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     out: Annotated[Path, typer.Option("--out", help="Directory for the bundle")] = Path("bundles"),
 ) -> None:
     """Collect logs and diagnostics (nvidia-bug-report, nvidia-smi, ibstat, mdstat, zpool, journal)."""
-    host = load_fleet(inventory).select([node])[0]
+    host = load_host(inventory, node)
     console.print(str(collect(host, out)), markup=False)

@@ -1,4 +1,7 @@
-"""`provision sel NODE [--clear] [--limit N] [--json]`."""
+"""`provision sel NODE [--clear] [--last N] [--json]`.
+
+`--limit` is a host pattern on every command; the SEL's entry count, once `--limit N`, is `--last N`
+(a number given to --limit is refused with one line naming --last)."""
 
 from __future__ import annotations
 
@@ -6,17 +9,20 @@ from typing import Annotated
 
 import typer
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_host
+from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, LimitOpt, NodeArg, one_host
 from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, note, show
+from provision.errors import InputError
 from provision.redfish.ops import sel as sel_ops
 from provision.redfish.ops.session import open_host
+from provision.spec import load_fleet
 
 
 def sel_command(
-    node: Annotated[str, typer.Argument(help="Inventory host name")],
+    node: NodeArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     clear: Annotated[bool, typer.Option("--clear", help="Clear the SEL after printing it")] = False,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the last N entries")] = None,
+    last: Annotated[int | None, typer.Option("--last", min=1, help="Only the last N entries")] = None,
+    limit: LimitOpt = None,
     plan_only: Annotated[bool, typer.Option("--plan", help="With --clear: say what would be cleared")] = False,
     as_json: JsonOpt = False,
     insecure: InsecureOpt = False,
@@ -24,9 +30,14 @@ def sel_command(
 ) -> None:
     """Read (and optionally clear) the node's system event log."""
     fmt = choose(output, as_json)
-    with open_host(load_host(inventory, node), insecure) as (_, facts):
+    if limit is not None and limit.strip().isdigit():
+        raise InputError(f"--limit {limit}: --limit is a host pattern on every command; for the last {limit.strip()} "
+                         f"SEL entries use --last {limit.strip()}")
+    hosts = load_fleet(inventory).select([node], limit)
+    node = one_host(str(inventory), node, [h.name for h in hosts])
+    with open_host(hosts[0], insecure) as (_, facts):
         with facts.conn.deadline():
-            rows = sel_ops.read(facts, limit)
+            rows = sel_ops.read(facts, last)
         cleared = sel_ops.clear(facts) if clear and not plan_only else None
     if clear and plan_only:
         note(f"{node}: --clear would remove {len(rows)} SEL entries (--plan: nothing cleared)")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 from rich.text import Text
 from rich.tree import Tree
 
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, NodeArg, load_host
 from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, print_wide, show
 from provision.spec import load_fleet
 
@@ -17,14 +15,14 @@ app = typer.Typer(help="Show and validate node specs.", no_args_is_help=True)
 
 @app.command("show")
 def show_spec(
-    node: Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")],
+    node: NodeArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
 ) -> None:
     """Print the effective spec of NODE (a tree; `key.path<TAB>value` lines when piped or with -o plain)."""
     fmt = choose(output, as_json)
-    host = load_fleet(inventory).select([node])[0]
+    host = load_host(inventory, node)
     comparisons = {figure: kind.value for figure, kind in host.spec.effective_comparisons.items()}
     if fmt is Format.JSON:
         emit_json({"host": host.name, "profile": host.profile, "spec": host.spec,
@@ -46,13 +44,13 @@ def show_spec(
 
 @app.command("export")
 def export(
-    node: Annotated[str, typer.Argument(help="Inventory host name, e.g. node01")],
+    node: NodeArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
 ) -> None:
     """Print NODE's spec file (JSON, no credentials) for `provision verify --local --spec-file` on the node."""
     from provision.scheduler.specfile import NodeSpecFile
 
-    host = load_fleet(inventory).select([node])[0]
+    host = load_host(inventory, node)
     print(NodeSpecFile.of(host).to_json(), end="")
 
 

@@ -14,12 +14,11 @@ from typing import Annotated
 import typer
 
 from provision.cli import events
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt
+from provision.cli.options import DEFAULT_INVENTORY, PATTERN_HELP, InsecureOpt, InventoryOpt, LimitOpt, load_hosts
 from provision.cli.output import emit_json, err_console, to_terminal, wide_console
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, NodeReport, Outcome, RunReport
 from provision.errors import CheckFailed, ChecksIncomplete, InputError, ProvisionError
-from provision.spec import load_fleet
 from provision.spec.model import HostEntry
 
 LevelOpt = Annotated[
@@ -46,8 +45,9 @@ def _output_path(value: Path | None, flag: str) -> Path | None:
 
 def verify_command(
     nodes: Annotated[list[str] | None, typer.Argument(
-        help="Inventory host names (e.g. node01 node02); with --local: this node's (default: hostname -s)")] = None,
+        help=PATTERN_HELP + "; with --local: this node's name (default: hostname -s)", metavar="PATTERN...")] = None,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
+    limit: LimitOpt = None,
     level: LevelOpt = Level.FULL,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here")] = None,
     json_file: Annotated[
@@ -70,7 +70,7 @@ def verify_command(
     ] = False,
     scontrol: Annotated[str | None, typer.Option("--scontrol", help="With --drain: the scontrol command")] = None,
 ) -> None:
-    """Check NODE... against their spec over one multiplexed SSH connection each (and their BMCs).
+    """Check the nodes PATTERN... selects against their spec over one multiplexed SSH connection each (and their BMCs).
 
     With --local: check this node here, no SSH (Slurm's HealthCheckProgram; --drain tells Slurm).
 
@@ -92,7 +92,7 @@ def verify_command(
             raise InputError("--spec-file and --drain go with --local (controller runs drain via provision_slurm)")
         if not nodes:
             raise InputError("give the nodes to verify (or --local on the node itself)")
-        hosts = load_fleet(inventory).select(nodes)
+        hosts = load_hosts(inventory, nodes, limit)
         heard = node_event if stdout_json or not to_terminal() else None  # a terminal gets the table at the end
         run = _controller_run(hosts, inventory, level, no_bmc, sel_since, insecure, heard)
         untold = _tell_slurm(hosts, run)

@@ -16,6 +16,7 @@ from provision.errors import InventoryError, SpecError
 from provision.redfish.redact import register_secret
 from provision.scheduler.settings import SLURM_VAR, SlurmSettings
 from provision.spec.model import BmcEndpoint, Fleet, HostEntry, LabDeclaration, NodeSpec, SshEndpoint, Waiver
+from provision.spec.patterns import HostPatterns, ansible_env
 from provision.spec.strict_yaml import load_strict, yaml_files
 
 PROFILE_VAR = "provision_profile"
@@ -37,13 +38,15 @@ def load_fleet(inventory: Path) -> Fleet:
     if not inventory.exists():
         raise InventoryError(f"{inventory}: inventory path does not exist")
     _precheck_yaml(inventory)
-    hosts_vars = _ansible_host_vars(inventory)
+    hosts_vars, manager = _ansible_host_vars(inventory)
     if not hosts_vars:
         raise InventoryError(f"{inventory}: inventory defines no hosts")
     base = inventory_dir(inventory)
     entries = {name: _host_entry(inventory, base, name, groups, hv) for name, (groups, hv) in hosts_vars.items()}
     _refuse_shared_bmcs(inventory, entries)
-    return Fleet(inventory=inventory, hosts=entries, profiles=_all_profiles(base, hosts_vars))
+    fleet = Fleet(inventory=inventory, hosts=entries, profiles=_all_profiles(base, hosts_vars))
+    fleet._patterns = HostPatterns(manager, str(inventory))  # node patterns: Ansible's own, on this inventory
+    return fleet
 
 
 def inventory_dir(inventory: Path) -> Path:
@@ -76,11 +79,11 @@ def _precheck_yaml(inventory: Path) -> None:
         load_strict(path)
 
 
-def _ansible_host_vars(inventory: Path) -> dict[str, tuple[tuple[str, ...], dict[str, Any]]]:
+def _ansible_host_vars(inventory: Path) -> tuple[dict[str, tuple[tuple[str, ...], dict[str, Any]]], Any]:
+    """Every host's groups and variables, and the InventoryManager that read them."""
     os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "True")
     os.environ.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "True")
-    os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
-    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
+    ansible_env()
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
@@ -100,7 +103,7 @@ def _ansible_host_vars(inventory: Path) -> dict[str, tuple[tuple[str, ...], dict
     except AnsibleError as exc:
         first = str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()[0]
         raise InventoryError(f"{inventory}: {first}") from None
-    return result
+    return result, inv
 
 
 def _resolve(templar: Any, hv: dict[str, Any]) -> dict[str, Any]:

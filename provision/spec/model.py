@@ -7,13 +7,15 @@ Ansible roles and the Python side read the very same figures.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from provision.scheduler.settings import SlurmSettings
+from provision.spec.patterns import HostPatterns
 
 _VERSION_RE = re.compile(r"^[0-9]+(?:[.\-][0-9A-Za-z]+)*$")
 _APT_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9][0-9A-Za-z.+~\-]*$")
@@ -636,19 +638,19 @@ class Fleet(BaseModel):
     inventory: Path
     hosts: dict[str, HostEntry]
     profiles: dict[str, NodeSpec] = Field(default_factory=dict)
+    _patterns: HostPatterns | None = PrivateAttr(default=None)
 
-    def select(self, names: list[str] | None = None, group: str | None = None) -> list[HostEntry]:
-        """Hosts by name and/or group; unknown names raise InventoryError."""
-        from provision.errors import InventoryError
+    def select(self, pattern: str | Sequence[str] | None = None, limit: str | None = None) -> list[HostEntry]:
+        """Hosts an Ansible host pattern selects (a list: each element a pattern), narrowed by `limit`.
 
-        chosen = list(self.hosts.values())
-        if group:
-            chosen = [h for h in chosen if group in h.groups]
-            if not chosen:
-                raise InventoryError(f"{self.inventory}: no host in group {group!r}")
-        if names:
-            missing = [n for n in names if n not in self.hosts]
-            if missing:
-                raise InventoryError(f"{self.inventory}: unknown host(s) {', '.join(missing)}")
-            chosen = [h for h in chosen if h.name in names]
-        return chosen
+        Groups, globs, `~regex`, subscripts, `!`, `&`, comma lists, host and Slurm ranges: see
+        provision/spec/patterns.py. A pattern or term that matches no host raises InputError."""
+        names = self.patterns().select(pattern or "all", limit)
+        return [self.hosts[n] for n in names]
+
+    def patterns(self) -> HostPatterns:
+        """The inventory's pattern resolver: the one load_fleet read, or one built from the hosts' groups."""
+        if self._patterns is None:
+            self._patterns = HostPatterns.from_groups({n: h.groups for n, h in self.hosts.items()},
+                                                      str(self.inventory))
+        return self._patterns

@@ -77,7 +77,8 @@ def test_failed_node_exits_1_with_one_line(setup: tuple[Path, Path], capsys: pyt
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["nodeX"], "unknown node(s) nodeX; known: bad, good"),
+        (["nodeX"], "host pattern 'nodeX': 'nodeX' matches no host; known: good, bad"),
+        (["good", "--limit", "!good"], "--limit '!good' leaves no host of 'good'"),
         (["good", "--strategy", "fast"], "--strategy: 'fast' is not one of linear, mitogen"),
         (["good", "--playbook", "nope"], "playbook 'nope' not found"),
     ],

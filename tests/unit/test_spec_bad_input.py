@@ -131,7 +131,7 @@ def test_missing_inventory_path(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 
 def test_unknown_host_is_usage_error(capsys: pytest.CaptureFixture[str], inventory_copy: Path) -> None:
     assert main(["spec", "show", "node42", "-i", str(inventory_copy)]) == 2
-    assert "unknown host(s) node42" in capsys.readouterr().err
+    assert "host pattern 'node42': 'node42' matches no host" in capsys.readouterr().err
 
 
 def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

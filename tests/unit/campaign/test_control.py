@@ -35,6 +35,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory):
         ({"group": "ml_prod_v4"}, "node02,node05", ["node02", "node05"]),
         ({"hosts": ["node01", "node03"]}, None, ["node01", "node03"]),
         ({"group": "ml_prod_v4"}, "gpu_nodes", [f"node0{i}" for i in range(1, 9)]),
+        ({}, "node0[1:4],!node03", ["node01", "node02", "node04"]),  # --limit is a host pattern, as everywhere
+        ({}, "node[01-02,07]", ["node01", "node02", "node07"]),
+        ({"hosts": ["node0[1:3]"], "group": "ml_prod_v4"}, "&~node0[23]", ["node02", "node03"]),
     ],
 )
 def test_targets(fleet, target_section: dict, limit: str | None, expected: list[str]) -> None:
@@ -47,9 +50,10 @@ def test_targets(fleet, target_section: dict, limit: str | None, expected: list[
 @pytest.mark.parametrize(
     ("target_section", "limit", "message"),
     [
-        ({}, "node99", "unknown host or group node99"),
-        ({"hosts": ["node01"]}, "node02", "no target host left"),
-        ({"group": "nope"}, None, "no host in group 'nope'"),
+        ({}, "node99", "--limit 'node99': 'node99' matches no host"),
+        ({}, "all,!node9", "--limit 'all,!node9': 'node9' matches no host"),
+        ({"hosts": ["node01"]}, "node02", "--limit 'node02' leaves no host of 'node01'"),
+        ({"group": "nope"}, None, "host pattern 'nope': 'nope' matches no host"),
     ],
 )
 def test_bad_targets(fleet, target_section: dict, limit: str | None, message: str) -> None:

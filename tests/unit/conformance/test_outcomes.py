@@ -91,7 +91,7 @@ def test_checks_incomplete_exits_3_through_the_cli(monkeypatch: pytest.MonkeyPat
     def boom(*_a: object, **_k: object) -> None:
         raise ChecksIncomplete("1 of 1 node(s) could not be fully checked: node01 (no check failed)")
 
-    monkeypatch.setattr(verify_cli, "load_fleet", boom)
+    monkeypatch.setattr(verify_cli, "load_hosts", boom)
     assert main(["verify", "node01", "-i", "inventory/hosts.yml"]) == 3
 
 
