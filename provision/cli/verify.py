@@ -44,6 +44,7 @@ def _output_path(value: Path | None, flag: str) -> Path | None:
 
 
 def verify_command(
+    ctx: typer.Context,
     nodes: Annotated[list[str], typer.Argument(help="Inventory host names (e.g. node01 node02)")],
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     level: LevelOpt = Level.FULL,
@@ -52,6 +53,8 @@ def verify_command(
         Path | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout, no table)")
     ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
+    prom: Annotated[Path | None, typer.Option(
+        "--prom", help="Write Prometheus metrics here (node_exporter textfile format, atomic, 0644)")] = None,
     no_bmc: Annotated[bool, typer.Option("--no-bmc", help="Waive the BMC-side checks (reported as waived)")] = False,
     sel_since: Annotated[
         datetime | None,
@@ -66,11 +69,13 @@ def verify_command(
     some could not be made (unreachable, credentials refused, TLS, unreadable, tool missing).
     """
     from provision.conformance.checks.bmc import waive_all
+    from provision.conformance.provenance import command_line, provenance
     from provision.conformance.report import render_terminal, to_json, write_html, write_json, write_junit
     from provision.conformance.runner import verify
 
     stdout_json = json_file == Path("-")
-    for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
+    for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html"),
+                        (prom, "--prom")):
         _output_path(value, flag)
     hosts = load_fleet(inventory).select(nodes)
     no_ssh = [h.name for h in hosts if h.ssh is None]
@@ -82,6 +87,13 @@ def verify_command(
 
     hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
     run = verify(hosts, level, bmc=hook)
+    command = command_line(ctx.command_path, ctx.command.params, ctx.params)
+    run = run.model_copy(update={"provenance": provenance(inventory, run.nodes, command)})
+    if prom:
+        from provision.metrics import verify as verify_metrics
+        from provision.metrics import write_textfile
+
+        write_textfile(prom, verify_metrics.families(run))
     if junit:
         write_junit(run, junit)
     if json_file and not stdout_json:
