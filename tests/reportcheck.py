@@ -63,3 +63,42 @@ def check_metrics(path: Path) -> None:
                           timeout=60, check=False)
     out = (proc.stdout + proc.stderr).decode(errors="replace").strip()
     assert proc.returncode == 0 and not out, f"promtool check metrics {path}: {out}"
+
+
+def _is_verify_json(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and {"level", "nodes", "verdict"} <= set(data)
+
+
+def _is_junit(path: Path) -> bool:
+    try:
+        return b"<testsuites" in path.read_bytes()[:400]
+    except OSError:
+        return False
+
+
+def check_written(directory: Path, depth: int = 3) -> list[Path]:
+    """Validate every verify report and metrics file under `directory` (to `depth` levels); the ones checked.
+
+    Files a test writes broken on purpose carry `.invalid` in their name. A validator whose tool is absent
+    is passed over here (the dedicated tests say so by skipping).
+    """
+    checked = []
+    for level in range(depth):
+        prefix = "*/" * level
+        for path in sorted(directory.glob(prefix + "*")):
+            if ".invalid" in path.name or not path.is_file():
+                continue
+            if path.suffix == ".json" and _is_verify_json(path):
+                check_json_report(path)
+            elif path.suffix == ".xml" and _is_junit(path) and shutil.which("xmllint"):
+                check_junit(path)
+            elif path.suffix == ".prom" and shutil.which("promtool"):
+                check_metrics(path)
+            else:
+                continue
+            checked.append(path)
+    return checked

@@ -69,8 +69,31 @@ def test_write_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
 
 def test_promtool_catches_what_it_should(tmp_path: Path) -> None:
     """The promtool check can fail: a counter without _total and a gauge without HELP are refused."""
-    bad = tmp_path / "bad.prom"
+    bad = tmp_path / "bad.invalid.prom"
     bad.write_text("# HELP provision_runs runs\n# TYPE provision_runs counter\nprovision_runs 1\n"
                    "# TYPE provision_x gauge\nprovision_x 1\n")
     with pytest.raises(AssertionError, match="counter metrics should have \"_total\" suffix"):
         check_metrics(bad)
+
+
+def test_every_report_a_test_leaves_is_validated(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """tests/conftest.py validates what a passing test left in its tmp_path with check_written: it finds
+    reports by content, and refuses a broken one (this test uses another directory, or it would fail itself)."""
+    import json
+
+    from provision.conformance.report import write_json, write_junit
+    from tests.reportcheck import check_written
+    from tests.unit.conformance.test_reports import sample_run
+
+    where = tmp_path_factory.mktemp("written")
+    (where / "sub").mkdir()
+    write_json(sample_run(), where / "sub" / "r.json")
+    write_junit(sample_run(), where / "r.xml")
+    write_textfile(where / "m.prom", [Family("provision_test", "x").add(1)])
+    (where / "other.json").write_text('{"not": "a report"}')
+    assert sorted(p.name for p in check_written(where)) == ["m.prom", "r.json", "r.xml"]
+    data = json.loads((where / "sub" / "r.json").read_text())
+    del data["schema_version"]
+    (where / "sub" / "r.json").write_text(json.dumps(data))
+    with pytest.raises(AssertionError, match="schema_version"):
+        check_written(where)
