@@ -96,9 +96,19 @@ def _node(n: NodeReport) -> str:
     return "".join(parts)
 
 
+NODES_SHOWN = 10  # a check failing on a whole fleet lists its first nodes; the rest are folded
+
+
+def _links(names: tuple[str, ...]) -> str:
+    return ", ".join(f"<a href='#node-{escape(x)}'>{escape(x)}</a>" for x in names)
+
+
 def _nodes_cell(names: tuple[str, ...]) -> str:
-    links = ", ".join(f"<a href='#node-{escape(x)}'>{escape(x)}</a>" for x in names)
-    return f"<td class=num>{len(names)}</td><td>{links}</td>" if names else "<td class=num>0</td><td></td>"
+    links = _links(names[:NODES_SHOWN])
+    if len(names) > NODES_SHOWN:
+        rest = names[NODES_SHOWN:]
+        links += f"<details><summary>and {len(rest)} more</summary>{_links(rest)}</details>"
+    return f"<td class=num>{len(names)}</td><td>{links}</td>"
 
 
 SUMMARY_COLUMNS = (Outcome.FAIL, Outcome.ERROR, Outcome.WARN, Outcome.WAIVED)
@@ -115,9 +125,10 @@ def _summary(run: RunReport) -> str:
     rows = by_check(run)
     flagged = [r for r in rows if not r.all_passed]
     clean = [r for r in rows if r.all_passed]
-    names = ("check", "area", "description", *(f"{o.value}</th><th>{o.value} nodes" for o in SUMMARY_COLUMNS),
-             "pass")
-    head = "<tr>" + "".join(f"<th>{h}</th>" for h in names) + "</tr>"
+    names = ["check", "area", "description"]
+    for o in SUMMARY_COLUMNS:
+        names += [o.value, f"{o.value} nodes"]
+    head = "<tr>" + "".join(f"<th>{h}</th>" for h in [*names, "pass"]) + "</tr>"
     parts = ["<section id=fleet-summary><h2>Fleet summary by check</h2>"]
     if flagged:
         parts.append(f"<table id=summary-checks>{head}{''.join(_summary_row(r) for r in flagged)}</table>")

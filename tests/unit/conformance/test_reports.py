@@ -141,6 +141,17 @@ def test_fleet_rows_rank_most_failing_nodes_first() -> None:
     assert gpu.nodes[Outcome.PASS] == ("good01",) and gpu.worst is Outcome.ERROR
 
 
+def test_html_summary_folds_long_node_lists() -> None:
+    base = sample_run()
+    bad = base.nodes[1]
+    many = tuple(bad.model_copy(update={"node": f"bad{i:03d}"}) for i in range(25))
+    page = render_html(base.model_copy(update={"nodes": many}))
+    row = next(r for r in page.split("<tr") if "<code>cpu.model</code>" in r)
+    assert "<td class=num>25</td>" in row and "<details><summary>and 15 more</summary>" in row
+    shown, folded = row.split("<details>")
+    assert "#node-bad009" in shown and "#node-bad010" not in shown and "#node-bad024" in folded
+
+
 def test_json_schema_refuses_what_it_should(tmp_path: Path) -> None:
     """The published schema is a real contract: a report without its version or with an unknown outcome fails."""
     data = to_json(sample_run())
