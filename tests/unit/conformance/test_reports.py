@@ -178,6 +178,22 @@ def test_terminal_lists_failed_errors_warnings_and_waivers() -> None:
             f"{c[Outcome.FAIL]} fail") in out
 
 
+def test_terminal_fleet_summary_counts_nodes_per_check() -> None:
+    console = Console(record=True, width=220)
+    base = sample_run()
+    twins = tuple(base.nodes[1].model_copy(update={"node": f"bad{i:02d}"}) for i in range(6))
+    render_terminal(base.model_copy(update={"nodes": (base.nodes[0], *twins)}), console)
+    out = console.export_text()
+    summary = out[out.index("fleet summary by check"):]
+    row = next(line for line in summary.splitlines() if " cpu.model " in line)
+    cells = [c.strip() for c in row.strip().strip("│").split("│")]
+    assert cells == ["cpu.model", "6", "0", "bad00, bad01, bad02, bad03 and 2 more"]
+    assert " gpu.count " in summary and "kernel.module.x" not in summary  # waived is no finding
+    single = Console(record=True, width=220)
+    render_terminal(base.model_copy(update={"nodes": base.nodes[1:2]}), single)
+    assert "fleet summary by check" not in single.export_text()  # one node: its own list says it all
+
+
 def test_html_is_self_contained_and_escaped() -> None:
     page = render_html(sample_run())
     assert page.startswith("<!DOCTYPE html>") and "Fleet overview" in page
