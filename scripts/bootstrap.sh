@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(debootstrap systemd-container iproute2 dpkg-dev openssh-client procps psmisc curl ca-certificates)
 APT_PACKAGES+=(slurm-wlm munge)   # tests/lab/test_slurm.py: slurmctld+munged on the host, slurmd's debs for the twins
+# report and metrics validators the tests run: xmllint (JUnit vs junit-10.xsd), promtool (verify/campaign --prom)
+APT_PACKAGES+=(libxml2-utils prometheus)
 APT_OPTIONAL=(chromium)   # headless browser for the HTML report test; the test skips cleanly without it
 if [ "${PROVISION_TEST_VM:-0}" != "0" ]; then
   APT_PACKAGES+=(qemu-system-x86)   # the vm tier only (PROVISION_TEST_VM=1 or auto): a real kernel under qemu
@@ -22,6 +24,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
   apt-get install -y -qq --no-install-recommends "${APT_OPTIONAL[@]}" >/dev/null \
     || echo "bootstrap: optional packages unavailable: ${APT_OPTIONAL[*]}"
+  # only promtool is wanted from the prometheus package: never leave its server running on a test machine
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+  fi
 fi
 
 PY=${PYTHON:-python3}

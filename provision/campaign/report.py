@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from jinja2 import Environment, select_autoescape
 from pydantic import BaseModel, ConfigDict
 
+from provision.conformance.provenance import provision_version
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, WaveState
 
 
@@ -54,6 +55,9 @@ class CampaignReport(BaseModel):
 
     campaign: str
     source: str
+    digest: str = ""  # sha256 of the campaign file when the campaign was started
+    provision_version: str = ""  # of the provision that wrote this report
+    generated: str = ""  # when this report was built from the journal
     state: CampaignState
     reason: str
     created: str
@@ -78,7 +82,8 @@ def build_report(store: CampaignStore, name: str) -> CampaignReport:
         for w in store.waves(name)
     ]
     return CampaignReport(
-        campaign=name, source=record.source, state=record.state, reason=record.reason,
+        campaign=name, source=record.source, digest=record.digest, provision_version=provision_version(),
+        generated=datetime.now(UTC).isoformat(timespec="seconds"), state=record.state, reason=record.reason,
         created=_iso(record.created_at), ended=_iso(record.ended_at) if record.ended_at else None,
         duration_s=_span(record.created_at, record.ended_at or record.updated_at),
         summary=_summary(nodes), waves=waves, nodes=nodes,
@@ -119,6 +124,8 @@ code{font-size:.95em}
 <p>{{ r.reason }}</p>
 <p>Source <code>{{ r.source }}</code>; created {{ r.created }}{% if r.ended %}; ended {{ r.ended }}{% endif %}
 {% if r.duration_s is not none %}; {{ '%.1f' % r.duration_s }} s{% endif %}.</p>
+<p id="provenance">Campaign file sha256 <code>{{ r.digest }}</code>; report by provision {{ r.provision_version }}
+at {{ r.generated }}.</p>
 <h2>Summary</h2>
 <table><tr><th>nodes</th><th>done</th><th>updated</th><th>already at baseline</th><th>failed</th><th>pending</th>
 <th>median node s</th><th>max node s</th></tr>

@@ -145,16 +145,31 @@ def abort(campaign: CampaignArg, journal: JournalOpt = None) -> None:
     _request(campaign, journal, Request.ABORT)
 
 
+PromOpt = Annotated[Path | None, typer.Option(
+    "--prom", help="Also write the state as Prometheus metrics here (node_exporter textfile format, atomic)")]
+
+
 @app.command("status")
 def status(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False,
-           output: OutputOpt = None) -> None:
-    """Where the campaign stands: state, waves, node counts (from the journal, read-only)."""
+           output: OutputOpt = None, prom: PromOpt = None) -> None:
+    """Where the campaign stands: state, waves, node counts (from the journal, read-only).
+
+    With --prom, run it from a timer while the campaign runs: node_exporter's textfile collector then
+    exports nodes per state, the current wave and whether it halted (docs/metrics.md).
+    """
     fmt = choose(output, as_json)
     with Journal(journal, read_only=True) as jr:
         store = CampaignStore(jr)
         name = _name(store, campaign)
         report = build_report(store, name)
         alive = control.controller_alive(store.get(name))
+    if prom is not None:
+        import time
+
+        from provision.metrics import campaign as campaign_metrics
+        from provision.metrics import write_textfile
+
+        write_textfile(prom, campaign_metrics.families(report, alive, time.time()))
     if fmt is Format.JSON:
         emit_json({"campaign": name, "state": report.state, "reason": report.reason, "controller_running": alive,
                    "summary": report.summary, "waves": report.waves})

@@ -44,6 +44,7 @@ def _output_path(value: Path | None, flag: str) -> Path | None:
 
 
 def verify_command(
+    ctx: typer.Context,
     nodes: Annotated[list[str] | None, typer.Argument(
         help=PATTERN_HELP + "; with --local: this node's name (default: hostname -s)", metavar="PATTERN...")] = None,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
@@ -54,6 +55,8 @@ def verify_command(
         Path | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout, no table)")
     ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here")] = None,
+    prom: Annotated[Path | None, typer.Option(
+        "--prom", help="Write Prometheus metrics here (node_exporter textfile format, atomic, 0644)")] = None,
     no_bmc: Annotated[bool, typer.Option("--no-bmc", help="Waive the BMC-side checks (reported as waived)")] = False,
     sel_since: Annotated[
         datetime | None,
@@ -77,10 +80,12 @@ def verify_command(
     Exit codes: 0 every check passed, warned or was waived; 1 a check failed; 3 no check failed but
     some could not be made (unreachable, credentials refused, TLS, unreadable, tool missing).
     """
+    from provision.conformance.provenance import command_line, provenance
     from provision.conformance.report import render_terminal, to_json, write_html, write_json, write_junit
 
     stdout_json = json_file == Path("-")
-    for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html")):
+    for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html"),
+                        (prom, "--prom")):
         _output_path(value, flag)
     untold: list[str] = []  # nodes whose Slurm state provision_slurm could not set
     if local:
@@ -96,6 +101,13 @@ def verify_command(
         heard = node_event if stdout_json or not to_terminal() else None  # a terminal gets the table at the end
         run = _controller_run(hosts, inventory, level, no_bmc, sel_since, insecure, heard)
         untold = _tell_slurm(hosts, run)
+    command = command_line(ctx.command_path, ctx.command.params, ctx.params)
+    run = run.model_copy(update={"provenance": provenance(inventory, run.nodes, command)})
+    if prom:
+        from provision.metrics import verify as verify_metrics
+        from provision.metrics import write_textfile
+
+        write_textfile(prom, verify_metrics.families(run))
     if junit:
         write_junit(run, junit)
     if json_file and not stdout_json:

@@ -140,6 +140,7 @@ class NodeReport(BaseModel):
     profile: str
     lab: bool = Field(default=False, description="The inventory declares the node a lab twin (provision_lab)")
     standins: tuple[str, ...] = Field(default=(), description="Its stand-in tools, as the inventory declares them")
+    spec_digest: str = Field(default="", description="sha256 of the node's spec as judged (see provenance.spec_digest)")
     gather_seconds: float = 0.0
     error: str | None = Field(default=None, description="Why no facts could be gathered at all")
     results: tuple[CheckResult, ...] = ()
@@ -182,12 +183,25 @@ class NodeReport(BaseModel):
         return totals
 
 
+class Provenance(BaseModel):
+    """What produced a report: the tool, the inventory, the spec, the command (secrets never), the time."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provision_version: str
+    inventory: str = Field(description="The inventory path as given on the command line")
+    spec_digest: str = Field(description="sha256 over every judged node's (profile, spec digest), sorted")
+    command: str = Field(description="The command line rebuilt from its parsed options (no secret among them)")
+    host: str = Field(default="", description="The controller that ran it")
+
+
 class RunReport(BaseModel):
     """One `provision verify` run over one or more nodes."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     level: Level
+    provenance: Provenance | None = None
     started: datetime = Field(default_factory=lambda: datetime.now(UTC))
     seconds: float = 0.0
     nodes: tuple[NodeReport, ...] = ()

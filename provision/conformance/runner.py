@@ -16,6 +16,7 @@ from provision.conformance.checks import NODE_AREAS, burnin
 from provision.conformance.checks._base import Context
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, gather, ssh_runner
 from provision.conformance.model import CheckResult, Level, NodeReport, Outcome, RunReport
+from provision.conformance.provenance import spec_digest
 from provision.errors import InventoryError, ProvisionError
 from provision.spec.model import HostEntry, LabDeclaration, NodeSpec, Waiver
 
@@ -97,13 +98,14 @@ def verify_node(
     try:
         facts = gather(host.name, node_probes(host.spec, level), runner_for(host))
     except (GatherError, InventoryError) as exc:
-        return NodeReport(node=host.name, profile=host.profile, error=str(exc))
+        return NodeReport(node=host.name, profile=host.profile, spec_digest=spec_digest(host.spec), error=str(exc))
     ctx = evaluate(host.name, host.spec, facts, level, host.lab)
     if bmc is not None and level is not Level.QUICK:
         bmc(ctx, host)
     return NodeReport(
         node=host.name,
         profile=host.profile,
+        spec_digest=spec_digest(host.spec),
         lab=host.lab.lab,
         standins=host.lab.standins,  # the inventory's declaration, for display: nothing on the node is probed
         gather_seconds=round(facts.seconds, 3),

@@ -17,6 +17,7 @@ import requests
 
 from provision.campaign.labkit import LAB_COMPONENTS, SimLog, write_lab_campaign
 from provision.lab import manager
+from tests.reportcheck import check_metrics
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,7 +179,7 @@ def test_kill_9_mid_wave_then_resume(lab6: Lab, kill_after_tasks: int) -> None:
     assert set(log.host_resets().values()) == {1}
 
 
-def test_pause_from_another_process_then_resume(lab6: Lab) -> None:
+def test_pause_from_another_process_then_resume(lab6: Lab, tmp_path: Path) -> None:
     path = lab6.campaign({"waves": {"canary": 1, "batch_size": 1}})
     inv = str(lab6.inventory)
     proc = lab6.popen("campaign", "start", str(path), "-i", inv)
@@ -191,6 +192,13 @@ def test_pause_from_another_process_then_resume(lab6: Lab) -> None:
     assert proc.returncode == 0 and "paused" in out
     status = json.loads(lab6.cli("campaign", "status", "labc", "--json", check_rc=0).stdout)
     assert status["state"] == "paused" and status["summary"]["pending"] >= 4
+    prom = tmp_path / "campaign.prom"  # what a timer exports while the campaign stands paused
+    lab6.cli("campaign", "status", "labc", "--prom", str(prom), check_rc=0)
+    check_metrics(prom)
+    text = prom.read_text()
+    assert 'provision_campaign_state{campaign="labc",state="paused"} 1' in text
+    assert 'provision_campaign_halted{campaign="labc"} 0' in text
+    assert f'provision_campaign_nodes{{campaign="labc",state="pending"}} {status["summary"]["pending"]}' in text
     lab6.cli("campaign", "resume", "labc", "-i", inv, check_rc=0)
     assert all(lab6.at_baseline(n) for n in lab6.nodes())
     assert set(lab6.log().update_tasks().values()) == {len(LAB_COMPONENTS)}

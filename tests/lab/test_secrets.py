@@ -25,6 +25,7 @@ import yaml
 
 from provision.campaign.labkit import write_lab_campaign
 from provision.lab import manager
+from tests.reportcheck import check_json_report, check_junit, check_metrics
 
 pytestmark = [pytest.mark.lab, pytest.mark.twins, pytest.mark.heavy]
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,7 +155,10 @@ def test_no_secret_in_any_log_report_journal_bundle_or_error(lab: SecretLab) -> 
     lab.cli("status", "--journal", journal, "--json")
     lab.cli("history", "node01", "--journal", journal)
     lab.cli("verify", "node01", "-i", inv, "--junit", str(reports / "v.xml"), "--json", str(reports / "v.json"),
-            "--html", str(reports / "v.html"), "--all")
+            "--html", str(reports / "v.html"), "--prom", str(reports / "v.prom"), "--all")
+    check_json_report(reports / "v.json")
+    check_junit(reports / "v.xml")
+    check_metrics(reports / "v.prom")
     lab.cli("collect", "node01", "-i", inv, "--out", str(lab.work / "bundles"))
     # a small campaign on node02
     hook_env = lab.work / "hooks" / "env.jsonl"
@@ -168,6 +172,8 @@ def test_no_secret_in_any_log_report_journal_bundle_or_error(lab: SecretLab) -> 
     assert started.returncode == 0, started.stdout + started.stderr
     lab.cli("campaign", "report", "secretc", "--journal", journal, "--json")
     lab.cli("campaign", "report", "secretc", "--journal", journal, "--html", str(reports / "c.html"))
+    lab.cli("campaign", "status", "secretc", "--journal", journal, "--prom", str(reports / "c.prom"))
+    check_metrics(reports / "c.prom")
     # errors: a refused login with a wrong (distinctive) password, through power and through bring-up
     _vault_inventory(lab.state.lab_dir, lab.plain, lab.vault_password, lab.site_secret, {"node02": lab.wrong_password})
     refused = lab.cli("power", "node02", "status", "-i", inv)

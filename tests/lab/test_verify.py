@@ -33,6 +33,7 @@ from provision.lab import manager, twins
 from provision.lab.twins.models import TwinInfo
 from provision.spec import load_fleet
 from tests.lab.verify_lab import ROOT, converge, project_spec, ssh, verify_lab
+from tests.reportcheck import check_json_report, check_junit, check_metrics
 
 pytestmark = [
     pytest.mark.lab,
@@ -100,9 +101,13 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_converged_twin_passes_every_node_check(lab: tuple[Path, Path, Path, TwinInfo], tmp_path: Path) -> None:
     inventory, *_ = lab
     html, junit, report = tmp_path / "report.html", tmp_path / "report.xml", tmp_path / "report.json"
+    prom = tmp_path / "verify.prom"
     proc = cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--html", str(html),
-               "--junit", str(junit), "--json", str(report))
-    data = json.loads(report.read_text())
+               "--junit", str(junit), "--json", str(report), "--prom", str(prom))
+    data = check_json_report(report)
+    check_junit(junit)
+    check_metrics(prom)
+    assert f'provision_verify_node_ok{{node="{NODE}"}} 1' in prom.read_text()
     node = data["nodes"][0]
     bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in node["results"]
            if r["outcome"] == "fail"]

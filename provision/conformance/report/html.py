@@ -1,7 +1,8 @@
-"""One self-contained HTML page per run: fleet overview, then per node every check.
+"""One self-contained HTML page per run: provenance, the fleet summary by check, the overview per node,
+then per node every check.
 
-No external assets (inline CSS, no scripts): the file opens offline and can be archived as is.
-Every value is HTML-escaped.
+No external assets (inline CSS, no scripts): the file opens offline and can be archived as is. Passing
+checks are folded in <details> (closed; the browser opens them, no JavaScript). Every value is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from html import escape
 from pathlib import Path
 
 from provision.conformance.model import CheckResult, NodeReport, Outcome, RunReport
+from provision.conformance.report.fleet import CheckSummary, by_check, unreachable
 from provision.private import write_private
 
 _CSS = """
@@ -25,6 +27,10 @@ th{background:#f6f8fa} td.num{text-align:right}
 .banner{padding:12px 16px;border-radius:8px;font-size:18px;font-weight:700;margin:12px 0}
 .lab{background:#ddf4ff;color:#0a3069;padding:8px 12px;border-radius:6px;margin:8px 0}
 .detail{color:#57606a;font-size:12px}
+details{margin:4px 0 16px} summary{cursor:pointer;color:#57606a;font-weight:600}
+dl.prov{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-size:13px;margin:8px 0}
+dl.prov dt{color:#57606a} dl.prov dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
+#fleet-summary{border-left:6px solid #953800;padding-left:12px}
 """
 
 
@@ -80,8 +86,77 @@ def _node(n: NodeReport) -> str:
         return "".join(parts)
     ordered = sorted(n.results, key=lambda r: ORDER[r.outcome])
     head = "".join(f"<th>{h}</th>" for h in ("area", "check", "description", "expected", "found", "result"))
-    parts.append(f"<table class=checks><tr>{head}</tr>{''.join(_row(r) for r in ordered)}</table>")
+    shown = [r for r in ordered if r.outcome is not Outcome.PASS]
+    passed = [r for r in ordered if r.outcome is Outcome.PASS]
+    if shown:
+        parts.append(f"<table class=checks><tr>{head}</tr>{''.join(_row(r) for r in shown)}</table>")
+    if passed:
+        parts.append(f"<details class=passed><summary>{len(passed)} passing check(s)</summary>"
+                     f"<table class=checks><tr>{head}</tr>{''.join(_row(r) for r in passed)}</table></details>")
     return "".join(parts)
+
+
+NODES_SHOWN = 10  # a check failing on a whole fleet lists its first nodes; the rest are folded
+
+
+def _links(names: tuple[str, ...]) -> str:
+    return ", ".join(f"<a href='#node-{escape(x)}'>{escape(x)}</a>" for x in names)
+
+
+def _nodes_cell(names: tuple[str, ...]) -> str:
+    links = _links(names[:NODES_SHOWN])
+    if len(names) > NODES_SHOWN:
+        rest = names[NODES_SHOWN:]
+        links += f"<details><summary>and {len(rest)} more</summary>{_links(rest)}</details>"
+    return f"<td class=num>{len(names)}</td><td>{links}</td>"
+
+
+SUMMARY_COLUMNS = (Outcome.FAIL, Outcome.ERROR, Outcome.WARN, Outcome.WAIVED)
+
+
+def _summary_row(row: CheckSummary) -> str:
+    cells = "".join(_nodes_cell(row.nodes[o]) for o in SUMMARY_COLUMNS)
+    return (f"<tr class='check {_cls(row.worst)}-row'><td><code>{escape(row.id)}</code></td><td>{escape(row.area)}"
+            f"</td><td>{escape(row.description)}</td>{cells}<td class=num>{row.count(Outcome.PASS)}</td></tr>")
+
+
+def _summary(run: RunReport) -> str:
+    """Which checks failed, could not be made, warned or were waived on how many nodes, and which nodes."""
+    rows = by_check(run)
+    flagged = [r for r in rows if not r.all_passed]
+    clean = [r for r in rows if r.all_passed]
+    names = ["check", "area", "description"]
+    for o in SUMMARY_COLUMNS:
+        names += [o.value, f"{o.value} nodes"]
+    head = "<tr>" + "".join(f"<th>{h}</th>" for h in [*names, "pass"]) + "</tr>"
+    parts = ["<section id=fleet-summary><h2>Fleet summary by check</h2>"]
+    if flagged:
+        parts.append(f"<table id=summary-checks>{head}{''.join(_summary_row(r) for r in flagged)}</table>")
+    else:
+        parts.append("<p class=pass>Every check that ran passed on every node.</p>")
+    down = unreachable(run)
+    if down:
+        parts.append(f"<p class='banner error'>{len(down)} node(s) could not be checked at all (facts not "
+                     f"gathered): {escape(', '.join(down))}</p>")
+    if clean:
+        body = "".join(f"<tr><td><code>{escape(r.id)}</code></td><td>{escape(r.area)}</td>"
+                       f"<td>{escape(r.description)}</td><td class=num>{r.count(Outcome.PASS)}</td></tr>"
+                       for r in clean)
+        parts.append(f"<details id=summary-passed><summary>{len(clean)} check(s) passed on every node that ran "
+                     f"them</summary><table><tr><th>check</th><th>area</th><th>description</th><th>nodes</th></tr>"
+                     f"{body}</table></details>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _provenance(run: RunReport) -> str:
+    p = run.provenance
+    items = [("started", run.started.isoformat(timespec="seconds")), ("level", run.level.value)]
+    if p is not None:
+        items += [("provision", p.provision_version), ("inventory", p.inventory), ("spec digest", p.spec_digest),
+                  ("command", p.command), ("controller", p.host)]
+    body = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in items)
+    return f"<dl class=prov id=provenance>{body}</dl>"
 
 
 def render_html(run: RunReport) -> str:
@@ -98,7 +173,9 @@ def render_html(run: RunReport) -> str:
         f"&middot; {run.seconds:.2f} s &middot; {counts[Outcome.PASS]} passed, {counts[Outcome.WARN]} warned, "
         f"{counts[Outcome.WAIVED]} waived, {counts[Outcome.ERROR]} could not be checked, "
         f"{counts[Outcome.FAIL]} failed</div>"
+        f"{_provenance(run)}"
         f"<div class='banner {css}'>{verdict}</div>"
+        f"{_summary(run)}"
         f"<h2>Fleet overview</h2>{_overview(run)}"
         f"{''.join(_node(n) for n in run.nodes)}"
         "</body></html>\n"

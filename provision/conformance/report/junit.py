@@ -2,6 +2,10 @@
 
 fail -> <failure>; error (could not check) -> <error>; waived -> <skipped> with the reason;
 warn -> a pass whose <system-out> starts with WARN (JUnit has no warning element) and a property.
+
+Valid against the Jenkins xunit plugin's junit-10.xsd (tests/fixtures/junit/junit-10.xsd, checked with xmllint):
+that schema allows no `skipped` on <testsuites> and <properties> only inside a <testsuite>, so the run's
+provenance (version, inventory, spec digest, command) is repeated as properties of every suite.
 """
 
 from __future__ import annotations
@@ -9,11 +13,21 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from provision.conformance.model import NodeReport, Outcome, RunReport
+from provision.conformance.model import NodeReport, Outcome, Provenance, RunReport
 from provision.private import write_private
 
 
-def _suite(node: NodeReport, timestamp: str) -> ET.Element:
+def _provenance(props: ET.Element, run: RunReport) -> None:
+    ET.SubElement(props, "property", {"name": "level", "value": run.level.value})
+    p: Provenance | None = run.provenance
+    if p is None:
+        return
+    for name, value in (("provision_version", p.provision_version), ("inventory", p.inventory),
+                        ("run_spec_digest", p.spec_digest), ("command", p.command), ("controller", p.host)):
+        ET.SubElement(props, "property", {"name": name, "value": value})
+
+
+def _suite(node: NodeReport, run: RunReport, timestamp: str) -> ET.Element:
     results = node.results
     suite = ET.Element("testsuite", {
         "name": node.node,
@@ -26,10 +40,12 @@ def _suite(node: NodeReport, timestamp: str) -> ET.Element:
     })
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", {"name": "profile", "value": node.profile})
+    ET.SubElement(props, "property", {"name": "spec_digest", "value": node.spec_digest})
     ET.SubElement(props, "property", {"name": "lab", "value": str(node.lab).lower()})
     ET.SubElement(props, "property", {"name": "warnings", "value": str(len(node.warnings))})
     if node.standins:
         ET.SubElement(props, "property", {"name": "lab_standins", "value": ",".join(node.standins)})
+    _provenance(props, run)
     if node.error:
         case = ET.SubElement(suite, "testcase", {"classname": f"{node.node}.gather", "name": "gather facts"})
         ET.SubElement(case, "error", {"message": node.error, "type": "GatherError"}).text = node.error
@@ -54,12 +70,11 @@ def render_junit(run: RunReport) -> str:
         "tests": str(sum(len(n.results) or 1 for n in run.nodes)),
         "failures": str(counts[Outcome.FAIL]),
         "errors": str(counts[Outcome.ERROR] + sum(1 for n in run.nodes if n.error)),
-        "skipped": str(counts[Outcome.WAIVED]),
         "time": f"{run.seconds:.3f}",
     })
     stamp = run.started.isoformat(timespec="seconds")
     for node in run.nodes:
-        root.append(_suite(node, stamp))
+        root.append(_suite(node, run, stamp))
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

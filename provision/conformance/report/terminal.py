@@ -6,8 +6,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from provision.conformance.model import NodeReport, Outcome, RunReport
+from provision.conformance.report.fleet import by_check
 
 STYLE = {Outcome.PASS: "green", Outcome.WARN: "yellow", Outcome.WAIVED: "cyan", Outcome.ERROR: "magenta",
          Outcome.FAIL: "red"}
@@ -63,7 +65,24 @@ def render_terminal(run: RunReport, console: Console, show_all: bool = False) ->
         shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
         console.print(f"[cyan]{escape(name)}: {len(ids)} check(s) waived[/cyan] ({escape(shown)}): {escape(why)}",
                       highlight=False)
+    if len(run.nodes) > 1:
+        _fleet(run, console)
     totals = run.counts()
     console.print(", ".join(f"{totals[o]} {o.value}" for o in COLUMNS), highlight=False)
     if any(n.lab for n in run.nodes):
         console.print("[yellow]lab twins: their hardware tools are LAB STAND-INs (simulated hardware)[/yellow]")
+
+
+def _fleet(run: RunReport, console: Console, shown: int = 4) -> None:
+    """Checks that failed or could not be made, with how many nodes and which (the fleet summary by check)."""
+    rows = [r for r in by_check(run) if r.count(Outcome.FAIL) or r.count(Outcome.ERROR)]
+    if not rows:
+        return
+    table = Table(title="fleet summary by check")  # data cells as Text: a check id or node name is never markup
+    for col in ("check", "fail", "error", "nodes"):
+        table.add_column(col, justify="right" if col in ("fail", "error") else "left", overflow="fold")
+    for r in rows:
+        names = (*r.nodes[Outcome.FAIL], *r.nodes[Outcome.ERROR])
+        listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+        table.add_row(*(Text(v) for v in (r.id, str(r.count(Outcome.FAIL)), str(r.count(Outcome.ERROR)), listed)))
+    console.print(table)

@@ -41,6 +41,10 @@ def test_report_model_and_html(journal_path: Path) -> None:
     assert [w.nodes for w in report.waves] == [1, 2]
     html = render_html(report)
     assert "bmc: 1.0 &rarr; 2.0 (flashed)" in html
+    from importlib.metadata import version
+
+    assert report.digest == "0" * 64 and report.provision_version == version("provision") and report.generated
+    assert f"sha256 <code>{'0' * 64}</code>; report by provision {version('provision')}" in html
     assert "&lt;bmc&gt;" in html and "<bmc>" not in html  # escaped
 
 

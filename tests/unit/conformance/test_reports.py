@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from provision.conformance.model import Level, NodeReport, Outcome, RunReport, Threshold
+from provision.conformance.model import Level, NodeReport, Outcome, Provenance, RunReport, Threshold
+from provision.conformance.provenance import run_digest, spec_digest
 from provision.conformance.report import from_json, render_html, render_junit, render_terminal, to_json
+from provision.conformance.report.fleet import by_check
+from tests.reportcheck import check_json_report, check_junit
 from tests.unit.conformance.helpers import fixture, run, spec
 from tests.unit.parsers._fixtures import H100_590, section
 
@@ -32,13 +35,18 @@ def sample_run() -> RunReport:
     bad.error("bmc.psu", "bmc", "PSUs present and healthy", 2, "BMC refused the credentials: login refused (401)")
     bad.tiered("bmc.temperatures", "bmc", "temperatures within limits", 37.0,
                Threshold(warn=35, fail=85, unit="C"), "System Temp above the internal ambient warning")
-    return RunReport(level=Level.QUICK, seconds=1.25, nodes=(
-        NodeReport(node="good01", profile="ml_prod_v4", gather_seconds=0.2,
+    digest = spec_digest(s)
+    nodes = (
+        NodeReport(node="good01", profile="ml_prod_v4", gather_seconds=0.2, spec_digest=digest,
                    results=tuple(r for r in good.results if r.area == "gpu")),
-        NodeReport(node="bad02", profile="ml_prod_v4", lab=True, standins=("nvidia-smi",),
+        NodeReport(node="bad02", profile="ml_prod_v4", lab=True, standins=("nvidia-smi",), spec_digest=digest,
                    results=tuple(bad.results)),
-        NodeReport(node="gone03", profile="ml_prod_v4", error="ssh root@10.203.3.2:22 failed: Connection refused"),
-    ))
+        NodeReport(node="gone03", profile="ml_prod_v4", spec_digest=digest,
+                   error="ssh root@10.203.3.2:22 failed: Connection refused"),
+    )
+    prov = Provenance(provision_version="0.1.0", inventory="inventory/<lab>/hosts.yml", spec_digest=run_digest(nodes),
+                      command="provision verify good01 bad02 gone03 --level quick", host="controller01")
+    return RunReport(level=Level.QUICK, seconds=1.25, nodes=nodes, provenance=prov)
 
 
 def test_run_verdicts() -> None:
@@ -76,6 +84,21 @@ def test_junit_xml_counts_and_messages() -> None:
     assert model is not None and "expected Intel(R) Xeon(R) Platinum 8592+" in (model.get("message") or "")
     assert suites["gone03"].find("testcase/error") is not None
     assert root.get("failures") == str(sum(len(n.failed) for n in r.nodes))
+    assert root.get("skipped") is None  # junit-10.xsd has no skipped on <testsuites>
+    props = {p.get("name"): p.get("value") for p in bad.iter("property")}
+    assert props["provision_version"] == "0.1.0" and props["run_spec_digest"] == r.provenance.spec_digest  # type: ignore[union-attr]
+    assert props["command"].startswith("provision verify") and props["spec_digest"] == r.nodes[1].spec_digest
+
+
+def test_junit_is_valid_against_the_jenkins_xunit_schema(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    path.write_text(render_junit(sample_run()), encoding="utf-8")
+    check_junit(path)
+    # the check can fail: the attribute the old writer put on <testsuites> is refused by junit-10.xsd
+    old = tmp_path / "old.invalid.xml"
+    old.write_text(path.read_text().replace("<testsuites ", '<testsuites skipped="1" ', 1), encoding="utf-8")
+    with pytest.raises(AssertionError, match="skipped"):
+        check_junit(old)
 
 
 def test_json_round_trip() -> None:
@@ -93,6 +116,50 @@ def test_json_round_trip() -> None:
     assert data["nodes"][1]["totals"]["waived"] == 1 and data["nodes"][1]["verdict"] == "fail"
     assert (data["verdict"], data["exit_code"]) == ("fail", 1) and data["nodes"][2]["verdict"] == "error"
     assert from_json(data) == r
+    assert data["schema_version"] == "1.0" and data["provenance"]["provision_version"] == "0.1.0"
+    check_json_report(data)
+
+
+def test_json_fleet_summary_by_check() -> None:
+    data = to_json(sample_run())
+    checks = {c["id"]: c for c in data["checks"]}
+    assert checks["cpu.model"]["nodes"]["fail"] == ["bad02"] and checks["cpu.model"]["worst"] == "fail"
+    assert checks["bmc.psu"]["counts"]["error"] == 1 and checks["bmc.psu"]["nodes"]["error"] == ["bad02"]
+    assert data["unreachable"] == ["gone03"]
+    order = [c["worst"] for c in data["checks"]]
+    assert order == sorted(order, key=lambda o: ["fail", "error", "warn", "waived", "pass"].index(o))
+    assert sum(c["counts"]["fail"] for c in data["checks"]) == data["totals"]["fail"]
+
+
+def test_fleet_rows_rank_most_failing_nodes_first() -> None:
+    base = sample_run()
+    bad = base.nodes[1]
+    twin = bad.model_copy(update={"node": "bad04", "results": tuple(r for r in bad.results if r.id == "cpu.threads")})
+    rows = by_check(base.model_copy(update={"nodes": (*base.nodes, twin)}))
+    assert rows[0].id == "cpu.threads" and rows[0].nodes[Outcome.FAIL] == ("bad02", "bad04")
+    gpu = next(r for r in rows if r.id == "gpu.count")
+    assert gpu.nodes[Outcome.PASS] == ("good01",) and gpu.worst is Outcome.ERROR
+
+
+def test_html_summary_folds_long_node_lists() -> None:
+    base = sample_run()
+    bad = base.nodes[1]
+    many = tuple(bad.model_copy(update={"node": f"bad{i:03d}"}) for i in range(25))
+    page = render_html(base.model_copy(update={"nodes": many}))
+    row = next(r for r in page.split("<tr") if "<code>cpu.model</code>" in r)
+    assert "<td class=num>25</td>" in row and "<details><summary>and 15 more</summary>" in row
+    shown, folded = row.split("<details>")
+    assert "#node-bad009" in shown and "#node-bad010" not in shown and "#node-bad024" in folded
+
+
+def test_json_schema_refuses_what_it_should(tmp_path: Path) -> None:
+    """The published schema is a real contract: a report without its version or with an unknown outcome fails."""
+    data = to_json(sample_run())
+    for broken in ({k: v for k, v in data.items() if k != "schema_version"},
+                   {**data, "verdict": "passed"},
+                   {**data, "nodes": [{**data["nodes"][0], "surprise": 1}, *data["nodes"][1:]]}):
+        with pytest.raises(AssertionError):
+            check_json_report(json.loads(json.dumps(broken)))
 
 
 def test_terminal_lists_failed_errors_warnings_and_waivers() -> None:
@@ -111,6 +178,22 @@ def test_terminal_lists_failed_errors_warnings_and_waivers() -> None:
             f"{c[Outcome.FAIL]} fail") in out
 
 
+def test_terminal_fleet_summary_counts_nodes_per_check() -> None:
+    console = Console(record=True, width=220)
+    base = sample_run()
+    twins = tuple(base.nodes[1].model_copy(update={"node": f"bad{i:02d}"}) for i in range(6))
+    render_terminal(base.model_copy(update={"nodes": (base.nodes[0], *twins)}), console)
+    out = console.export_text()
+    summary = out[out.index("fleet summary by check"):]
+    row = next(line for line in summary.splitlines() if " cpu.model " in line)
+    cells = [c.strip() for c in row.strip().strip("│").split("│")]
+    assert cells == ["cpu.model", "6", "0", "bad00, bad01, bad02, bad03 and 2 more"]
+    assert " gpu.count " in summary and "kernel.module.x" not in summary  # waived is no finding
+    single = Console(record=True, width=220)
+    render_terminal(base.model_copy(update={"nodes": base.nodes[1:2]}), single)
+    assert "fleet summary by check" not in single.export_text()  # one node: its own list says it all
+
+
 def test_html_is_self_contained_and_escaped() -> None:
     page = render_html(sample_run())
     assert page.startswith("<!DOCTYPE html>") and "Fleet overview" in page
@@ -123,38 +206,91 @@ def test_html_is_self_contained_and_escaped() -> None:
     assert "1 warned, 1 waived," in page and "could not be checked" in page
 
 
-def _png_pixels(path: Path) -> tuple[int, int, bytes]:
+def test_html_fleet_summary_folds_passing_checks_and_shows_provenance() -> None:
+    r = sample_run()
+    page = render_html(r)
+    summary = page[page.index("<section id=fleet-summary>"):page.index("</section>")]
+    assert page.index("id=fleet-summary") < page.index("Fleet overview")  # the summary comes first
+    assert "<code>cpu.model</code>" in summary and "<a href='#node-bad02'>bad02</a>" in summary
+    assert "1 node(s) could not be checked at all" in summary and "gone03" in summary
+    # good01's gpu checks passed everywhere they ran: folded; none fails on good01, so its table is folded whole
+    assert "<details id=summary-passed><summary>" in summary
+    good = page[page.index("<h2 id='node-good01'>"):page.index("<h2 id='node-bad02'>")]
+    assert "<details class=passed><summary>" in good and "<table class=checks>" in good.split("<details")[1]
+    assert "<table class=checks>" not in good.split("<details")[0]
+    assert " open" not in page.replace("opens", "")  # folded by default, no JavaScript
+    for value in ("0.1.0", "inventory/&lt;lab&gt;/hosts.yml", r.provenance.spec_digest, "controller01"):  # type: ignore[union-attr]
+        assert value in page[page.index("id=provenance"):page.index("id=fleet-summary")]
+
+
+def _png_rgb(path: Path) -> tuple[int, int, list[bytes]]:
+    """Width, height and the RGB(A) rows of an 8-bit PNG (the filters undone: None, Sub, Up, Average, Paeth)."""
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width, height = 8, b"", 0, 0
+    pos, idat, width, height, kind_rgb = 8, b"", 0, 0, 6
     while pos < len(data):
         length, kind = struct.unpack(">I4s", data[pos : pos + 8])
         body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
-            width, height = struct.unpack(">II", body[:8])
+            width, height, depth, kind_rgb = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and kind_rgb in (2, 6), "expected an 8-bit RGB or RGBA screenshot"
         elif kind == b"IDAT":
             idat += body
         pos += 12 + length
-    return width, height, zlib.decompress(idat)
+    bpp = 4 if kind_rgb == 6 else 3
+    raw, stride, rows = zlib.decompress(idat), width * bpp, []
+    prev = bytearray(stride)
+    for y in range(height):
+        ftype, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif ftype == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif ftype == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows.append(bytes(line) if bpp == 3 else bytes(v for j, v in enumerate(line) if j % 4 != 3))
+        prev = line
+    return width, height, rows
 
 
-def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
+SUMMARY_MARK = bytes((0x95, 0x38, 0x00))  # the fleet summary's left border (#953800), nowhere else on the page
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+        pytest.skip("chromium is not installed (apt-get install -y chromium; scripts/bootstrap.sh installs it)")
+    return subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_html_renders_in_headless_chromium_with_the_summary_on_top(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text(render_html(sample_run()), encoding="utf-8")
+    # the DOM as Chromium parsed it: the summary table names the failing check and its node; folds stay closed
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    summary = dom[dom.index('<section id="fleet-summary">'):]
+    assert "cpu.model" in summary.split("</section>")[0] and "bad02" in summary.split("</section>")[0]
+    assert dom.count("<details") >= 2 and "<details open" not in dom
     shot = tmp_path / "shot.png"
-    subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
-         "--window-size=1280,1600", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, timeout=120, check=False,
-    )
+    _chromium(tmp_path, "--window-size=1280,1600", f"--screenshot={shot}", page.as_uri())
     assert shot.exists(), "chromium wrote no screenshot"
-    width, height, raw = _png_pixels(shot)
+    width, height, rows = _png_rgb(shot)
     assert (width, height) == (1280, 1600)
-    assert len(set(raw)) > 16, "the screenshot is blank"
+    marked = [y for y, row in enumerate(rows) if any(row[x : x + 3] == SUMMARY_MARK for x in range(0, 60 * 3, 3))]
+    assert marked, "the fleet summary is not on the screenshot"
+    assert marked[0] < height // 3, f"the fleet summary starts at y={marked[0]}, not near the top"
+    assert len({row for row in rows[marked[0] : marked[-1]]}) > 16, "the summary area is blank"
 
 
 def test_report_files_hold_node_data_and_are_0600_from_the_start(tmp_path: Path) -> None:
