@@ -109,6 +109,9 @@ FAULT_EFFECTS = {
 
 
 def _stable(text: str) -> str:
+    """Tool output with the clock taken out (two renders a second apart must compare equal)."""
+    text = re.sub(r"<timestamp>[^<]*</timestamp>", "<timestamp><now></timestamp>", text)  # nvidia-smi -q -x
+    text = re.sub(r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}", "<now>", text)  # --query-gpu=timestamp
     return re.sub(r"(Timestamp\s+: |Update Time : |\"time_t\": |\"asctime\": ).*", r"\1<now>", text)
 
 
