@@ -91,6 +91,10 @@ def _visible(twin: Twin, kind: str) -> bool:
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
         return [(e.code, [i for i, g in enumerate(gpus) if e.matches(g.bus_id)])
                 for e in p.parse_xid_events(twin.out("dmesg"))] == [(119, [2])]
+    if kind == "dimm_missing":
+        dimms = p.parse_dmidecode(twin.out("dmidecode", "-t", "memory")).memory_devices
+        empty = [d.locator for d in dimms if not d.populated]
+        return empty == ["P2-DIMMH2"] and len(dimms) == 32 and all(d.slot for d in dimms)
     gpu = {"gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}.get(kind)
     if gpu is not None:
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
