@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+from rich.markup import escape
 from rich.text import Text
 from rich.tree import Tree
 
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, NodeArg, load_host
-from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, print_wide, show
+from provision.cli.output import (
+    Format,
+    OutputOpt,
+    add_row,
+    choose,
+    emit_json,
+    err_console,
+    new_table,
+    print_wide,
+    show,
+)
 from provision.spec import load_fleet
+from provision.spec.loader import PROFILE_PREFIX, profile_file
+from provision.spec.memory_population import Severity, check_profile
+from provision.spec.model import Fleet
 
 app = typer.Typer(help="Show and validate node specs.", no_args_is_help=True)
 
@@ -56,13 +72,27 @@ def export(
 
 @app.command("validate")
 def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False, output: OutputOpt = None) -> None:
-    """Validate the spec of every host in the inventory (exit 2 on the first problem)."""
+    """Validate the spec of every host in the inventory (exit 2 on a problem).
+
+    Past the schema: every profile's memory population against its CPU (provision/spec/memory_population.py);
+    a spec that cannot be true is an error line, a CPU the table does not know a warning line."""
     fmt = choose(output, as_json)
     fleet = load_fleet(inventory)
     rows = [{"host": h.name, "profile": h.profile, "spec": h.spec.profile} for h in fleet.hosts.values()]
+    problems = _population_problems(inventory, fleet)
+    errors = [p for p in problems if p["severity"] == Severity.ERROR]
     if fmt is Format.JSON:
-        emit_json({"inventory": str(inventory), "valid": True, "profiles": sorted(fleet.profiles), "hosts": rows})
+        emit_json({"inventory": str(inventory), "valid": not errors, "profiles": sorted(fleet.profiles),
+                   "hosts": rows, "problems": problems})
+        if errors:
+            raise typer.Exit(2)
         return
+    for p in problems:
+        colour = "red" if p["severity"] == Severity.ERROR else "yellow"
+        err_console.print(f"[{colour}]{p['severity']}:[/{colour}] {escape(p['line'])}", highlight=False,
+                          soft_wrap=True)
+    if errors:
+        raise typer.Exit(2)
     table = new_table("host", "profile", "class", title=f"{inventory}: {len(rows)} host(s) valid")
     for row in rows:
         add_row(table, row["host"], row["profile"], row["spec"])
@@ -88,6 +118,21 @@ def _pair(key: str, value: object) -> Text:
 
 def _is_leaf_list(value: object) -> bool:
     return isinstance(value, list) and all(not isinstance(v, dict | list) for v in value)
+
+
+def _population_problems(inventory: Path, fleet: Fleet) -> list[dict[str, str]]:
+    """One entry per finding: the file, the profile variable and key, why, and the hosts it concerns."""
+    out: list[dict[str, str]] = []
+    for profile, spec in sorted(fleet.profiles.items()):
+        hosts = sorted(h.name for h in fleet.hosts.values() if h.profile == profile)
+        users = f"hosts {', '.join(hosts)}" if hosts else "no host uses it"
+        where = profile_file(inventory, profile)
+        for finding in check_profile(spec):
+            key = f"{PROFILE_PREFIX}{profile}.{finding.key}"
+            out.append({"severity": finding.severity, "file": where, "key": key, "message": finding.message,
+                        "hosts": users, "line": f"{where}: {key}: {finding.message} ({users})"})
+    return out
+
 
 
 def _add(node: Tree, value: object) -> None:

@@ -333,3 +333,13 @@ def _refuse_shared_bmcs(inventory: Path, entries: dict[str, HostEntry]) -> None:
         if addr in seen:
             raise InventoryError(f"{inventory}: hosts {seen[addr]} and {name} share BMC address {addr}")
         seen[addr] = name
+
+
+def profile_file(inventory: Path, profile: str) -> str:
+    """The YAML file that defines profile `profile` (for messages), or the inventory directory."""
+    base = inventory_dir(inventory)
+    var = f"{PROFILE_PREFIX}{profile}:"
+    for path in yaml_files(base):
+        if var in path.read_text(encoding="utf-8", errors="replace"):
+            return str(path)
+    return str(base)

@@ -72,8 +72,9 @@ class Memory(Frozen):
     dimm_size_gb: PositiveInt
     type: Literal["DDR4", "DDR5"]
     ecc: bool
-    min_speed_mts: PositiveInt
-    channels: PositiveInt
+    min_speed_mts: PositiveInt = Field(description="Slowest configured DIMM speed (MT/s) the node must run at")
+    channels_per_socket: PositiveInt = Field(description="Populated memory channels on each socket")
+    dimms_per_channel: PositiveInt = Field(description="DIMMs in every populated channel")
 
     @model_validator(mode="after")
     def _dimms_add_up(self) -> Memory:

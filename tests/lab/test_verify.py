@@ -68,6 +68,8 @@ EXPECTED: dict[str, set[str]] = {
     "gpu_row_remap_pending": {"gpu.4.row_remap"},
     "gpu_throttle_thermal": {"gpu.5.clocks", "gpu.5.temperature", "gpu.5.memory_temperature"},
     "gpu_pcie_downtrained": {"gpu.6.pcie_gen"},
+    # The last DIMM (P2-DIMMH2) reads as an empty slot: fewer DIMMs, less memory, channel H of socket 1 short.
+    "dimm_missing": {"memory.installed", "memory.dimm_count", "memory.population"},
 }
 GPU_FAULTS = {"gpu_xid": 2, "gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}
 # After these faults are cleared the operator restarts the fabric manager (it exited, as the real one does).

@@ -105,6 +105,8 @@ FAULT_EFFECTS = {
     "gpu_row_remap_pending": (("nvidia_smi", "-q"), "Pending                           : Yes"),
     "gpu_throttle_thermal": (("nvidia_smi", "-q"), "HW Thermal Slowdown           : Active"),
     "gpu_pcie_downtrained": (("nvidia_smi", "-q"), "Current                   : 4\n"),
+    "dimm_missing": (("dmidecode", "-t", "memory"), "Size: No Module Installed\n\tForm Factor: DIMM\n\tSet: None\n"
+                     "\tLocator: P2-DIMMH2"),
 }
 
 

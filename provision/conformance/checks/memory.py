@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from provision.conformance.checks._base import Context, Unreadable
+from provision.conformance.checks.memory_layout import layout
 from provision.conformance.facts import Probe
 from provision.conformance.model import Level
-from provision.conformance.parsers.dmidecode import DmiReport, parse_dmidecode
+from provision.conformance.parsers.dmidecode import DmiReport, MemoryDevice, parse_dmidecode
 from provision.conformance.parsers.meminfo import parse_meminfo
 from provision.spec.model import NodeSpec
 
@@ -49,8 +50,11 @@ def _dimms(ctx: Context) -> None:
         ("memory.installed", "installed memory (sum of DIMMs, GB)", mem.total_gb),
         ("memory.dimm_count", "populated DIMMs", mem.dimm_count),
         ("memory.type", "memory type of every DIMM", mem.type),
-        ("memory.speed", "slowest DIMM speed (MT/s)", f">= {mem.min_speed_mts}"),
+        ("memory.speed", "slowest configured DIMM speed (MT/s)", f">= {mem.min_speed_mts}"),
         ("memory.ecc", "ECC on the system memory array", mem.ecc),
+        ("memory.population", "DIMMs per channel on every socket (Locator/Bank Locator)",
+         f"{ctx.spec.cpu.sockets} socket(s) x {mem.channels_per_socket} channel(s) x {mem.dimms_per_channel} "
+         "DIMM(s)"),
     ]
     try:
         dmi = ctx.parsed(DMI, parse_dmidecode)
@@ -60,16 +64,41 @@ def _dimms(ctx: Context) -> None:
         return
     dimms = [d for d in dmi.memory_devices if d.populated]
     types = sorted({d.type or "unknown" for d in dimms})
-    speeds = [d.configured_speed_mts or d.speed_mts or 0 for d in dimms]
-    slowest = min(speeds) if speeds else None
+    speeds = [d.configured_speed_mts for d in dimms]
     ecc = _ecc(dmi)
     installed_gb = dmi.installed_memory_mib // 1024
     ctx.equal(rows[0][0], AREA, rows[0][1], mem.total_gb, installed_gb)
     ctx.equal(rows[1][0], AREA, rows[1][1], mem.dimm_count, len(dimms))
     ctx.record(rows[2][0], AREA, rows[2][1], mem.type, types, types == [mem.type])
-    ctx.record(rows[3][0], AREA, rows[3][1], rows[3][2], slowest,
-               slowest is not None and slowest >= mem.min_speed_mts)
+    _speed(ctx, rows[3], dimms, speeds)
     ctx.record(rows[4][0], AREA, rows[4][1], mem.ecc, ecc or "no system memory array", _has_ecc(ecc) == mem.ecc)
+    _population(ctx, rows[5], dmi)
+
+
+def _speed(ctx: Context, row: tuple[str, str, object], dimms: list[MemoryDevice], speeds: list[int | None]) -> None:
+    """The speed the memory runs at is Configured Memory Speed; the module's rated Speed is no stand-in."""
+    cid, desc, expected = row
+    unknown = [d.locator for d, mts in zip(dimms, speeds, strict=True) if mts is None]
+    if unknown or not speeds:
+        ctx.unreadable(cid, AREA, desc, expected,
+                       f"no Configured Memory Speed for {', '.join(unknown[:4]) or 'any DIMM'}")
+        return
+    slowest = min(s for s in speeds if s is not None)
+    slow = sorted({d.locator for d, mts in zip(dimms, speeds, strict=True)
+                   if mts is not None and mts < ctx.spec.memory.min_speed_mts})
+    ctx.record(cid, AREA, desc, expected, slowest, not slow,
+               f"below the minimum: {', '.join(slow[:8])}" if slow else "")
+
+
+def _population(ctx: Context, row: tuple[str, str, object], dmi: DmiReport) -> None:
+    cid, desc, expected = row
+    mem = ctx.spec.memory
+    found = layout(dmi.memory_devices, ctx.spec.cpu.sockets, mem.channels_per_socket, mem.dimms_per_channel)
+    if found.unmapped:
+        ctx.unreadable(cid, AREA, desc, expected,
+                       f"locators carry no socket/channel: {', '.join(found.unmapped[:4])}")
+        return
+    ctx.record(cid, AREA, desc, expected, found.summary, not found.problems, "; ".join(found.problems))
 
 
 def _ecc(dmi: DmiReport) -> str | None:

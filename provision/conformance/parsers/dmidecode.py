@@ -106,6 +106,50 @@ class MemoryDevice(Model):
         """A module is installed in this slot."""
         return self.size_mib is not None
 
+    @property
+    def slot(self) -> DimmSlot | None:
+        """Socket and channel of this slot from its locators, or None when they do not say."""
+        return dimm_slot(self.locator, self.bank_locator)
+
+
+class DimmSlot(Model):
+    """Where a DIMM slot sits: its socket and a channel key unique within that socket."""
+
+    socket: int  # 0-based
+    channel: str  # e.g. "Node1/Channel0": the firmware's own controller/channel numbering
+
+
+# The AMI/Intel reference-BIOS bank locator: `P<socket>_Node<n>_Channel<c>_Dimm<d>` (Supermicro X13:
+# Node is the socket's memory controller, tests/fixtures/dmidecode/linuxhw/*x13dei*) or
+# `_Node<n>_Channel<c>_Dimm<d>` with the socket in the locator (Quanta D54Q: `CPU0_A0`, Node is the socket).
+_BANK = re.compile(r"^(?:P(?P<socket>\d+))?_Node(?P<node>\d+)_Channel(?P<channel>\d+)_Dimm(?P<dimm>\d+)$")
+# The socket in a locator: `CPU0_A0` (0-based), `P1-DIMMA1` (1-based).
+_LOCATOR_SOCKET = (
+    (re.compile(r"^CPU(?P<n>\d+)_"), 0),
+    (re.compile(r"^P(?P<n>\d+)-DIMM"), 1),
+)
+
+
+def dimm_slot(locator: str, bank_locator: str | None) -> DimmSlot | None:
+    """Socket and channel from dmidecode's Locator and Bank Locator (None: these locators carry no channel;
+    e.g. HPE's `PROC 1 DIMM 1` with `Bank Locator: Not Specified` maps slots to channels only in HPE's
+    population guides)."""
+    bank = _BANK.match(bank_locator or "")
+    if bank is None:
+        return None
+    socket = int(bank["socket"]) if bank["socket"] is not None else _locator_socket(locator)
+    if socket is None:
+        socket = int(bank["node"])  # no socket anywhere: Node is the socket (the Quanta layout)
+        return DimmSlot(socket=socket, channel=f"Channel{bank['channel']}")
+    return DimmSlot(socket=socket, channel=f"Node{bank['node']}/Channel{bank['channel']}")
+
+
+def _locator_socket(locator: str) -> int | None:
+    for pattern, base in _LOCATOR_SOCKET:
+        if match := pattern.match(locator):
+            return int(match["n"]) - base
+    return None
+
 
 class DmiReport(Model):
     """The records we check; sections absent from a `-t` run are None or empty."""

@@ -57,7 +57,14 @@ def test_cpu_against_ml_prod_v4_reports_each_difference() -> None:
 
 
 # ---- memory ---------------------------------------------------------------------------------------
-MEM_QUANTA = {"memory.total_gb": 256, "memory.dimm_count": 16, "memory.dimm_size_gb": 16}
+MEM_QUANTA = {"memory.total_gb": 256, "memory.dimm_count": 16, "memory.dimm_size_gb": 16,
+              "memory.dimms_per_channel": 1}
+DMI_X13DEI = fixture("dmidecode/linuxhw/dmidecode.supermicro-x13dei.2x-xeon-gold-5416s.ddr5.txt")
+DMI_HPE = fixture("dmidecode/linuxhw/dmidecode.hpe-dl380-gen11.ddr5.txt")
+# X13DEi: 8x 32 GB on 2 sockets, channels A, C, E, G of each (P0_Node0_Channel0/2, P0_Node1_Channel0/2), rated
+# Speed 4800 but Configured Memory Speed 4400.
+MEM_X13DEI = {"memory.total_gb": 256, "memory.dimm_count": 8, "memory.dimm_size_gb": 32,
+              "memory.channels_per_socket": 4, "memory.dimms_per_channel": 1, "memory.min_speed_mts": 4400}
 
 
 def test_memory_dimms_from_dmidecode_capture() -> None:
@@ -66,6 +73,42 @@ def test_memory_dimms_from_dmidecode_capture() -> None:
     assert failed(ctx, "memory") == ["memory.visible"]  # the meminfo is of a 24 GiB build machine
     assert mem["memory.ecc"].found == "Single-bit ECC" and mem["memory.type"].found == "DDR5"
     assert mem["memory.speed"].found == "4800" and mem["memory.dimm_count"].found == "16"
+
+
+def test_memory_population_from_the_quanta_capture() -> None:
+    ctx = run(spec(**MEM_QUANTA), {"dmidecode_memory": DMI_QUANTA, "meminfo": MEMINFO_24G})
+    pop = area(ctx, "memory")["memory.population"]
+    assert pop.passed and pop.found == "2 socket(s) x 8 channel(s) x 1 DIMM(s)"
+    ctx = run(spec(**{**MEM_QUANTA, "memory.dimms_per_channel": 2}), {"dmidecode_memory": DMI_QUANTA})
+    pop = area(ctx, "memory")["memory.population"]
+    assert pop.outcome is Outcome.FAIL and "socket 0 Node0/Channel0: 1 DIMM(s) (CPU0_A0), spec 2" in pop.detail
+
+
+def test_a_missing_dimm_fails_naming_its_socket_and_channel() -> None:
+    one_out = DMI_QUANTA.replace("\tSize: 16 GB\n\tForm Factor: DIMM\n\tSet: None\n\tLocator: CPU1_C0",
+                                 "\tSize: No Module Installed\n\tForm Factor: DIMM\n\tSet: None\n\tLocator: CPU1_C0")
+    assert one_out != DMI_QUANTA, "fixture drift: CPU1_C0's record moved"
+    ctx = run(spec(**MEM_QUANTA), {"dmidecode_memory": one_out})
+    pop = area(ctx, "memory")["memory.population"]
+    assert pop.outcome is Outcome.FAIL
+    assert pop.detail == "socket 1: 7 populated channel(s), spec 8 (empty: Node1/Channel2)"
+
+
+def test_supermicro_banks_count_each_controller_channel_and_the_configured_speed() -> None:
+    ctx = run(spec(**MEM_X13DEI), {"dmidecode_memory": DMI_X13DEI})
+    mem = area(ctx, "memory")
+    assert mem["memory.population"].passed and mem["memory.population"].found == "2 socket(s) x 4 channel(s) x 1 DIMM(s)"
+    assert mem["memory.speed"].passed and mem["memory.speed"].found == "4400"
+    ctx = run(spec(**{**MEM_X13DEI, "memory.min_speed_mts": 4800}), {"dmidecode_memory": DMI_X13DEI})
+    speed = area(ctx, "memory")["memory.speed"]
+    assert speed.outcome is Outcome.FAIL and "P1-DIMMA1" in speed.detail  # rated 4800 is not how it runs
+
+
+def test_locators_without_channels_cannot_pass_population() -> None:
+    hpe = {**MEM_X13DEI, "memory.min_speed_mts": 5200}
+    ctx = run(spec(**hpe), {"dmidecode_memory": DMI_HPE})
+    pop = area(ctx, "memory")["memory.population"]
+    assert pop.outcome is Outcome.ERROR and "PROC 1 DIMM 1" in pop.found
 
 
 def test_memory_visible_and_ecc_off() -> None:

@@ -59,6 +59,23 @@ def test_dmidecode_supermicro() -> None:
     assert dmi.installed_memory_mib == 8 * 32768
 
 
+@pytest.mark.parametrize(("capture", "first"), [
+    # Supermicro X13: P<socket>_Node<memory controller>_Channel<c>_Dimm<d>; E1 is controller 1's channel 0
+    ("dmidecode/linuxhw/dmidecode.supermicro-x13dei.2x-xeon-gold-5416s.ddr5.txt",
+     {"P1-DIMMA1": (0, "Node0/Channel0"), "P1-DIMME1": (0, "Node1/Channel0"), "P2-DIMMG1": (1, "Node1/Channel2")}),
+    # Quanta: _Node<socket>_Channel<c>_Dimm<d>, the socket also in the locator CPU<n>_
+    (QUANTA, {"CPU0_A0": (0, "Node0/Channel0"), "CPU1_H0": (1, "Node1/Channel7"), "CPU1_H1": (1, "Node1/Channel7")}),
+])
+def test_dmidecode_slot_socket_and_channel(capture: str, first: dict[str, tuple[int, str]]) -> None:
+    slots = {d.locator: d.slot for d in parse_dmidecode(text(capture)).memory_devices}
+    assert {loc: (s.socket, s.channel) for loc, s in slots.items() if loc in first and s} == first
+
+
+def test_dmidecode_hpe_locators_carry_no_channel() -> None:
+    dmi = parse_dmidecode(text("dmidecode/linuxhw/dmidecode.hpe-dl380-gen11.ddr5.txt"))
+    assert dmi.memory_devices and all(d.slot is None for d in dmi.memory_devices)
+
+
 def test_dmidecode_system_only_dell_xe9680() -> None:
     dmi = parse_dmidecode(text("dmidecode/gpud/dmidecode-system.dell-xe9680.txt"))
     assert dmi.system is not None

@@ -91,6 +91,10 @@ def _visible(twin: Twin, kind: str) -> bool:
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
         return [(e.code, [i for i, g in enumerate(gpus) if e.matches(g.bus_id)])
                 for e in p.parse_xid_events(twin.out("dmesg"))] == [(119, [2])]
+    if kind == "dimm_missing":
+        dimms = p.parse_dmidecode(twin.out("dmidecode", "-t", "memory")).memory_devices
+        empty = [d.locator for d in dimms if not d.populated]
+        return empty == ["P2-DIMMH2"] and len(dimms) == 32 and all(d.slot for d in dimms)
     gpu = {"gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}.get(kind)
     if gpu is not None:
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
@@ -115,3 +119,34 @@ def test_each_fault_parses_and_shows(twin: Twin, kind: str) -> None:
     assert not _visible(twin, kind)  # the converged twin does not show it...
     apply_fault(twin.state, kind, clear=False)
     assert _visible(twin, kind)  # ...the faulted one does, in output the parsers accept
+
+
+def test_the_twins_memory_verifies_and_a_missing_dimm_fails_its_channel(twin: Twin) -> None:
+    """The ML-PROD-V4 twin's dmidecode and meminfo through the memory checks: green, then one DIMM out."""
+    from provision.conformance.model import Outcome
+    from tests.unit.conformance.helpers import area, run, spec
+
+    def memory() -> dict[str, Any]:
+        sections = {"dmidecode_memory": twin.out("dmidecode", "-t", "memory"), "meminfo": _proc(twin, "meminfo")}
+        return area(run(spec(), sections), "memory")
+
+    assert {cid: r.outcome for cid, r in memory().items() if r.outcome is not Outcome.PASS} == {}
+    apply_fault(twin.state, "dimm_missing", clear=False)
+    mem = memory()
+    assert {cid for cid, r in mem.items() if not r.accepted} == {"memory.installed", "memory.dimm_count",
+                                                                  "memory.population"}
+    assert mem["memory.population"].detail == "socket 1 Node1/Channel3: 1 DIMM(s) (P2-DIMMH1), spec 2"
+
+
+@pytest.mark.parametrize("profile", ["ml_density_v2", "ml_cost_v3", "sys_821ge_tnhr_captured"])
+def test_every_profiles_twin_populates_memory_as_its_spec_says(tmp_path: Path, profile: str) -> None:
+    from provision.conformance.model import Outcome
+    from tests.unit.conformance.helpers import area, run
+
+    node = Twin(tmp_path, profile)
+    node.converge()
+    sections = {"dmidecode_memory": node.out("dmidecode", "-t", "memory"), "meminfo": _proc(node, "meminfo")}
+    mem = area(run(node.spec, sections), "memory")
+    assert {cid: r.outcome for cid, r in mem.items() if r.outcome is not Outcome.PASS} == {}
+    assert mem["memory.population"].found.startswith(f"{node.spec.cpu.sockets} socket(s) x "
+                                                     f"{node.spec.memory.channels_per_socket} channel(s)")

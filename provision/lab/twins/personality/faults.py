@@ -30,6 +30,7 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "gpu_row_remap_pending",
         "gpu_throttle_thermal",
         "gpu_pcie_downtrained",
+        "dimm_missing",
     }
 )
 # Which GPU each GPU-health fault hits (index into the server's GPUs, bounded by their count): parts no
@@ -84,6 +85,7 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "ib_port_slow": bool(ib),
         "scratch_drive_missing": bool(scratch),
         "nvme_wearing_out": bool(scratch),
+        "dimm_missing": bool(hw.dimms),
         **dict.fromkeys(GPU_HEALTH_TARGET, bool(hw.gpus)),
     }
     if not needs.get(kind, True):
@@ -104,6 +106,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"drive": scratch[-1].name}
     if kind == "nvme_wearing_out":
         return {"drive": scratch[len(scratch) // 2].name, "percentage_used": 95, "media_errors": 12}
+    if kind == "dimm_missing":  # the last DIMM: its channel (P2-DIMMH on ML-PROD-V4) is one short
+        return {"locator": hw.dimms[-1].locator}
     if kind in GPU_HEALTH_TARGET:
         return _gpu_health_params(kind, hw)
     if kind == "package_wrong_version":

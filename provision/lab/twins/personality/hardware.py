@@ -218,16 +218,18 @@ def _cpu(spec: NodeSpec, flags: tuple[str, ...]) -> CpuHw:
 
 
 def _dimms(spec: NodeSpec, seed: str) -> tuple[DimmHw, ...]:
+    """The spec's population (sockets x channels x DIMMs per channel), named as a Supermicro X13 names it:
+    `P1-DIMMA1`, bank `P0_Node0_Channel0_Dimm0` (Node: the socket's memory controller, 4 channels each;
+    tests/fixtures/dmidecode/linuxhw/dmidecode.supermicro-x13dei.*)."""
     m = spec.memory
-    per_socket = max(1, m.dimm_count // spec.cpu.sockets)
     out = []
-    for i in range(m.dimm_count):
-        socket, slot = divmod(i, per_socket)
-        channel = "ABCDEFGHIJKLMNOP"[(slot // 2) % 16]
+    slots = [(s, c, d) for s in range(spec.cpu.sockets) for c in range(m.channels_per_socket)
+             for d in range(m.dimms_per_channel)]
+    for i, (socket, channel, dimm) in enumerate(slots[:m.dimm_count]):
         out.append(
             DimmHw(
-                locator=f"P{socket + 1}-DIMM{channel}{slot % 2 + 1}",
-                bank=f"P{socket}_Node{socket}_Channel{slot // 2}_Dimm{slot % 2}",
+                locator=f"P{socket + 1}-DIMM{'ABCDEFGHIJKLMNOP'[channel % 16]}{dimm + 1}",
+                bank=f"P{socket}_Node{channel // 4}_Channel{channel % 4}_Dimm{dimm}",
                 size_gb=m.dimm_size_gb,
                 type=m.type,
                 speed_mts=m.min_speed_mts,

@@ -72,7 +72,17 @@ def memory(hw: dict[str, Any]) -> str:
     out = [("Handle 0x0036, DMI type 16, 23 bytes\nPhysical Memory Array\n\tLocation: System Board Or Motherboard\n"
             f"\tUse: System Memory\n\tError Correction Type: {ecc}\n\tMaximum Capacity: 8 TB\n"
             f"\tError Information Handle: Not Provided\n\tNumber Of Devices: {len(dimms)}\n\n")]
+    missing = (labstate.fault("dimm_missing") or {}).get("locator")
     for i, d in enumerate(dimms):
+        if d["locator"] == missing:  # an empty slot, as the linuxhw captures print one
+            out.append(
+                f"Handle 0x{0x37 + i:04X}, DMI type 17, 92 bytes\nMemory Device\n\tArray Handle: 0x0036\n"
+                "\tError Information Handle: Not Provided\n\tTotal Width: Unknown\n\tData Width: Unknown\n"
+                f"\tSize: No Module Installed\n\tForm Factor: DIMM\n\tSet: None\n\tLocator: {d['locator']}\n"
+                f"\tBank Locator: {d['bank']}\n\tType: Unknown\n\tType Detail: Unknown\n\tSpeed: Unknown\n"
+                "\tManufacturer: Not Specified\n\tSerial Number: Not Specified\n\tAsset Tag: Not Specified\n"
+                "\tPart Number: Not Specified\n\tRank: Unknown\n\tConfigured Memory Speed: Unknown\n\n")
+            continue
         width = "80 bits" if d["ecc"] else "64 bits"
         detail = "Synchronous Registered (Buffered)"
         out.append(

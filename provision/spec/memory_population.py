@@ -1,0 +1,117 @@
+"""Memory population: can a spec's DIMM count, channels and speed be true together for its CPU?
+
+A small table of CPU parts: memory channels per socket, the memory type, and the speed the vendor
+rates at one and two DIMMs per channel (DPC). `check_profile` is pure: a spec in, findings out
+(errors: the spec cannot be true; warnings: the table cannot judge). `provision spec validate`
+prints them, one line each, naming the file, the profile variable and the key.
+
+Sources (vendor data, not measured here):
+- Intel Xeon Platinum 8592+ (5th Gen Xeon Scalable, Emerald Rapids): Intel ARK "Max # of Memory
+  Channels 8", "Memory Types DDR5-5600"; Intel's 5th Gen Xeon product brief and server vendors'
+  population guides rate 2DPC at DDR5-4400.
+- Intel Xeon Platinum 8480+ / 8462Y+ (4th Gen, Sapphire Rapids): Intel ARK 8 channels, DDR5-4800;
+  4400 MT/s once the second DIMM of a channel is populated (Intel's 4th Gen memory population
+  guidance, e.g. WWT "Memory Population Guidelines for Intel 4th Gen Xeon Scalable Processors").
+  The whole Supermicro capture (tests/fixtures/redfish/full/supermicro, 2x 8462Y+, 32 DIMMs) runs
+  every DIMM at OperatingSpeedMhz 4400 with AllowedSpeedsMHz 4800, which agrees.
+- AMD EPYC 9454P (4th Gen EPYC, Genoa): AMD product page 12 channels DDR5-4800 (1DPC); AMD's
+  EPYC 9004 memory population guidance rates 2DPC at DDR5-3600.
+- AMD EPYC 7502P (2nd Gen EPYC, Rome): AMD product page 8 channels DDR4-3200; 2DPC 2933 MT/s on
+  RDIMM platforms (server vendors' EPYC 7002 guides, e.g. Dell PowerEdge "3200, 2933 or 2666 MT/s").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from provision.spec.model import NodeSpec
+
+
+@dataclass(frozen=True)
+class CpuMemory:
+    """What one CPU part's memory controllers take."""
+
+    family: str
+    channels: int
+    type: str
+    mts_by_dpc: tuple[int, ...]  # index 0: 1 DPC, 1: 2 DPC; a part that takes no more has no entry
+    source: str
+
+
+_SPR = ("Sapphire Rapids, 4th Gen Xeon Scalable", 8, "DDR5", (4800, 4400), "Intel ARK; Intel 4th Gen DPC guidance")
+_EMR = ("Emerald Rapids, 5th Gen Xeon Scalable", 8, "DDR5", (5600, 4400), "Intel ARK; Intel 5th Gen product brief")
+
+# Keys: the part number as it appears in the model name, after _normalise.
+CPU_MEMORY: dict[str, CpuMemory] = {
+    "xeon platinum 8592+": CpuMemory(*_EMR),
+    "xeon platinum 8480+": CpuMemory(*_SPR),
+    "xeon platinum 8462y+": CpuMemory(*_SPR),
+    "epyc 9454p": CpuMemory("Genoa, 4th Gen EPYC", 12, "DDR5", (4800, 3600),
+                            "AMD product page; AMD EPYC 9004 memory population guidance"),
+    "epyc 7502p": CpuMemory("Rome, 2nd Gen EPYC", 8, "DDR4", (3200, 2933),
+                            "AMD product page; EPYC 7002 server vendors' population guides"),
+}
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    key: str  # under the profile, e.g. memory.channels_per_socket
+    message: str
+
+
+def _normalise(model: str) -> str:
+    text = re.sub(r"\((?:R|TM)\)|®|™", "", model, flags=re.I)
+    text = re.sub(r"\b(?:Intel|AMD|CPU|Processor)\b|@.*$|\d+-Core", " ", text, flags=re.I)
+    return " ".join(text.lower().split())
+
+
+def lookup(model: str) -> CpuMemory | None:
+    """The table entry for a model name as lscpu or Redfish prints it, or None."""
+    name = _normalise(model)
+    return next((entry for key, entry in CPU_MEMORY.items() if re.search(rf"(?<!\S){re.escape(key)}(?!\S)", name)),
+                None)
+
+
+def check_profile(spec: NodeSpec) -> list[Finding]:
+    """Every reason the spec's memory population cannot be true for its CPU (pure)."""
+    cpu, mem = spec.cpu, spec.memory
+    found: list[Finding] = []
+    populated = cpu.sockets * mem.channels_per_socket * mem.dimms_per_channel
+    if populated != mem.dimm_count:
+        found.append(Finding(Severity.ERROR, "memory.dimm_count",
+                             f"{mem.dimm_count} DIMMs, but {cpu.sockets} socket(s) x {mem.channels_per_socket} "
+                             f"channel(s) x {mem.dimms_per_channel} DIMM(s) per channel are {populated}"))
+    entry = lookup(cpu.model)
+    if entry is None:
+        known = ", ".join(sorted(CPU_MEMORY))
+        found.append(Finding(Severity.WARNING, "cpu.model",
+                             f"{cpu.model!r} is not in the CPU memory table ({known}): cannot judge channels and "
+                             "speed"))
+        return found
+    part = f"{cpu.model} ({entry.family})"
+    if mem.channels_per_socket > entry.channels:
+        found.append(Finding(Severity.ERROR, "memory.channels_per_socket",
+                             f"{mem.channels_per_socket} channels per socket, but {part} has {entry.channels} "
+                             f"[{entry.source}]"))
+    if mem.dimms_per_channel > len(entry.mts_by_dpc):
+        found.append(Finding(Severity.ERROR, "memory.dimms_per_channel",
+                             f"{mem.dimms_per_channel} DIMMs per channel, but {part} is rated for at most "
+                             f"{len(entry.mts_by_dpc)} [{entry.source}]"))
+    else:
+        rated = entry.mts_by_dpc[mem.dimms_per_channel - 1]
+        if mem.min_speed_mts > rated:
+            found.append(Finding(Severity.ERROR, "memory.min_speed_mts",
+                                 f"{mem.min_speed_mts} MT/s minimum, but {part} runs {entry.type} at {rated} MT/s "
+                                 f"with {mem.dimms_per_channel} DIMM(s) per channel [{entry.source}]"))
+    if mem.type != entry.type:
+        found.append(Finding(Severity.WARNING, "memory.type",
+                             f"{mem.type}, but the table has {part} with {entry.type} only [{entry.source}]"))
+    return found
