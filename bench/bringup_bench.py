@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from provision.bringup.engine import run_bringup
-from provision.bringup.model import STAGES
+from provision.bringup.model import STAGES, BringupResult
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages import default_stages
 from provision.journal import Journal
@@ -48,17 +48,23 @@ def one_size(nodes: int, speed: float) -> dict[str, object]:
             self1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         finally:
             manager.down(lab_dir)
-    per_stage = {s: statistics.median([st.seconds for n in result.nodes for st in n.stages if st.stage == s] or [0])
-                 for s in STAGES}
+    per_stage = _per_stage(result)
+    rerun_stage = _per_stage(again)
     return {
         "nodes": nodes, "ok": result.ok, "rerun_ok": again.ok,
         "rerun_changed": any(n.changed for n in again.nodes), "lab_up_s": round(lab_up, 1),
         "wall_s": round(wall, 1), "rerun_s": round(rerun, 1), "per_stage_median_s": per_stage,
+        "rerun_per_stage_median_s": rerun_stage,
         "orchestrator_cpu_s": round((self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime), 1),
         "children_cpu_s": round((kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime), 1),
         "orchestrator_peak_rss_mib": round(self1.ru_maxrss / 1024, 1),
         "failed": [f"{n.node}@{n.failed_stage}" for n in result.nodes if not n.ok],
     }
+
+
+def _per_stage(result: BringupResult) -> dict[str, float]:
+    return {s: statistics.median([st.seconds for n in result.nodes for st in n.stages if st.stage == s] or [0])
+            for s in STAGES}
 
 
 def main() -> None:
@@ -78,6 +84,9 @@ def main() -> None:
         cells = [r["nodes"], r["ok"], r["lab_up_s"], r["wall_s"], *(stages[s] for s in STAGES), r["rerun_s"],
                  r["rerun_changed"], r["orchestrator_cpu_s"], r["children_cpu_s"], r["orchestrator_peak_rss_mib"]]
         print("| " + " | ".join(str(c) for c in cells) + " |")
+        rerun = r["rerun_per_stage_median_s"]
+        assert isinstance(rerun, dict)
+        print("  rerun by stage (median s): " + ", ".join(f"{s} {rerun[s]}" for s in STAGES))
         if r["failed"]:
             print(f"  failed: {r['failed']}")
 
