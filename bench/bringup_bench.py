@@ -21,6 +21,7 @@ from provision.bringup.model import STAGES, BringupResult
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages import default_stages
 from provision.journal import Journal
+from provision.journal.configured import configured
 from provision.lab import manager
 from provision.spec import load_fleet
 
@@ -45,6 +46,7 @@ def one_size(nodes: int, speed: float) -> dict[str, object]:
                 t2 = time.monotonic()
                 again = run_bringup(hosts, default_stages(opts), journal=journal, concurrency=nodes)
                 rerun = time.monotonic() - t2
+                records = [configured(journal, h.name) for h in hosts]
             self1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         finally:
             manager.down(lab_dir)
@@ -59,6 +61,9 @@ def one_size(nodes: int, speed: float) -> dict[str, object]:
         "children_cpu_s": round((kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime), 1),
         "orchestrator_peak_rss_mib": round(self1.ru_maxrss / 1024, 1),
         "failed": [f"{n.node}@{n.failed_stage}" for n in result.nodes if not n.ok],
+        "record": sorted({f"{len(r.manifest['file'])} files, {len(r.manifest['service'])} services"
+                          if r else "none" for r in records}),
+        "rerun_configure": sorted({st.plan.note for n in again.nodes for st in n.stages if st.stage == "configure"}),
     }
 
 
@@ -87,6 +92,7 @@ def main() -> None:
         rerun = r["rerun_per_stage_median_s"]
         assert isinstance(rerun, dict)
         print("  rerun by stage (median s): " + ", ".join(f"{s} {rerun[s]}" for s in STAGES))
+        print(f"  rerun configure: {r['rerun_configure']}; journal record: {r['record']}")
         if r["failed"]:
             print(f"  failed: {r['failed']}")
 

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import threading
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,9 @@ class HostVariables:
             from ansible.plugins.loader import init_plugin_loader
             from ansible.vars.manager import VariableManager
 
-            init_plugin_loader()  # lookups (e.g. ansible.builtin.vars in group_vars/all/main.yml) need it
+            with warnings.catch_warnings():  # "already configured" when a loader of this process did it
+                warnings.simplefilter("ignore", UserWarning)
+                init_plugin_loader()  # lookups (e.g. ansible.builtin.vars in group_vars/all/main.yml) need it
             loader = DataLoader()
             inv = InventoryManager(loader=loader, sources=[str(self.inventory)])
             self._manager = (inv, VariableManager(loader=loader, inventory=inv), loader)
