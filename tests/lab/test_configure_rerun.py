@@ -52,11 +52,11 @@ def test_shortcut_while_unchanged_check_mode_after_drift(lab: manager.LabState, 
         record = configured(jr, "node01")
     assert record is not None and MANAGED in record.manifest["file"], record
     again = _configure(lab, journal)
-    assert again["outcome"] == "converged" and "unchanged since the apply" in again["note"], again
+    assert again["outcome"] == "converged" and "unchanged since run" in again["note"], again
     host = load_fleet(lab.inventory).hosts["node01"]
     assert run(host, f"echo 'vm.swappiness = 99' >> {MANAGED}").ok
     drifted = _configure(lab, journal)  # the fingerprint differs: check mode finds the file, apply repairs it
-    assert drifted["outcome"] == "applied" and "the node changed since the apply" in drifted["note"], drifted
+    assert drifted["outcome"] == "applied" and "the node changed since run" in drifted["note"], drifted
     assert "vm.swappiness = 99" not in run(host, f"cat {MANAGED}").stdout
     final = _configure(lab, journal)
-    assert final["outcome"] == "converged" and "unchanged since the apply" in final["note"], final
+    assert final["outcome"] == "converged" and "unchanged since run" in final["note"], final

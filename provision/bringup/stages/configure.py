@@ -40,6 +40,17 @@ class NodeProbe(BaseModel):
     passed: int = 0
 
 
+class RecordAction(Action):
+    """Bookkeeping after check mode found nothing to change: record the evidence for the next run's shortcut."""
+
+    kind: str = "record"
+    target: str = "site.yml"
+    after: str = "the inputs' digest and the node's fingerprint, for the next run"
+    changes_node: bool = False
+    digest: str
+    manifest: dict[str, list[str]]
+
+
 class ConfigureObserved(BaseModel):
     """Everything the configure plan is made from."""
 
@@ -68,7 +79,7 @@ def shortcut_refused(seen: ConfigureObserved) -> str | None:
     if seen.probe.failing:
         return f"{len(seen.probe.failing)} quick check(s) do not pass: {', '.join(seen.probe.failing[:5])}"
     if seen.probe.fingerprint != seen.record.fingerprint:
-        return f"the node changed since the apply of run {seen.record.run_id} (a managed file, package or service)"
+        return f"the node changed since run {seen.record.run_id} (a managed file, package or service)"
     return None
 
 
@@ -81,8 +92,16 @@ def refused_before_probe(seen: ConfigureObserved) -> str | None:
     if seen.record is None:
         return "no record of a successful apply of site.yml in the journal"
     if seen.record.digest != seen.digest:
-        return f"site.yml's inputs changed since the apply of run {seen.record.run_id} (roles, variables or versions)"
+        return f"site.yml's inputs changed since run {seen.record.run_id} (roles, variables or versions)"
     return None
+
+
+def _merged(host: str, observed: ConfigureObserved) -> dict[str, list[str]]:
+    """What check mode saw managed, and what the last apply managed (tasks check mode skips name nothing)."""
+    assert observed.check is not None
+    now = observed.check.manifest(host)
+    before = observed.record.manifest if observed.record is not None else {}
+    return {kind: sorted(set(names) | set(before.get(kind, ()))) for kind, names in now.items()}
 
 
 def quick_failing(host: HostEntry, facts: NodeFacts) -> tuple[tuple[str, ...], int]:
@@ -150,7 +169,7 @@ class ConfigureStage:
         refused = shortcut_refused(observed)
         if refused is None:
             assert observed.record is not None and observed.probe is not None
-            note = (f"unchanged since the apply of run {observed.record.run_id}: same inputs, node fingerprint "
+            note = (f"unchanged since run {observed.record.run_id}: same inputs, node fingerprint "
                     f"matches, {observed.probe.passed} quick checks pass (--recheck runs check mode)")
             return StagePlan(stage=self.name, node=host.name, note=note)
         if observed.check_error:
@@ -158,9 +177,20 @@ class ConfigureStage:
         if observed.check is None:
             raise ProvisionError(f"{host.name}: configure: check mode is needed ({refused}) and was not run")
         changes = [c for c in observed.check.changes if c.host == host.name]
-        actions = tuple(Action(kind="ansible", target=c.task) for c in changes)
-        return StagePlan(stage=self.name, node=host.name, actions=actions,
-                         note=f"check mode ({refused}): " + ("changes planned" if actions else "OS matches site.yml"))
+        actions: tuple[Action, ...] = tuple(Action(kind="ansible", target=c.task) for c in changes)
+        if not actions and observed.digest:  # converged by check mode: keep the evidence, or it is paid again
+            actions = (RecordAction(digest=observed.digest, manifest=_merged(host.name, observed)),)
+        found = "changes planned" if changes else "OS matches site.yml"
+        return StagePlan(stage=self.name, node=host.name, actions=actions, note=f"check mode ({refused}): {found}")
+
+    def _record(self, ctx: StageContext, digest: str, manifest: dict[str, list[str]]) -> None:
+        if ctx.journal is None or not digest:
+            return
+        probe = self._probe_fingerprint(ctx.host, manifest)
+        if probe.error:
+            ctx.say(self.name, f"no record for the next run's shortcut: {probe.error}")
+            return
+        record_configured(ctx.journal, ctx.host.name, ctx.run_id, digest, manifest, probe.fingerprint)
 
     def _full(self, host: HostEntry, note: str) -> StagePlan:
         return StagePlan(stage=self.name, node=host.name,
@@ -170,20 +200,18 @@ class ConfigureStage:
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
         """Run site.yml; after it succeeded, record its inputs' digest, manifest and the node's fingerprint."""
         host = ctx.host
+        if all(isinstance(a, RecordAction) for a in plan.actions):  # bookkeeping only: nothing is run
+            for action in plan.actions:
+                assert isinstance(action, RecordAction)
+                self._record(ctx, action.digest, action.manifest)
+            return
         digest, _ = self._digest(host)  # taken before the run: an edit during it shows as a change next time
         if ctx.journal is not None:
             forget_configured(ctx.journal, host.name)  # a failed or killed run leaves no record
         summary = Action(kind="ansible", target="site.yml", after=f"{len(plan.actions)} change(s) planned")
         result: PlayResult = ctx.side_effect(self.name, summary,
                                              lambda: run_playbook(self._options(host, check=False)))
-        if ctx.journal is None or not digest:
-            return
-        manifest = result.manifest(host.name)
-        probe = self._probe_fingerprint(host, manifest)
-        if probe.error:
-            ctx.say(self.name, f"applied; no record for the next run's shortcut: {probe.error}")
-            return
-        record_configured(ctx.journal, host.name, ctx.run_id, digest, manifest, probe.fingerprint)
+        self._record(ctx, digest, result.manifest(host.name))
 
     def _probe_fingerprint(self, host: HostEntry, manifest: dict[str, list[str]]) -> NodeProbe:
         try:

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from provision.ansible.models import Change, PlayResult
+from provision.ansible.models import Change, Managed, PlayResult
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages.configure import (
     ConfigureObserved,
     ConfigureStage,
     NodeProbe,
+    RecordAction,
     refused_before_probe,
     shortcut_refused,
 )
@@ -44,7 +45,7 @@ def _seen(**kw: object) -> ConfigureObserved:
     (_seen(probe=NodeProbe(error="ssh failed: Connection refused")), None, "could not be made: ssh failed"),
     # an error never counts as converged, whatever fingerprint it carries
     (_seen(probe=NodeProbe(fingerprint="f1", error="configure.files: exit 1")), None, "could not be made"),
-    (_seen(probe=NodeProbe(fingerprint="f2")), None, "node changed since the apply of run 7"),
+    (_seen(probe=NodeProbe(fingerprint="f2")), None, "node changed since run 7"),
     (_seen(probe=NodeProbe(fingerprint="f1", failing=("zfs.pool", "nvidia.driver"))), None,
      "2 quick check(s) do not pass: zfs.pool, nvidia.driver"),
 ])
@@ -62,13 +63,16 @@ def _host(make_host: Callable[..., HostEntry]) -> HostEntry:
 CHANGED = PlayResult(status="successful", rc=0, check=True, changes=[
     Change(host="node01", task="base : Write the sysctls"), Change(host="node02", task="other node's change")])
 QUIET = PlayResult(status="successful", rc=0, check=True)
+RECORDED = "record site.yml: the inputs' digest and the node's fingerprint, for the next run"
 
 
 @pytest.mark.parametrize(("seen", "actions", "note"), [
     (ConfigureObserved(configured_before=False), ["ansible site.yml: full run"], "never configured"),
-    (_seen(), [], "unchanged since the apply of run 7: same inputs, node fingerprint matches, 12 quick checks"),
-    (_seen(recheck=True, check=QUIET), [], "check mode (--recheck given): OS matches site.yml"),
-    (_seen(probe=NodeProbe(error="x"), check=QUIET), [], "check mode (the node probe could not be made: x)"),
+    (_seen(), [], "unchanged since run 7: same inputs, node fingerprint matches, 12 quick checks"),
+    # converged by check mode: only bookkeeping, the evidence recorded for the next run
+    (_seen(recheck=True, check=QUIET), [RECORDED], "check mode (--recheck given): OS matches site.yml"),
+    (_seen(probe=NodeProbe(error="x"), check=QUIET), [RECORDED], "check mode (the node probe could not be made: x)"),
+    (_seen(digest="", digest_error="bad", check=QUIET), [], "check mode (inputs could not be digested: bad)"),
     (_seen(digest="d2", check=CHANGED), ["ansible base : Write the sysctls"], "inputs changed"),
     (_seen(record=None, check_error="ansible run failed"), ["ansible site.yml: full run"],
      "check mode could not predict the run: ansible run failed"),
@@ -80,6 +84,15 @@ def test_configure_plan(make_host: Callable[..., HostEntry], seen: ConfigureObse
     assert [a.describe() for a in plan.actions] == actions
     assert note in plan.note
     assert stage.plan(_host(make_host), seen) == plan  # pure: same observation, same plan
+    assert plan.converged == (not actions or actions == [RECORDED])
+
+
+def test_a_recorded_check_keeps_what_the_last_apply_managed(make_host: Callable[..., HostEntry]) -> None:
+    seen = _seen(digest="d2", check=QUIET.model_copy(update={"managed": [
+        Managed(host="node01", kind="file", name="/etc/y"), Managed(host="node02", kind="file", name="/etc/z")]}))
+    (action,) = ConfigureStage(OPTS).plan(_host(make_host), seen).actions
+    assert isinstance(action, RecordAction) and action.digest == "d2" and not action.changes_node
+    assert action.manifest == {"file": ["/etc/x", "/etc/y"], "service": []}
 
 
 def test_plan_refuses_a_state_where_check_mode_was_needed_and_not_run(make_host: Callable[..., HostEntry]) -> None:

@@ -86,7 +86,7 @@ def test_first_run_applies_and_records_then_rerun_skips_check_mode(
         assert record is not None and record.manifest == {"file": ["/etc/x"], "service": ["chrony"]}
         assert _checks(node) == 0
         outcome, note = _run(host, journal)
-        assert (outcome, _checks(node)) == (Outcome.CONVERGED, 0) and "unchanged since the apply of run" in note
+        assert (outcome, _checks(node)) == (Outcome.CONVERGED, 0) and "unchanged since run" in note
         assert any("configure.files" in names for names in node.gathers)
 
 
@@ -103,6 +103,10 @@ def test_any_doubt_runs_check_mode(make_host: Callable[..., HostEntry], node: Fa
         change(node)
         outcome, note = _run(host, journal)
         assert (outcome, _checks(node)) == (Outcome.CONVERGED, 1) and why in note
+        node.unreachable = False
+        # check mode found nothing to change: its evidence was recorded, so the next run needs none
+        outcome, note = _run(host, journal)
+        assert (outcome, _checks(node)) == (Outcome.CONVERGED, 1) and "unchanged since run" in note
 
 
 def test_recheck_runs_check_mode_without_probing(make_host: Callable[..., HostEntry], node: FakeNode,
@@ -112,8 +116,11 @@ def test_recheck_runs_check_mode_without_probing(make_host: Callable[..., HostEn
         _run(host, journal)
         probes = len(node.gathers)
         outcome, note = _run(host, journal, recheck=True)
-        assert (outcome, _checks(node), len(node.gathers)) == (Outcome.CONVERGED, 1, probes)
-        assert "--recheck" in note
+        assert (outcome, _checks(node)) == (Outcome.CONVERGED, 1) and "--recheck" in note
+        # no shortcut probe: only the fingerprint taken after check mode, to refresh the record
+        assert [all(n.startswith("configure.") for n in names) for names in node.gathers[probes:]] == [True]
+        record = configured(journal, host.name)
+        assert record is not None and record.run_id == 2
 
 
 def test_a_failed_apply_leaves_no_record(make_host: Callable[..., HostEntry], node: FakeNode, tmp_path: Path,
