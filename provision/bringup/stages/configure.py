@@ -21,10 +21,10 @@ from provision.ansible.runner import PlayFailed, run_playbook
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
-from provision.conformance.facts import GatherError, NodeFacts, gather
+from provision.conformance.facts import NodeFacts, gather
 from provision.conformance.model import Level, Outcome
 from provision.conformance.runner import evaluate, node_probes, ssh_runner_for
-from provision.errors import InventoryError, ProvisionError
+from provision.errors import ProvisionError
 from provision.journal.configured import ConfiguredRecord, configured, forget_configured, record_configured
 from provision.spec import HostEntry
 
@@ -159,7 +159,7 @@ class ConfigureStage:
                            ssh_runner_for(Level.QUICK)(host))
             failing, passed = quick_failing(host, facts)
             return NodeProbe(fingerprint=fp.fingerprint(facts, manifest), failing=failing, passed=passed)
-        except (GatherError, InventoryError, fp.FingerprintUnavailable) as exc:
+        except (ProvisionError, fp.FingerprintUnavailable) as exc:  # unreachable, host key, script died, ...
             return NodeProbe(error=str(exc))
 
     # -- plan -----------------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ class ConfigureStage:
         if refused is None:
             assert observed.record is not None and observed.probe is not None
             note = (f"unchanged since run {observed.record.run_id}: same inputs, node fingerprint "
-                    f"matches, {observed.probe.passed} quick checks pass (--recheck runs check mode)")
+                    f"matches, {observed.probe.passed} quick checks without a failure (--recheck runs check mode)")
             return StagePlan(stage=self.name, node=host.name, note=note)
         if observed.check_error:
             return self._full(host, f"{refused}; check mode could not predict the run: {observed.check_error}")
@@ -217,5 +217,5 @@ class ConfigureStage:
         try:
             facts = gather(host.name, fp.probes(manifest), ssh_runner_for(Level.QUICK)(host))
             return NodeProbe(fingerprint=fp.fingerprint(facts, manifest))
-        except (GatherError, InventoryError, fp.FingerprintUnavailable) as exc:
+        except (ProvisionError, fp.FingerprintUnavailable) as exc:
             return NodeProbe(error=str(exc))

@@ -68,7 +68,7 @@ RECORDED = "record site.yml: the inputs' digest and the node's fingerprint, for 
 
 @pytest.mark.parametrize(("seen", "actions", "note"), [
     (ConfigureObserved(configured_before=False), ["ansible site.yml: full run"], "never configured"),
-    (_seen(), [], "unchanged since run 7: same inputs, node fingerprint matches, 12 quick checks"),
+    (_seen(), [], "unchanged since run 7: same inputs, node fingerprint matches, 12 quick checks without a failure"),
     # converged by check mode: only bookkeeping, the evidence recorded for the next run
     (_seen(recheck=True, check=QUIET), [RECORDED], "check mode (--recheck given): OS matches site.yml"),
     (_seen(probe=NodeProbe(error="x"), check=QUIET), [RECORDED], "check mode (the node probe could not be made: x)"),
