@@ -98,3 +98,11 @@ def test_a_recorded_check_keeps_what_the_last_apply_managed(make_host: Callable[
 def test_plan_refuses_a_state_where_check_mode_was_needed_and_not_run(make_host: Callable[..., HostEntry]) -> None:
     with pytest.raises(ProvisionError, match=r"check mode is needed .*inputs changed"):
         ConfigureStage(OPTS).plan(_host(make_host), _seen(digest="d2"))
+
+
+def test_quick_checks_on_a_node_that_answered_nothing_never_pass(make_host: Callable[..., HostEntry]) -> None:
+    from provision.bringup.stages.configure import quick_failing
+    from provision.conformance.facts import NodeFacts
+
+    failing, passed = quick_failing(_host(make_host), NodeFacts(node="node01", sections={}))
+    assert failing and passed == 0
