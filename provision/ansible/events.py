@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Any, Literal
 
 from provision.ansible.models import Change, Failure, ProgressEvent
 
@@ -111,3 +111,39 @@ def _as_text(value: Any) -> str:
     if isinstance(value, dict):
         return "".join(f"{k}: {v}\n" for k, v in sorted(value.items()))
     return "" if value is None else f"{value}\n"
+
+
+# Modules whose result names a file the role manages or reads, and the key that names it.
+_FILE_KEYS = {
+    "template": ("dest",), "copy": ("dest",), "get_url": ("dest",), "file": ("path", "dest"),
+    "lineinfile": ("path", "dest"), "blockinfile": ("path", "dest"), "ini_file": ("path", "dest"),
+    "replace": ("path", "dest"), "stat": ("path",), "slurp": ("src", "path"),
+}
+_SERVICE_MODULES = frozenset({"systemd_service", "systemd", "service"})
+
+
+ManagedKind = Literal["file", "service"]
+
+
+def managed(event: dict[str, Any]) -> list[tuple[ManagedKind, str]]:
+    """What a successful task result says the run manages on its host: ("file", path) and ("service", name).
+
+    Read from the module's own arguments as the result reports them (`invocation.module_args`, every loop
+    item's too), so the list follows the roles without naming any of them. Empty for other events."""
+    if event.get("event") != "runner_on_ok":
+        return []
+    data = event.get("event_data") or {}
+    module = str(data.get("task_action", "")).rsplit(".", 1)[-1]
+    res = data.get("res") or {}
+    found: list[tuple[ManagedKind, str]] = []
+    for item in [res, *(res.get("results") or [])]:
+        if not isinstance(item, dict):
+            continue
+        args = (item.get("invocation") or {}).get("module_args") or {}
+        if module in _FILE_KEYS:
+            value = next((args.get(k) for k in _FILE_KEYS[module] if args.get(k)), None)
+            if isinstance(value, str) and value.startswith("/"):
+                found.append(("file", value))
+        elif module in _SERVICE_MODULES and isinstance(args.get("name"), str) and args["name"]:
+            found.append(("service", args["name"]))
+    return found

@@ -42,6 +42,14 @@ class Failure(_Frozen):
     unreachable: bool = False
 
 
+class Managed(_Frozen):
+    """Something a successful task says the run manages on a host: a file (path) or a service (name)."""
+
+    host: str
+    kind: Literal["file", "service"]
+    name: str
+
+
 class PlayResult(_Frozen):
     """The outcome of one playbook run."""
 
@@ -51,6 +59,15 @@ class PlayResult(_Frozen):
     hosts: dict[str, HostStats] = Field(default_factory=dict)
     changes: list[Change] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
+    managed: list[Managed] = Field(default_factory=list)
+
+    def manifest(self, host: str) -> dict[str, list[str]]:
+        """What the run managed on `host`, by kind, each name once, sorted."""
+        kinds: dict[str, set[str]] = {"file": set(), "service": set()}
+        for item in self.managed:
+            if item.host == host:
+                kinds[item.kind].add(item.name)
+        return {kind: sorted(names) for kind, names in kinds.items()}
 
     @property
     def ok(self) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from provision.ansible import events
-from provision.ansible.models import Change, Failure, HostStats, PlayResult, ProgressEvent, RunOptions
+from provision.ansible.models import Change, Failure, HostStats, Managed, PlayResult, ProgressEvent, RunOptions
 from provision.ansible.project import base_env, playbook_path, project_dir, strategy_env
 from provision.errors import AnsibleRunError
 
@@ -30,6 +30,7 @@ class _Collector:
     def __init__(self, on_event: ProgressCallback | None, secrets: tuple[str, ...]) -> None:
         self.changes: list[Change] = []
         self.failures: list[Failure] = []
+        self.managed: list[Managed] = []
         self.on_event = on_event
         self.secrets = secrets
         self.stats: dict[str, Any] = {}
@@ -39,6 +40,8 @@ class _Collector:
             self.stats = event.get("event_data") or {}
         if (found := events.change(event)) is not None:
             self.changes.append(found)
+        host = str((event.get("event_data") or {}).get("host", ""))
+        self.managed += [Managed(host=host, kind=kind, name=name) for kind, name in events.managed(event)]
         if (failed := events.failure(event, self.secrets)) is not None:
             self.failures.append(failed)
         if self.on_event is not None and (step := events.progress(event)) is not None:
@@ -86,6 +89,7 @@ def run_playbook(
         hosts=_host_stats(collector.stats),
         changes=collector.changes,
         failures=collector.failures,
+        managed=collector.managed,
     )
     if not result.ok:
         raise PlayFailed(failure_message(options.playbook, result, events.redact(tail, secrets)), result)

@@ -131,6 +131,8 @@ def _one_line(text: str) -> str:
 
 def _apply(ctx: StageContext, stage: Stage, plan: StagePlan, plan_only: bool) -> Outcome:
     if plan.converged:
+        if plan.actions and not plan_only:  # bookkeeping only: the node is as its spec says
+            stage.apply(ctx, plan)
         return Outcome.CONVERGED
     if plan_only:
         return Outcome.PLANNED

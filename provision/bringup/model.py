@@ -32,6 +32,8 @@ class Action(BaseModel):
     before: str = ""
     after: str = ""
     needs_host_reset: bool = False
+    changes_node: bool = True
+    """False for bookkeeping (e.g. recording evidence in the journal): a plan of only those is converged."""
 
     def describe(self) -> str:
         if not self.after:
@@ -44,7 +46,7 @@ class Action(BaseModel):
 
 
 class StagePlan(BaseModel):
-    """What one stage would do on one node; no actions means converged."""
+    """What one stage would do on one node; no action that changes the node means converged."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -55,7 +57,7 @@ class StagePlan(BaseModel):
 
     @property
     def converged(self) -> bool:
-        return not self.actions
+        return not any(a.changes_node for a in self.actions)
 
 
 class Outcome(StrEnum):

@@ -24,3 +24,4 @@ class BringupOptions(BaseModel):
     verify_level: Level = Level.FULL
     strategy: Literal["linear", "mitogen"] = "linear"
     forks: int = 8
+    recheck: bool = False  # configure: run check mode even when the journal and a node probe say converged

@@ -49,6 +49,9 @@ def bringup_command(
     os_image: Annotated[str | None, typer.Option("--os-image", help="Installer URL for nodes without an OS")] = None,
     level: Annotated[Level, typer.Option("--level", help="Conformance level of the verify stage")] = Level.FULL,
     poll: Annotated[float, typer.Option("--poll-seconds", min=0.05, max=60.0, help="BMC polling interval")] = 1.0,
+    recheck: Annotated[bool, typer.Option(
+        "--recheck", help="configure: run site.yml in check mode even where the journal's record of the last "
+                          "apply and a node probe say the node is unchanged")] = False,
     insecure: InsecureOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -62,7 +65,7 @@ def bringup_command(
     check_paths(journal=journal or default_path(), log_dir=log_dir, os_image=os_image)
     hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
-                          poll_s=poll)
+                          poll_s=poll, recheck=recheck)
     stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None)
     live = not as_json and sys.stdout.isatty()  # a terminal: the live table; otherwise one line per stage
     with Journal(journal) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:

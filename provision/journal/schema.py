@@ -93,6 +93,18 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at REAL NOT NULL
     );
     """,
+    # 4: what the configure stage last applied to a node and how the node looked right after
+    # (provision.journal.configured): the converged re-run's evidence
+    """
+    CREATE TABLE configured (
+        node TEXT PRIMARY KEY,
+        run_id INTEGER,
+        digest TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        recorded_at REAL NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -147,3 +147,32 @@ def test_one_session_per_node_per_run_closed_even_on_failure(hosts) -> None:  # 
     assert not result.ok
     assert sorted(opened) == ["node01", "node02", "node03"]
     assert sorted(closed) == sorted(opened)
+
+
+@dataclass
+class BookkeepingStage:
+    """Converged, with one journal-only action (changes_node=False) to carry out."""
+
+    name: str = "configure"
+    applied: list[str] = field(default_factory=list)
+
+    def observe(self, ctx: StageContext) -> Any:
+        return None
+
+    def plan(self, host: HostEntry, observed: Any) -> StagePlan:
+        return StagePlan(stage=self.name, node=host.name,
+                         actions=(Action(kind="record", target="site.yml", changes_node=False),))
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        self.applied.append(ctx.host.name)
+
+
+@pytest.mark.parametrize("plan_only", [False, True])
+def test_a_bookkeeping_only_plan_is_converged_and_applied_outside_plan(hosts, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                       plan_only: bool) -> None:
+    stage = BookkeepingStage()
+    with Journal(tmp_path / "j.db") as journal:
+        result = run_bringup(hosts[:1], [stage], journal=journal, plan_only=plan_only)
+    assert [s.outcome for s in result.nodes[0].stages] == [Outcome.CONVERGED]
+    assert not result.nodes[0].changed
+    assert stage.applied == ([] if plan_only else [hosts[0].name])

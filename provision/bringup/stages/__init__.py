@@ -6,8 +6,9 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import Stage
 from provision.bringup.stages.bios import BiosStage
 from provision.bringup.stages.bmc import PreflightStage
+from provision.bringup.stages.configure import ConfigureStage
 from provision.bringup.stages.firmware import FirmwareStage
-from provision.bringup.stages.host import ConfigureStage, OsStage, VerifyStage
+from provision.bringup.stages.host import OsStage, VerifyStage
 from provision.bringup.stages.reset import ResetStage
 
 

@@ -1,4 +1,4 @@
-"""Stages on the node's OS: os (wait for SSH, or install from virtual media), configure, verify."""
+"""Stages on the node's OS: os (wait for SSH, or install from virtual media) and verify (configure: configure.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from provision.ansible.models import PlayResult, RunOptions
-from provision.ansible.runner import PlayFailed, run_playbook
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
@@ -62,42 +60,6 @@ class OsStage:
         power.virtual_media(node, image)  # type: ignore[arg-type]
         power.boot_once(node, "Cd")  # type: ignore[arg-type]
         power.host_reset(node, Clock(poll_s=self.opts.poll_s), 900)  # type: ignore[arg-type]
-
-
-class ConfigureStage:
-    """site.yml through ansible-runner; check mode first, so a converged node plans nothing."""
-
-    name = "configure"
-
-    def __init__(self, opts: BringupOptions) -> None:
-        self.opts = opts
-
-    def _options(self, ctx: StageContext, check: bool) -> RunOptions:
-        return RunOptions(playbook="site.yml", inventory=self.opts.inventory, limit=(ctx.host.name,), check=check,
-                          forks=self.opts.forks, strategy=self.opts.strategy)
-
-    def observe(self, ctx: StageContext) -> PlayResult | str:
-        """A check-mode run of site.yml; skipped (a full run planned) on a node never configured by us."""
-        if ctx.journal is not None and not any(
-            a.action == "ansible" and a.outcome == "ok" for a in ctx.journal.actions(ctx.host.name, self.name)
-        ):
-            return "never configured by provision: a full run of site.yml"
-        try:
-            return run_playbook(self._options(ctx, check=True))
-        except PlayFailed as exc:  # e.g. a task that needs a package the run would install first
-            return f"check mode could not predict the run: {exc}"
-
-    def plan(self, host: HostEntry, observed: PlayResult | str) -> StagePlan:
-        if isinstance(observed, str):
-            return StagePlan(stage=self.name, node=host.name,
-                             actions=(Action(kind="ansible", target="site.yml", after="full run"),), note=observed)
-        changes = [c for c in observed.changes if c.host == host.name]
-        actions = tuple(Action(kind="ansible", target=c.task) for c in changes)
-        return StagePlan(stage=self.name, node=host.name, actions=actions, note="OS matches site.yml")
-
-    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
-        summary = Action(kind="ansible", target="site.yml", after=f"{len(plan.actions)} change(s) planned")
-        ctx.side_effect(self.name, summary, lambda: run_playbook(self._options(ctx, check=False)))
 
 
 def _run_started(ctx: StageContext) -> datetime | None:

@@ -63,3 +63,21 @@ def test_help_lists_the_stages_and_levels(capsys: pytest.CaptureFixture[str], mo
     assert main(["bringup", "--help"]) == 0
     text = re.sub(r"\s", "", capsys.readouterr().out)
     assert "preflight|firmware|bios|reset|os|configure|verify" in text and "quick|full|burnin" in text
+
+
+@pytest.mark.parametrize(("args", "recheck"), [([], False), (["--recheck"], True)])
+def test_recheck_reaches_the_configure_stage(state: Path, monkeypatch: pytest.MonkeyPatch, args: list[str],
+                                             recheck: bool) -> None:
+    from provision.bringup.model import BringupResult
+    from provision.cli import bringup as cli_bringup
+
+    seen: list[bool] = []
+
+    def fake_run(hosts, stages, **kw):  # type: ignore[no-untyped-def]
+        seen.extend(s.opts.recheck for s in stages if s.name == "configure")
+        return BringupResult(run_id=None, plan_only=True, nodes=[])
+
+    monkeypatch.setattr(cli_bringup, "run_bringup", fake_run)
+    rc = main(["bringup", "node01", "-i", INV, "--plan", "--journal", str(state / "j.db"),
+               "--log-dir", str(state / "logs"), *args])
+    assert rc == 0 and seen == [recheck]

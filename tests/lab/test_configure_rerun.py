@@ -1,0 +1,62 @@
+"""The converged re-run on a twin: the configure stage skips check mode only while the node is as the last
+apply left it. A managed file changed on the node sends it through check mode, which finds and repairs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from provision.journal import Journal
+from provision.journal.configured import configured
+from provision.lab import manager
+from provision.remote.ssh import run
+from provision.spec import load_fleet
+
+pytestmark = [pytest.mark.lab, pytest.mark.twins]
+
+ROOT = Path(__file__).resolve().parents[2]
+MANAGED = "/etc/sysctl.d/90-provision.conf"  # written by roles/base (template)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.LabState]:
+    lab_dir = tmp_path_factory.mktemp("rerun-lab")
+    state = manager.up(manager.UpOptions(lab_dir=lab_dir, nodes=1, speed=60.0,
+                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
+    try:
+        yield state
+    finally:
+        manager.down(lab_dir)
+
+
+def _configure(lab: manager.LabState, journal: Path, *args: str) -> dict[str, str]:
+    cmd = [sys.executable, "-m", "provision.cli", "bringup", "node01", "--only", "configure", *args,
+           "-i", str(lab.inventory), "--journal", str(journal), "--log-dir", str(journal.parent / "logs"), "--json"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.stdout.strip(), proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["ok"], json.dumps(summary, indent=1)[-3000:]
+    stage = summary["nodes"][0]["stages"][0]
+    return {"outcome": stage["outcome"], "note": stage["note"]}
+
+
+def test_shortcut_while_unchanged_check_mode_after_drift(lab: manager.LabState, tmp_path: Path) -> None:
+    journal = tmp_path / "journal.db"
+    assert _configure(lab, journal)["outcome"] == "applied"  # never configured: the full run
+    with Journal(journal) as jr:
+        record = configured(jr, "node01")
+    assert record is not None and MANAGED in record.manifest["file"], record
+    again = _configure(lab, journal)
+    assert again["outcome"] == "converged" and "unchanged since run" in again["note"], again
+    host = load_fleet(lab.inventory).hosts["node01"]
+    assert run(host, f"echo 'vm.swappiness = 99' >> {MANAGED}").ok
+    drifted = _configure(lab, journal)  # the fingerprint differs: check mode finds the file, apply repairs it
+    assert drifted["outcome"] == "applied" and "the node changed since run" in drifted["note"], drifted
+    assert "vm.swappiness = 99" not in run(host, f"cat {MANAGED}").stdout
+    final = _configure(lab, journal)
+    assert final["outcome"] == "converged" and "unchanged since run" in final["note"], final
