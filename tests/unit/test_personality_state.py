@@ -105,11 +105,14 @@ FAULT_EFFECTS = {
     "gpu_row_remap_pending": (("nvidia_smi", "-q"), "Pending                           : Yes"),
     "gpu_throttle_thermal": (("nvidia_smi", "-q"), "HW Thermal Slowdown           : Active"),
     "gpu_pcie_downtrained": (("nvidia_smi", "-q"), "Current                   : 4\n"),
+    "ib_bw_low": (("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "10.0.0.7"), "231.84"),
+    "nvme_read_slow": (("fio", "--readonly", "--name=d", "--filename=/dev/nvme2n1"), "(1.2GB/s)"),
 }
 
 
 def _stable(text: str) -> str:
-    return re.sub(r"(Timestamp\s+: |Update Time : |\"time_t\": |\"asctime\": ).*", r"\1<now>", text)
+    text = re.sub(r"(Timestamp\s+: |Update Time : |\"time_t\": |\"asctime\": ).*", r"\1<now>", text)
+    return re.sub(r"\bpid=\d+", "pid=<pid>", text)
 
 
 @pytest.mark.parametrize("kind", sorted(FAULT_EFFECTS))
