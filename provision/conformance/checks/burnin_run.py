@@ -81,9 +81,11 @@ def _hcas(node: _Node) -> list[str] | str:
     if node.facts is None:
         return f"{node.host.name} could not be gathered"
     try:
-        return ib_hcas(node.host.spec, node.facts)
+        found = ib_hcas(node.host.spec, node.facts)
     except ParseError as exc:
         return f"{node.host.name}: {exc}"
+    ib = node.host.spec.network.infiniband
+    return found or f"{node.host.name}: ibstat lists no HCA with link layer {ib.link_layer if ib else '?'}"
 
 
 def _ib_id(node: _Node, test: str, hca: str) -> str:
@@ -130,18 +132,20 @@ def _ib_pair(nodes: dict[str, _Node], pair: Pair, test: str, runner_for: RunnerF
         c_out = run_probes(client.host.name, ib_client_probes(test, c_hcas, s_hcas, server.host.ssh.host),
                            runner_for(client.host))
         s_out = s_job.result()
-    for i in range(max(len(s_hcas), len(c_hcas))):
+    want = max(len(s_hcas), len(c_hcas), *(n.host.spec.network.infiniband.count for n in (server, client)
+                                            if n.host.spec.network.infiniband is not None))
+    for i in range(want):
         s_hca = s_hcas[i] if i < len(s_hcas) else None
         c_hca = c_hcas[i] if i < len(c_hcas) else None
-        _ib_verdict(ends, test, {server.host.name: s_hca, client.host.name: c_hca},
+        _ib_verdict(ends, test, i, {server.host.name: s_hca, client.host.name: c_hca},
                     s_out.get(ib_section(test, s_hca or "")), c_out.get(ib_section(test, c_hca or "")))
 
 
-def _ib_verdict(ends: list[tuple[_Node, _Node]], test: str, hca: dict[str, str | None], s_sec: Section | None,
-                c_sec: Section | None) -> None:
+def _ib_verdict(ends: list[tuple[_Node, _Node]], test: str, rail: int, hca: dict[str, str | None],
+                s_sec: Section | None, c_sec: Section | None) -> None:
     figure, why = _ib_figure(test, s_sec, c_sec, hca)
     for node, peer in ends:
-        own = hca[node.host.name] or "hca"
+        own = hca[node.host.name] or f"rail{rail}"
         desc = f"ib_{test}_bw {own} <-> {peer.host.name} {hca[peer.host.name] or '(none)'} (Gb/s)"
         gate = node.host.spec.acceptance.ib_write_bw_gbps
         if figure is None:

@@ -330,6 +330,17 @@ def test_a_peer_that_could_not_be_gathered_is_an_error_on_the_other() -> None:
     assert any("n2 could not be gathered" in r.detail for r in mine)
 
 
+def test_fewer_hcas_than_the_spec_is_an_error_per_missing_rail() -> None:
+    one_hca = IBSTAT[: IBSTAT.index("CA 'mlx5_1'")]
+    got = across_nodes([host("n1", "10.0.0.11"), host("n2", "10.0.0.12")],
+                       {"n1": facts(gathered()), "n2": facts(gathered(ibstat=one_hca))}, Fabric(_ib_answers()).runner_for)
+    n2 = {r.id: r for r in got["n2"] if r.id.startswith("burnin.ib.")}
+    assert n2["burnin.ib.mlx5_0.write_bw"].passed
+    assert n2["burnin.ib.rail1.write_bw"].outcome is Outcome.ERROR and "fewer" in n2["burnin.ib.rail1.write_bw"].detail
+    assert got["n1"] and {r.id for r in got["n1"] if r.outcome is Outcome.ERROR} == {"burnin.ib.mlx5_1.write_bw",
+                                                                                  "burnin.ib.mlx5_1.read_bw"}
+
+
 def test_missing_perftest_on_the_client_is_an_error() -> None:
     answers = _ib_answers()
     answers["n2"] = {"nccl_multinode": (0, NCCL_TWO, "")}
