@@ -319,3 +319,36 @@ def test_burn_in_tools_feel_the_faults(twin: Twin) -> None:
     apply_fault(twin.state, "scratch_drive_missing", clear=False)
     failed = twin.run("fio", "--directory=/scratch", "--name=seq", "--rw=read", "--output-format=json", check=False)
     assert failed.returncode == 1 and "Input/output error" in failed.stdout
+
+
+def test_the_pool_probe_runs_on_the_stand_ins_and_leaves_nothing_behind(twin: Twin, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from test_personality_helpers import TOOLS
+
+    from provision.conformance.checks import burnin
+    from provision.conformance.checks._base import Context
+    from provision.conformance.checks.burnin_plan import fio_pool_probe
+    from provision.conformance.facts import NodeFacts, Section
+    from provision.conformance.model import Level, Outcome
+
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    for tool in ("zfs", "fio", "zpool"):
+        (shims / tool).write_text(f'#!/bin/sh\nexec {sys.executable} {TOOLS / f"{tool}.py"} "$@"\n')
+        (shims / tool).chmod(0o755)
+    twin.out("zpool", "create", "-m", "/scratch", "scratch", *[f"/dev/{d['name']}" for d in twin.drives("scratch")])
+    env = {**twin.env(), "PATH": f"{shims}:/usr/bin:/bin"}
+    done = subprocess.run(["sh", "-c", fio_pool_probe(twin.spec).command], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    status = twin.out("zpool", "status", "-P", "scratch")
+    sections = {"fio_pool": Section(name="fio_pool", rc=0, stdout=done.stdout, stderr=done.stderr),
+                "zpool_status": Section(name="zpool_status", rc=0, stdout=status, stderr="")}
+    ctx = Context(node="n1", spec=twin.spec, facts=NodeFacts(node="n1", sections=sections), level=Level.BURNIN)
+    burnin._pool(ctx)
+    seq, rand = ctx.results
+    assert seq.outcome is Outcome.PASS and rand.outcome is Outcome.PASS, (seq, rand)
+    assert "scratch/provision-burnin-rand primarycache=metadata secondarycache=none" in seq.detail
+    assert "provision-burnin" not in twin.out("zfs", "list", "-H", "-o", "name")
