@@ -261,7 +261,7 @@ def test_burn_in_tools_read_with_the_conformance_readers(twin: Twin) -> None:
     twin.out("zpool", "create", "-m", "/scratch", "scratch", *devs)
     for name in ("provision-burnin", "provision-burnin-rand"):
         twin.out("zfs", "create", "-o", "primarycache=metadata", "-o", f"mountpoint=/scratch/{name}", f"scratch/{name}")
-    fio = shlex.split(burnin_plan.fio_pool_probe(twin.spec).command.split("; fio ", 1)[1])
+    fio = shlex.split(burnin_plan.fio_pool_probe(twin.spec).command.split("; fio ", 1)[1].removesuffix(" )"))
     seq, rand = parse_fio_jobs(twin.out("fio", *fio))  # the plan's own command line, as fio reads it
     assert (seq.name, rand.name) == ("seq", "rand")
     assert seq.read_gbs >= twin.spec.acceptance.scratch_seq_read_gbs

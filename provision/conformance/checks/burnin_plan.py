@@ -128,13 +128,15 @@ def fio_pool_probe(spec: NodeSpec) -> Probe:
            "--group_reporting --size=4G "
            f"--name=seq --directory={_q(mseq)} --rw=read --bs=1M --numjobs=8 --iodepth=32 "
            f"--name=rand --stonewall --directory={_q(mrnd)} --rw=randread --bs=4k --numjobs=16 --iodepth=64")
+    # In a subshell of its own: its EXIT trap must not replace the gather script's (which records the status
+    # and hands the lane back). A leftover of a run killed outright is destroyed before the next one.
     command = (
-        f"zfs destroy -r {_q(seq)} 2>/dev/null; zfs destroy -r {_q(rnd)} 2>/dev/null; "
+        f"( zfs destroy -r {_q(seq)} 2>/dev/null; zfs destroy -r {_q(rnd)} 2>/dev/null; "
         f"trap 'zfs destroy -r {_q(seq)} 2>/dev/null; zfs destroy -r {_q(rnd)} 2>/dev/null' EXIT; "
         f"zfs create {nocache} -o mountpoint={_q(mseq)} {_q(seq)} || exit 2; "
         f"zfs create {nocache} -o recordsize=4K -o mountpoint={_q(mrnd)} {_q(rnd)} || exit 2; "
         f"zfs get -H -o name,property,value primarycache,secondarycache {_q(seq)} {_q(rnd)} >&2 || exit 2; "
-        f"{fio}"
+        f"{fio} )"
     )
     return Probe(name=FIO_POOL, command=command)
 
@@ -220,9 +222,9 @@ def nccl_multinode_probe(spec: NodeSpec, hosts: list[tuple[str, int]]) -> Probe:
     lines = " ".join(_q(f"{addr} slots={gpus}") for addr, gpus in hosts)
     total, per_node = sum(g for _, g in hosts), max(g for _, g in hosts)
     return Probe(name=NCCL_MULTI, command=(
-        f"hf=$(mktemp) || exit 2; trap 'rm -f \"$hf\"' EXIT; printf '%s\\n' {lines} >\"$hf\"; "
+        f"( hf=$(mktemp) || exit 2; trap 'rm -f \"$hf\"' EXIT; printf '%s\\n' {lines} >\"$hf\"; "
         f"mpirun --allow-run-as-root --hostfile \"$hf\" -np {total} --map-by ppr:{per_node}:node --bind-to none "
-        "-x NCCL_DEBUG=WARN -x LD_LIBRARY_PATH all_reduce_perf -b 8 -e 8G -f 2 -g 1"))
+        "-x NCCL_DEBUG=WARN -x LD_LIBRARY_PATH all_reduce_perf -b 8 -e 8G -f 2 -g 1 )"))
 
 
 def multinode_gate(spec: NodeSpec) -> tuple[float, str]:

@@ -181,6 +181,20 @@ def test_the_pool_run_keeps_the_arc_out_and_always_destroys_its_datasets(tmp_pat
         "zfs destroy -r scratch/provision-burnin", "zfs destroy -r scratch/provision-burnin-rand"]
 
 
+def test_probes_with_their_own_cleanup_keep_the_gather_scripts_trap(tmp_path: Path) -> None:
+    """A probe's EXIT trap must not replace the gather script's: that trap records the status and hands the lane
+    back, and one lane (the burn-in runs one measurement at a time) would then hang the node's gather."""
+    from provision.conformance.facts import Probe, build_script, split_sections
+
+    env = _tools(tmp_path, {"zfs": "exit 0\n", "fio": "echo '{}'; exit 4\n", "mpirun": "exit 5\n"})
+    probes = [plan.fio_pool_probe(spec()), plan.nccl_multinode_probe(spec(), [("10.0.0.1", 8), ("10.0.0.2", 8)]),
+              Probe(name="after", command="echo done")]
+    done = subprocess.run(["sh", "-s"], input=build_script(probes, lanes=1), env=env, capture_output=True, text=True,
+                          timeout=30)
+    got = split_sections(done.stdout.encode())
+    assert {n: s.rc for n, s in got.items()} == {"fio_pool": 4, "nccl_multinode": 5, "after": 0}
+
+
 def test_the_ib_client_retries_only_while_the_server_is_not_listening(tmp_path: Path) -> None:
     (probe,) = plan.ib_client_probes("write", ["mlx5_0"], ["mlx5_3"], "10.0.0.7")
     env = _tools(tmp_path, {"ib_write_bw": f'''echo "$*" >>"$LOG"
