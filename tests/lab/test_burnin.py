@@ -30,6 +30,7 @@ from tests.lab.verify_lab import ROOT, converge, project_spec, ssh, verify_lab
 pytestmark = [
     pytest.mark.lab,
     pytest.mark.twins,
+    pytest.mark.timeout(900),  # the first test also brings up and converges two twins
     pytest.mark.skipif(os.geteuid() != 0, reason="node twins need root"),
 ]
 
