@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from fnmatch import fnmatchcase
 
-from provision.conformance.checks import NODE_AREAS, burnin
+from provision.conformance.checks import NODE_AREAS, burnin, burnin_run
 from provision.conformance.checks._base import Context
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, gather, ssh_runner
 from provision.conformance.model import CheckResult, Level, NodeReport, Outcome, RunReport
@@ -93,12 +93,26 @@ def ssh_runner_for(level: Level) -> RunnerFor:
 def verify_node(
     host: HostEntry, level: Level, runner_for: RunnerFor | None = None, bmc: BmcHook | None = None
 ) -> NodeReport:
-    """Gather, evaluate, and (when a hook is given) run the BMC-side checks of one node."""
+    """Gather, evaluate, and (when a hook is given) run the BMC-side checks of one node. At burn-in the
+    node-local measurements run after the gather; the checks that need a peer node are waived (one node)."""
+    report, facts = _verify_node(host, level, runner_for, bmc)
+    if level is Level.BURNIN:
+        return _with_fabric([host], [report], {host.name: facts}, runner_for or ssh_runner_for(level))[0]
+    return report
+
+
+def _verify_node(
+    host: HostEntry, level: Level, runner_for: RunnerFor | None, bmc: BmcHook | None
+) -> tuple[NodeReport, NodeFacts | None]:
     runner_for = runner_for or ssh_runner_for(level)
     try:
-        facts = gather(host.name, node_probes(host.spec, level), runner_for(host))
+        run = runner_for(host)
+        facts = gather(host.name, node_probes(host.spec, level), run)
+        if level is Level.BURNIN:
+            facts = burnin_run.measure_local(host, facts, run)
     except (GatherError, InventoryError) as exc:
-        return NodeReport(node=host.name, profile=host.profile, spec_digest=spec_digest(host.spec), error=str(exc))
+        return NodeReport(node=host.name, profile=host.profile, spec_digest=spec_digest(host.spec),
+                          error=str(exc)), None
     ctx = evaluate(host.name, host.spec, facts, level, host.lab)
     if bmc is not None and level is not Level.QUICK:
         bmc(ctx, host)
@@ -110,7 +124,19 @@ def verify_node(
         standins=host.lab.standins,  # the inventory's declaration, for display: nothing on the node is probed
         gather_seconds=round(facts.seconds, 3),
         results=tuple(_unique(apply_waivers(ctx.results, host.lab.waivers))),
-    )
+    ), facts
+
+
+def _with_fabric(
+    hosts: Sequence[HostEntry], reports: list[NodeReport], facts: dict[str, NodeFacts | None], runner_for: RunnerFor
+) -> list[NodeReport]:
+    """The burn-in checks across the run's nodes (IB pairs, multi-node NCCL) added to each node's report."""
+    extra = burnin_run.across_nodes(hosts, facts, runner_for)
+    out = []
+    for host, report in zip(hosts, reports, strict=True):
+        added = apply_waivers(extra.get(host.name, []), host.lab.waivers)
+        out.append(report.model_copy(update={"results": tuple(_unique([*report.results, *added]))}))
+    return out
 
 
 def _unique(results: list[CheckResult]) -> list[CheckResult]:
@@ -136,13 +162,17 @@ def verify(
     t0 = time.monotonic()
     workers = max(1, min(max_parallel, len(hosts)))
 
-    def one(host: HostEntry) -> NodeReport:
+    def one(host: HostEntry) -> tuple[NodeReport, NodeFacts | None]:
         began = time.monotonic()
-        report = verify_node(host, level, runner_for, bmc)
-        if on_node is not None:
+        report, facts = _verify_node(host, level, runner_for, bmc)
+        if on_node is not None:  # at burn-in: before the checks across nodes, which need every node's facts
             on_node(report, time.monotonic() - began)
-        return report
+        return report, facts
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        reports = list(pool.map(one, hosts))
+        done = list(pool.map(one, hosts))
+    reports = [report for report, _ in done]
+    if level is Level.BURNIN:
+        facts = {h.name: f for h, (_, f) in zip(hosts, done, strict=True)}
+        reports = _with_fabric(hosts, reports, facts, runner_for or ssh_runner_for(level))
     return RunReport(level=level, started=started, seconds=round(time.monotonic() - t0, 3), nodes=tuple(reports))

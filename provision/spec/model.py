@@ -454,6 +454,13 @@ class Acceptance(Frozen):
     allreduce_busbw_gbs: PositiveFloat
     ib_write_bw_gbps: PositiveFloat
     dcgm_diag_level: Annotated[int, Field(ge=1, le=4)]
+    scratch_drive_seq_read_gbs: PositiveFloat | None = None
+    """Per scratch drive raw sequential read (GB/s). The seed states none; absent, burn-in gates each drive on
+    the array's figure over its drive count (the stripe can only reach scratch_seq_read_gbs if each drive
+    gives its share)."""
+    allreduce_multinode_busbw_gbs: PositiveFloat | None = None
+    """NCCL all_reduce bus bandwidth across nodes (GB/s). Absent, burn-in gates on allreduce_busbw_gbs capped at
+    what the spec'd HCAs can carry (count x ib_write_bw_gbps / 8): the inter-node ring runs over them."""
     resnet50_images_per_sec: PositiveInt | None = None
     llm_finetune_tokens_per_sec: PositiveInt | None = None
 

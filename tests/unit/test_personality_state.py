@@ -107,6 +107,8 @@ FAULT_EFFECTS = {
     "gpu_pcie_downtrained": (("nvidia_smi", "-q"), "Current                   : 4\n"),
     "dimm_missing": (("dmidecode", "-t", "memory"), "Size: No Module Installed\n\tForm Factor: DIMM\n\tSet: None\n"
                      "\tLocator: P2-DIMMH2"),
+    "ib_bw_low": (("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "10.0.0.7"), "231.84"),
+    "nvme_read_slow": (("fio", "--readonly", "--name=d", "--filename=/dev/nvme2n1"), "(1.2GB/s)"),
 }
 
 
@@ -114,7 +116,8 @@ def _stable(text: str) -> str:
     """Tool output with the clock taken out (two renders a second apart must compare equal)."""
     text = re.sub(r"<timestamp>[^<]*</timestamp>", "<timestamp><now></timestamp>", text)  # nvidia-smi -q -x
     text = re.sub(r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}", "<now>", text)  # --query-gpu=timestamp
-    return re.sub(r"(Timestamp\s+: |Update Time : |\"time_t\": |\"asctime\": ).*", r"\1<now>", text)
+    text = re.sub(r"(Timestamp\s+: |Update Time : |\"time_t\": |\"asctime\": ).*", r"\1<now>", text)
+    return re.sub(r"\bpid=\d+", "pid=<pid>", text)
 
 
 @pytest.mark.parametrize("kind", sorted(FAULT_EFFECTS))

@@ -247,44 +247,108 @@ def test_a_boot_runs_the_newest_installed_kernel(twin: Twin) -> None:
 
 
 def test_burn_in_tools_read_with_the_conformance_readers(twin: Twin) -> None:
-    from provision.conformance.checks.burnin import parse_busbw, parse_fio, parse_ib_write_bw
+    import shlex
+
+    from provision.conformance.checks import burnin_plan
+    from provision.conformance.checks.burnin_parsers import parse_fio_jobs, parse_nccl, parse_perftest_bw
 
     twin.set_packages({**CONVERGED, "libnccl2": "2.21.5-1+cuda12.4"})
     twin.set_units("nvidia-fabricmanager.service")
-    nccl = twin.out("all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8")
-    top = float(nccl.splitlines()[-5].split()[7])  # busbw of the 8 GiB row
-    assert 440 < top < 475 and 0 < parse_busbw(nccl) < top
+    nccl = parse_nccl(twin.out("all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8"))
+    assert 440 < nccl.largest.busbw_gbs < 475 and nccl.ranks == 8
+    assert nccl.avg_busbw_gbs is not None and 0 < nccl.avg_busbw_gbs < nccl.largest.busbw_gbs
     devs = [f"/dev/disk/by-id/{d['by_id']}" for d in twin.drives("scratch")]
     twin.out("zpool", "create", "-m", "/scratch", "scratch", *devs)
-    fio = ("--directory=/scratch", "--runtime=30", "--group_reporting", "--output-format=json", "--numjobs=8")
-    seq_gbs, _ = parse_fio(twin.out("fio", *fio, "--name=seq", "--rw=read", "--bs=1M"))
-    _, rand_iops = parse_fio(twin.out("fio", *fio, "--name=rand", "--rw=randread", "--bs=4k"))
-    assert seq_gbs >= twin.spec.acceptance.scratch_seq_read_gbs
-    assert rand_iops >= twin.spec.acceptance.scratch_rand_read_iops_4k
-    ib = parse_ib_write_bw(twin.out("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "-D", "5", "localhost"))
-    assert ib >= twin.spec.acceptance.ib_write_bw_gbps
+    for name in ("provision-burnin", "provision-burnin-rand"):
+        twin.out("zfs", "create", "-o", "primarycache=metadata", "-o", f"mountpoint=/scratch/{name}", f"scratch/{name}")
+    fio = shlex.split(burnin_plan.fio_pool_probe(twin.spec).command.split("; fio ", 1)[1].removesuffix(" )"))
+    seq, rand = parse_fio_jobs(twin.out("fio", *fio))  # the plan's own command line, as fio reads it
+    assert (seq.name, rand.name) == ("seq", "rand")
+    assert seq.read_gbs >= twin.spec.acceptance.scratch_seq_read_gbs
+    assert rand.read_iops >= twin.spec.acceptance.scratch_rand_read_iops_4k
+    drives = shlex.split(burnin_plan.fio_drives_probe([f"/dev/{d['name']}" for d in twin.drives("scratch")]).command)
+    assert [j.read_gbs for j in parse_fio_jobs(twin.out("fio", *drives[1:]))] == [13.0] * 8
+    for tool in ("ib_write_bw", "ib_read_bw"):
+        server = parse_perftest_bw(twin.out(tool, "-d", "mlx5_0", "-p", "18515", "-F", "--report_gbits", "-D", "5"))
+        client = parse_perftest_bw(twin.out(tool, "-d", "mlx5_0", "-p", "18515", "-F", "--report_gbits", "10.0.0.7"))
+        assert server is not None and client is not None
+        assert client.average_gbps >= twin.spec.acceptance.ib_write_bw_gbps
 
 
 def test_burn_in_tools_feel_the_faults(twin: Twin) -> None:
-    from provision.conformance.checks.burnin import parse_busbw, parse_ib_write_bw
+    from provision.conformance.checks.burnin_parsers import parse_fio_jobs, parse_nccl, parse_perftest_bw
     from provision.lab.twins.personality import apply_fault
+
+    def busbw() -> float:
+        return parse_nccl(twin.out("all_reduce_perf", "-b", "1G", "-e", "8G", "-g", "8")).largest.busbw_gbs
+
+    def ib(hca: str) -> float:
+        row = parse_perftest_bw(twin.out("ib_write_bw", "-d", hca, "--report_gbits", "10.0.0.7"))
+        assert row is not None
+        return row.average_gbps
 
     twin.set_packages({**CONVERGED, "libnccl2": "2.21.5-1+cuda12.4"})
     twin.set_units("nvidia-fabricmanager.service")
-    healthy = parse_busbw(twin.out("all_reduce_perf", "-b", "1G", "-e", "8G", "-g", "8"))
+    healthy = busbw()
     apply_fault(twin.state, "nvlink_down", clear=False)
-    assert parse_busbw(twin.out("all_reduce_perf", "-b", "1G", "-e", "8G", "-g", "8")) < healthy
+    assert busbw() < healthy
     apply_fault(twin.state, "gpu_missing", clear=False)
     done = twin.run("all_reduce_perf", "-g", "8", check=False)
     assert done.returncode != 0 and "invalid device ordinal" in done.stdout
+    gate = twin.spec.acceptance.ib_write_bw_gbps
+    assert ib("mlx5_0") >= gate
+    apply_fault(twin.state, "ib_bw_low", clear=False)  # the port stays Active at full rate, the test is slow
+    assert ib("mlx5_0") < gate and "Rate: 400" in twin.out("ibstat", "mlx5_0")
+    apply_fault(twin.state, "ib_bw_low", clear=True)
     apply_fault(twin.state, "ib_port_slow", clear=False)
-    slow = parse_ib_write_bw(twin.out("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "localhost"))
-    assert slow < twin.spec.acceptance.ib_write_bw_gbps
+    assert ib("mlx5_0") < gate
     apply_fault(twin.state, "ib_port_down", clear=False)
     down = twin.run("ib_write_bw", "-d", "mlx5_1", "--report_gbits", "localhost", check=False)
     assert down.returncode == 1 and "state is Down" in down.stderr
-    devs = [f"/dev/{d['name']}" for d in twin.drives("scratch")]
-    twin.out("zpool", "create", "scratch", *devs)
+    scratch = [f"/dev/{d['name']}" for d in twin.drives("scratch")]
+    twin.out("zpool", "create", "scratch", *scratch)
+    whole = parse_fio_jobs(twin.out("fio", "--directory=/scratch", "--name=seq", "--rw=read", "--output-format=json"))
+    apply_fault(twin.state, "nvme_read_slow", clear=False)  # the first scratch drive, and the stripe with it
+    slow = parse_fio_jobs(twin.out("fio", "--readonly", "--output-format=json", "--name=a", f"--filename={scratch[0]}",
+                                   "--name=b", f"--filename={scratch[1]}"))
+    assert [j.read_gbs for j in slow] == [1.2, 13.0]
+    stripe = parse_fio_jobs(twin.out("fio", "--directory=/scratch", "--name=seq", "--rw=read", "--output-format=json"))
+    assert stripe[0].read_gbs < whole[0].read_gbs / 5
+    refused = twin.run("fio", "--readonly", "--name=w", f"--filename={scratch[0]}", "--rw=write", check=False)
+    assert refused.returncode == 1 and "read-only mode" in refused.stderr
     apply_fault(twin.state, "scratch_drive_missing", clear=False)
     failed = twin.run("fio", "--directory=/scratch", "--name=seq", "--rw=read", "--output-format=json", check=False)
     assert failed.returncode == 1 and "Input/output error" in failed.stdout
+
+
+def test_the_pool_probe_runs_on_the_stand_ins_and_leaves_nothing_behind(twin: Twin, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from test_personality_helpers import TOOLS
+
+    from provision.conformance.checks import burnin
+    from provision.conformance.checks._base import Context
+    from provision.conformance.checks.burnin_plan import fio_pool_probe
+    from provision.conformance.facts import NodeFacts, Section
+    from provision.conformance.model import Level, Outcome
+
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    for tool in ("zfs", "fio", "zpool"):
+        (shims / tool).write_text(f'#!/bin/sh\nexec {sys.executable} {TOOLS / f"{tool}.py"} "$@"\n')
+        (shims / tool).chmod(0o755)
+    twin.out("zpool", "create", "-m", "/scratch", "scratch", *[f"/dev/{d['name']}" for d in twin.drives("scratch")])
+    env = {**twin.env(), "PATH": f"{shims}:/usr/bin:/bin"}
+    done = subprocess.run(["sh", "-c", fio_pool_probe(twin.spec).command], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    status = twin.out("zpool", "status", "-P", "scratch")
+    sections = {"fio_pool": Section(name="fio_pool", rc=0, stdout=done.stdout, stderr=done.stderr),
+                "zpool_status": Section(name="zpool_status", rc=0, stdout=status, stderr="")}
+    ctx = Context(node="n1", spec=twin.spec, facts=NodeFacts(node="n1", sections=sections), level=Level.BURNIN)
+    burnin._pool(ctx)
+    seq, rand = ctx.results
+    assert seq.outcome is Outcome.PASS and rand.outcome is Outcome.PASS, (seq, rand)
+    assert "scratch/provision-burnin-rand primarycache=metadata secondarycache=none" in seq.detail
+    assert "provision-burnin" not in twin.out("zfs", "list", "-H", "-o", "name")

@@ -1,108 +1,56 @@
-"""Burn-in tier (opt-in, --level burnin): DCGM diag, NCCL all_reduce busbw, fio on scratch, ib_write_bw.
+"""Burn-in tier (opt-in, --level burnin), node-local verdicts: DCGM diag, single-node NCCL, fio on the scratch
+pool past the ARC, raw sequential reads of each scratch drive.
 
-Thresholds come from spec.acceptance. A tool that is not installed makes its check an ERROR
-(could not check), never a pass. In the lab the tools are the twins' stand-ins and the result says so.
-DCGM uses the shared parser; the NCCL, fio and ib_write_bw readers here are local and minimal.
+The measurements are not part of the ordinary gather: burnin_run runs them after it, one at a time, planned
+from what it found (burnin_plan), and merges their sections into the node's facts; `evaluate` here only
+reads them (pure). The cross-node checks (ib_write_bw/ib_read_bw pairs, multi-node NCCL) are burnin_run's.
+Thresholds come from spec.acceptance. A tool that is not installed makes its check an ERROR (could not
+check), never a pass. NEVER RUN ON REAL HARDWARE here: see burnin_plan.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import shlex
-from collections.abc import Callable
-
 from provision.conformance.checks._base import Context, Unreadable, section_problem
+from provision.conformance.checks.burnin_parsers import FioJob, parse_fio_jobs, parse_nccl
+from provision.conformance.checks.burnin_plan import (
+    ARC_METHOD,
+    DCGM,
+    FIO_DRIVES,
+    FIO_POOL,
+    NCCL,
+    drive_gate,
+    pool_present,
+    scratch_drives,
+)
 from provision.conformance.facts import Probe
 from provision.conformance.model import Level
-from provision.conformance.parsers._base import fail, tool_parser
 from provision.conformance.parsers.dcgm import DcgmTest, parse_dcgmi_diag
+from provision.errors import ParseError
 from provision.spec.model import NodeSpec
 
 AREA = "burnin"
-DCGM, NCCL, FIO_SEQ, FIO_RAND, IB_BW = "dcgmi_diag", "nccl_all_reduce", "fio_seq", "fio_rand", "ib_write_bw"
-_BUSBW = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(?P<bw>[0-9.]+)")
-_IBBW = re.compile(r"^\s*\d+\s+\d+\s+[0-9.]+\s+(?P<avg>[0-9.]+)\s+[0-9.]+\s*$")
-
-
-@tool_parser("all_reduce_perf")
-def parse_busbw(text: str) -> float:
-    match = _BUSBW.search(text)
-    if match is None:
-        fail("all_reduce_perf", "no '# Avg bus bandwidth' line")
-    return float(match["bw"])
-
-
-@tool_parser("fio")
-def parse_fio(text: str) -> tuple[float, float]:
-    """(read bandwidth GB/s, read IOPS) summed over the jobs of `fio --output-format=json`."""
-    jobs = json.loads(text[text.index("{"):])["jobs"]
-    if not jobs:
-        fail("fio", "no jobs")
-    bw_kib = sum(float(j["read"]["bw"]) for j in jobs)
-    iops = sum(float(j["read"]["iops"]) for j in jobs)
-    return bw_kib * 1024 / 1e9, iops
-
-
-@tool_parser("ib_write_bw")
-def parse_ib_write_bw(text: str) -> float:
-    """BW average (Gb/s, run with --report_gbits) of the last result row."""
-    values = [float(m["avg"]) for line in text.splitlines() if (m := _IBBW.match(line))]
-    if not values:
-        fail("ib_write_bw", "no result row")
-    return values[-1]
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
-    if level is not Level.BURNIN:
-        return []
-    acc, mnt = spec.acceptance, shlex.quote(spec.storage.scratch.zfs.mountpoint)
-    fio = f"fio --directory={mnt} --direct=1 --ioengine=libaio --runtime=30 --time_based --group_reporting " \
-          "--size=4G --output-format=json"
-    found = [
-        Probe(name=DCGM, command=f"dcgmi diag -r {acc.dcgm_diag_level}"),
-        Probe(name=NCCL, command=f"all_reduce_perf -b 8 -e 8G -f 2 -g {spec.gpu.count}"),
-        Probe(name=FIO_SEQ, command=f"{fio} --name=seq --rw=read --bs=1M --numjobs=8 --iodepth=32"),
-        Probe(name=FIO_RAND, command=f"{fio} --name=rand --rw=randread --bs=4k --numjobs=16 --iodepth=64"),
-    ]
-    ib = spec.network.infiniband
-    if ib is not None and ib.count:
-        found.append(Probe(name=IB_BW, command=(
-            "ib_write_bw -d mlx5_0 --report_gbits -D 5 >/dev/null 2>&1 & sleep 1; "
-            "ib_write_bw -d mlx5_0 --report_gbits -D 5 localhost; r=$?; wait; exit $r")))
-    return found
+    """None in the ordinary gather: the burn-in runs after it (burnin_run), planned from its facts."""
+    return []
 
 
 def evaluate(ctx: Context) -> None:
     if ctx.level is not Level.BURNIN:
         return
-    acc = ctx.spec.acceptance
-    note = ""
-    _dcgm(ctx, note)
-    _measure(ctx, NCCL, "burnin.nccl_busbw", "NCCL all_reduce_perf bus bandwidth (GB/s)",
-             acc.allreduce_busbw_gbs, parse_busbw, note)
-    _measure(ctx, FIO_SEQ, "burnin.fio_seq_read", "fio sequential read on scratch (GB/s)",
-             acc.scratch_seq_read_gbs, lambda t: parse_fio(t)[0], note)
-    _measure(ctx, FIO_RAND, "burnin.fio_rand_read", "fio 4K random read on scratch (IOPS)",
-             acc.scratch_rand_read_iops_4k, lambda t: parse_fio(t)[1], note)
-    ib = ctx.spec.network.infiniband
-    if ib is not None and ib.count:
-        _measure(ctx, IB_BW, "burnin.ib_write_bw", "ib_write_bw average (Gb/s)", acc.ib_write_bw_gbps,
-                 parse_ib_write_bw, note)
+    _dcgm(ctx)
+    _nccl(ctx)
+    _pool(ctx)
+    _drives(ctx)
 
 
-def _not_installed(ctx: Context, name: str) -> str | None:
-    section = ctx.facts.section(name)
-    if section is None or section.rc == 127:
-        return section_problem(section, name)
-    return None
-
-
-def _dcgm(ctx: Context, note: str) -> None:
+def _dcgm(ctx: Context) -> None:
     level = ctx.spec.acceptance.dcgm_diag_level
     desc = f"dcgmi diag -r {level}: every test passes"
-    if (missing := _not_installed(ctx, DCGM)) is not None:
-        ctx.error("burnin.dcgm_diag", AREA, desc, "all Pass", missing)
+    section = ctx.facts.section(DCGM)
+    if section is None or section.rc == 127:
+        ctx.error("burnin.dcgm_diag", AREA, desc, "all Pass", str(section_problem(section, DCGM)))
         return
     try:
         diag = ctx.parsed(DCGM, parse_dcgmi_diag, allow_rc=(0, 1, 226))
@@ -112,22 +60,114 @@ def _dcgm(ctx: Context, note: str) -> None:
     failed = [f"{t.name}: Fail" + (f" (GPUs {_gpus(t)})" if _gpus(t) else "") for t in diag.tests
               if t.outcome == "Fail"]
     ctx.record("burnin.dcgm_diag", AREA, desc, "no Fail", "; ".join(failed) or f"{len(diag.tests)} tests, no Fail",
-               diag.passed, note)
+               diag.passed)
 
 
 def _gpus(test: DcgmTest) -> str:
     return ", ".join(str(g) for r in test.results if r.result == "Fail" for g in (r.gpus or ()))
 
 
-def _measure(
-    ctx: Context, name: str, cid: str, desc: str, minimum: float, reader: Callable[[str], float], note: str
-) -> None:
-    if (missing := _not_installed(ctx, name)) is not None:
-        ctx.error(cid, AREA, desc, f">= {minimum:g}", missing)
+def _nccl(ctx: Context) -> None:
+    """Single-node all_reduce_perf: the largest size's bus bandwidth against the spec (the '# Avg bus bandwidth'
+    line averages every size from 8 B up, so it is shown, never gated). The seed's latency is measured between
+    nodes: the 8 B time is evidence here, gated by burnin.nccl_multinode.latency."""
+    gate = ctx.spec.acceptance.allreduce_busbw_gbs
+    desc = f"NCCL all_reduce_perf on this node's {ctx.spec.gpu.count} GPUs: bus bandwidth at the largest size (GB/s)"
+    try:
+        run = ctx.parsed(NCCL, parse_nccl)
+    except Unreadable as why:
+        ctx.unreadable("burnin.nccl_busbw", AREA, desc, f">= {gate:g}", why.reason)
+        return
+    big, small = run.largest, run.smallest
+    avg = f"; '# Avg bus bandwidth' {run.avg_busbw_gbs:g}" if run.avg_busbw_gbs is not None else ""
+    ctx.record("burnin.nccl_busbw", AREA, desc, f">= {gate:g}", f"{big.busbw_gbs:g}", big.busbw_gbs >= gate,
+               f"{big.size_bytes} B: busbw {big.busbw_gbs:g} GB/s; {small.size_bytes} B: {small.time_us:g} us{avg}; "
+               f"{run.ranks} ranks")
+
+
+def _pool(ctx: Context) -> None:
+    acc, z = ctx.spec.acceptance, ctx.spec.storage.scratch.zfs
+    seq_desc = f"fio 1 MiB sequential read on pool {z.pool}, ARC kept out (GB/s)"
+    rand_desc = f"fio 4 KiB random read on pool {z.pool}, ARC kept out (IOPS)"
+    seq_exp, rand_exp = f">= {acc.scratch_seq_read_gbs:g}", f">= {acc.scratch_rand_read_iops_4k:g}"
+    if not pool_present(ctx.spec, ctx.facts):
+        why = (f"pool {z.pool} does not exist (zpool status): it could not be measured; its drives are read raw "
+               "(burnin.nvme.*)")
+        ctx.error("burnin.fio_seq_read", AREA, seq_desc, seq_exp, why)
+        ctx.error("burnin.fio_rand_read", AREA, rand_desc, rand_exp, why)
         return
     try:
-        value = ctx.parsed(name, reader)
+        jobs = {j.name: j for j in ctx.parsed(FIO_POOL, parse_fio_jobs)}
+        evidence = _arc_evidence(ctx)
+        seq, rand = _job(jobs, "seq"), _job(jobs, "rand")
     except Unreadable as why:
-        ctx.unreadable(cid, AREA, desc, f">= {minimum:g}", why.reason)
+        ctx.unreadable("burnin.fio_seq_read", AREA, seq_desc, seq_exp, why.reason)
+        ctx.unreadable("burnin.fio_rand_read", AREA, rand_desc, rand_exp, why.reason)
         return
-    ctx.record(cid, AREA, desc, f">= {minimum:g}", f"{float(value):g}", float(value) >= minimum, note)
+    ctx.record("burnin.fio_seq_read", AREA, seq_desc, seq_exp, f"{seq.read_gbs:.2f}",
+               seq.read_gbs >= acc.scratch_seq_read_gbs, evidence)
+    ctx.record("burnin.fio_rand_read", AREA, rand_desc, rand_exp, f"{rand.read_iops:.0f}",
+               rand.read_iops >= acc.scratch_rand_read_iops_4k, evidence)
+
+
+def _job(jobs: dict[str, FioJob], name: str) -> FioJob:
+    job = jobs.get(name)
+    if job is None:
+        raise Unreadable(f"fio: no job {name!r} in the output")
+    if job.error:
+        raise Unreadable(f"fio: job {name} ended with error {job.error}")
+    return job
+
+
+def _arc_evidence(ctx: Context) -> str:
+    """The pool run's proof that the ARC was kept out: the datasets' cache properties as `zfs get` read them
+    back (stderr of the probe). Anything else is Unreadable: a figure through the ARC measures memory."""
+    section = ctx.facts.section(FIO_POOL)
+    assert section is not None  # parsed() succeeded
+    props = {}
+    for line in section.stderr.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[1] in ("primarycache", "secondarycache"):
+            props[(parts[0], parts[1])] = parts[2]
+    datasets = sorted({name for name, _ in props})
+    bad = [f"{d} {p}={props.get((d, p), 'unread')}" for d in datasets
+           for p, want in (("primarycache", "metadata"), ("secondarycache", "none")) if props.get((d, p)) != want]
+    if len(datasets) != 2 or bad:
+        raise Unreadable("the ARC was not shown kept out of the pool run: " + ("; ".join(bad) or "no zfs get lines"))
+    return f"{ARC_METHOD}: " + ", ".join(f"{d} primarycache=metadata secondarycache=none" for d in datasets)
+
+
+def _drives(ctx: Context) -> None:
+    gate, source = drive_gate(ctx.spec)
+    exp = f">= {gate:g}"
+    try:
+        drives = scratch_drives(ctx.spec, ctx.facts)
+    except ParseError as exc:
+        ctx.error("burnin.nvme.seq_read", AREA, "raw sequential read of each scratch drive (GB/s)", exp, str(exc))
+        return
+    if not drives:
+        ctx.error("burnin.nvme.seq_read", AREA, "raw sequential read of each scratch drive (GB/s)", exp,
+                  f"no NVMe namespace of the scratch size ({ctx.spec.storage.scratch.size_tb:g} TB) listed")
+        return
+    try:
+        jobs = {j.name: j for j in ctx.parsed(FIO_DRIVES, parse_fio_jobs)}
+    except Unreadable as exc:
+        for dev in drives:
+            ctx.unreadable(_drive_id(dev), AREA, _drive_desc(dev), exp, exc.reason)
+        return
+    for dev in drives:
+        job = jobs.get(dev.removeprefix("/dev/"))
+        if job is None or job.error:
+            why = f"fio: no job for {dev}" if job is None else f"fio: {dev} ended with error {job.error}"
+            ctx.unreadable(_drive_id(dev), AREA, _drive_desc(dev), exp, why)
+            continue
+        ctx.record(_drive_id(dev), AREA, _drive_desc(dev), exp, f"{job.read_gbs:.2f}", job.read_gbs >= gate,
+                   f"gate: {source}; fio --readonly, every scratch drive at once")
+
+
+def _drive_id(dev: str) -> str:
+    return f"burnin.nvme.{dev.removeprefix('/dev/')}.seq_read"
+
+
+def _drive_desc(dev: str) -> str:
+    return f"{dev} raw 1 MiB sequential read, fio --readonly (GB/s)"

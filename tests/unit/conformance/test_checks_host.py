@@ -346,33 +346,6 @@ def test_services_one_systemctl_show() -> None:
     assert failed(ctx, "services") == [only.id] and only.found == "not-found"
 
 
-# ---- burn-in ---------------------------------------------------------------------------------------------
-def test_burnin_only_at_burnin_level_and_thresholds() -> None:
-    s = spec()
-    nccl = "#  Out of bounds values : 0 OK\n# Avg bus bandwidth    : 371.52 \n"
-    sections = {"dcgmi_diag": DCGM_PASS, "nccl_all_reduce": nccl, "fio_seq": (127, "", "sh: fio: not found\n"),
-                "fio_rand": (127, "", "sh: fio: not found\n"), "ib_write_bw": (127, "", "not found")}
-    assert area(run(s, sections, Level.FULL), "burnin") == {}
-    b = area(run(s, sections, Level.BURNIN), "burnin")
-    assert b["burnin.dcgm_diag"].passed and b["burnin.nccl_busbw"].passed
-    # A burn-in tool that is missing is an ERROR naming it (could not check), never a pass or a waiver.
-    for cid in ("burnin.fio_seq_read", "burnin.fio_rand_read", "burnin.ib_write_bw"):
-        assert b[cid].outcome is Outcome.ERROR and "command not found" in b[cid].detail, b[cid]
-    slow = run(s, sections | {"dcgmi_diag": DCGM_FAIL, "nccl_all_reduce": nccl.replace("371.52", "180.3")},
-               Level.BURNIN)
-    bad = area(slow, "burnin")
-    assert not bad["burnin.dcgm_diag"].passed and "PCIe: Fail (GPUs 7)" in bad["burnin.dcgm_diag"].found
-    assert not bad["burnin.nccl_busbw"].passed
-
-
-def test_fio_json_is_read() -> None:
-    job = {"jobs": [{"read": {"bw": 30_000_000, "iops": 2_000_000}}, {"read": {"bw": 25_000_000, "iops": 1_600_000}}]}
-    sections = {"fio_seq": "note: both iodepth\n" + json.dumps(job), "fio_rand": json.dumps(job)}
-    b = area(run(spec(), sections, Level.BURNIN), "burnin")
-    assert b["burnin.fio_seq_read"].passed and b["burnin.fio_seq_read"].found == "56.32"
-    assert b["burnin.fio_rand_read"].passed and b["burnin.fio_rand_read"].found == "3.6e+06"
-
-
 # ---- nothing passes silently -------------------------------------------------------------------------------
 @pytest.mark.parametrize("level", list(Level))
 def test_no_facts_at_all_never_passes(level: Level) -> None:

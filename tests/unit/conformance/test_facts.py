@@ -90,9 +90,8 @@ def test_full_level_gathers_more_than_quick() -> None:
     quick = {p.name for p in node_probes(spec(), Level.QUICK)}
     full = {p.name for p in node_probes(spec(), Level.FULL)}
     burnin = {p.name for p in node_probes(spec(), Level.BURNIN)}
-    assert quick < full < burnin
+    assert quick < full == burnin  # the burn-in measurements run after the gather, planned from it (burnin_run)
     assert {"nvidia_smi_nvlink", "dmidecode_memory", "nvme_smart"} <= full - quick
-    assert {"dcgmi_diag", "nccl_all_reduce", "fio_seq", "fio_rand", "ib_write_bw"} <= burnin - full
 
 
 def test_ssh_argv_keeps_host_key_checking_on(tmp_path: Path) -> None:

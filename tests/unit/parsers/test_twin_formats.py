@@ -87,6 +87,17 @@ def _visible(twin: Twin, kind: str) -> bool:
             p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/nvme{i}", "-o", "json")) for i in range(2, 10)
         ]
         return any(log.percentage_used == 95 and log.media_errors == 12 for log in logs)
+    if kind == "ib_bw_low":  # only a measurement shows it: the port is Active at its full rate
+        from provision.conformance.checks.burnin_parsers import parse_perftest_bw
+
+        row = parse_perftest_bw(twin.out("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "10.0.0.7"))
+        return row is not None and row.average_gbps < twin.spec.acceptance.ib_write_bw_gbps
+    if kind == "nvme_read_slow":  # only a measurement shows it: SMART stays healthy
+        from provision.conformance.checks.burnin_parsers import parse_fio_jobs
+
+        jobs = parse_fio_jobs(twin.out("fio", "--readonly", "--output-format=json", "--name=d",
+                                       f"--filename=/dev/{twin.drives('scratch')[0]['name']}"))
+        return jobs[0].read_gbs < twin.spec.acceptance.scratch_seq_read_gbs / twin.spec.storage.scratch.count
     if kind == "gpu_xid":
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
         return [(e.code, [i for i, g in enumerate(gpus) if e.matches(g.bus_id)])

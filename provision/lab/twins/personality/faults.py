@@ -31,6 +31,8 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "gpu_throttle_thermal",
         "gpu_pcie_downtrained",
         "dimm_missing",
+        "ib_bw_low",
+        "nvme_read_slow",
     }
 )
 # Which GPU each GPU-health fault hits (index into the server's GPUs, bounded by their count): parts no
@@ -83,6 +85,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "fabric_manager_failed": hw.gpu_fabric,
         "ib_port_down": bool(ib),
         "ib_port_slow": bool(ib),
+        "ib_bw_low": bool(ib),
+        "nvme_read_slow": bool(scratch),
         "scratch_drive_missing": bool(scratch),
         "nvme_wearing_out": bool(scratch),
         "dimm_missing": bool(hw.dimms),
@@ -100,6 +104,10 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"hca": ib[-1].name, "port": 1}
     if kind == "ib_port_slow":
         return {"hca": ib[0].name, "port": 1, "rate": max(1, ib[0].rate // 2)}
+    if kind == "ib_bw_low":  # the port stays Active at its full rate; the burn-in measures 60 % of it
+        return {"hca": ib[0].name, "port": 1, "percent": 60}
+    if kind == "nvme_read_slow":  # the first scratch drive reads at 1.2 GB/s (fio stand-in), SMART healthy
+        return {"drive": scratch[0].name}
     if kind == "boot_mirror_degraded":
         return {"member": hw.boot_raid.members[-1]}
     if kind == "scratch_drive_missing":

@@ -256,7 +256,9 @@ CATALOG: tuple[StandIn, ...] = (
     StandIn(name="fio", versions=("3.33-3",), summary="flexible I/O tester", section="utils",
             tools={"/usr/bin/fio": "fio"}),
     StandIn(name="perftest", versions=("4.5+0.17-1",), summary="Infiniband verbs performance tests", section="net",
-            tools={"/usr/bin/ib_write_bw": "ib_write_bw"}),
+            tools={"/usr/bin/ib_write_bw": "ib_write_bw", "/usr/bin/ib_read_bw": "ib_read_bw"}),
+    StandIn(name="openmpi-bin", versions=("4.1.4-3+b1",), summary="high performance message passing library -- "
+            "binaries", section="net", tools={"/usr/bin/mpirun": "mpirun"}),
     StandIn(
         name="linux-image-6.1.0-28-amd64",
         versions=("6.1.119-1",),
