@@ -232,4 +232,4 @@ def projected_days(first: WearReading, now: WearReading, rated: int) -> tuple[fl
         return 0.0, rate
     if rate <= 0:
         return None, rate
-    return remaining / rate / DAY_S, rate
+    return round(remaining / rate / DAY_S, 3), rate  # rounded: a tier's own day is not lost to float error
