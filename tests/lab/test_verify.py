@@ -59,6 +59,9 @@ EXPECTED: dict[str, set[str]] = {
     "boot_mirror_degraded": {"raid.state"} | (set() if not HOST_MD else {"raid.sync", "raid.members"}),
     "scratch_drive_missing": {"nvme.count", "zfs.pool", "zfs.devices"},
     "nvme_wearing_out": {"nvme.nvme6n1.wear", "nvme.nvme6n1.media_errors"},
+    # nvme_worn: the first scratch drive (nvme2n1) written past 1 DWPD x capacity x 5 years (the spec's default)
+    "nvme_worn": {"nvme.nvme2n1.wear", "nvme.nvme2n1.endurance"},
+    "nvme_spare_low": {"nvme.nvme3n1.spare", "nvme.nvme3n1.critical_warning"},
     # The loaded driver is not the pinned one (the package is): the running-driver checks fail, and the
     # fabric manager refuses to run against a driver of another version, as the real one does.
     "package_wrong_version": {"gpu.driver_version", "fabric.version"} | FM,

@@ -15,6 +15,7 @@ import pytest
 from test_personality_helpers import Twin  # tests/unit is on sys.path (pytest rootdir-relative import)
 
 from provision.conformance import parsers as p
+from provision.conformance.parsers.nvme import critical_warning_names
 from provision.lab.twins.personality import FAULT_KINDS, apply_fault
 
 COMMANDS: list[tuple[str, tuple[str, ...], Callable[[str], Any]]] = [
@@ -87,6 +88,15 @@ def _visible(twin: Twin, kind: str) -> bool:
             p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/nvme{i}", "-o", "json")) for i in range(2, 10)
         ]
         return any(log.percentage_used == 95 and log.media_errors == 12 for log in logs)
+    if kind == "nvme_worn":  # past 1 DWPD x capacity x 5 years: the default rating of the spec
+        drive = twin.drives("scratch")[0]
+        log = p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/{drive['name']}", "-o", "json"))
+        return log.percentage_used == 99 and (log.written_bytes or 0) > drive["size_bytes"] * 365 * 5
+    if kind == "nvme_spare_low":
+        drive = twin.drives("scratch")[1]
+        log = p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/{drive['name']}", "-o", "json"))
+        names = critical_warning_names(log.critical_warning)
+        return log.available_spare_pct < (log.available_spare_threshold_pct or 0) and len(names) == 1
     if kind == "gpu_xid":
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
         return [(e.code, [i for i, g in enumerate(gpus) if e.matches(g.bus_id)])

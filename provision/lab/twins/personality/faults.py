@@ -25,6 +25,8 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "boot_mirror_degraded",
         "scratch_drive_missing",
         "nvme_wearing_out",
+        "nvme_worn",
+        "nvme_spare_low",
         "package_wrong_version",
         "gpu_xid",
         "gpu_row_remap_pending",
@@ -84,6 +86,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "ib_port_slow": bool(ib),
         "scratch_drive_missing": bool(scratch),
         "nvme_wearing_out": bool(scratch),
+        "nvme_worn": bool(scratch),
+        "nvme_spare_low": bool(scratch),
         **dict.fromkeys(GPU_HEALTH_TARGET, bool(hw.gpus)),
     }
     if not needs.get(kind, True):
@@ -104,6 +108,10 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"drive": scratch[-1].name}
     if kind == "nvme_wearing_out":
         return {"drive": scratch[len(scratch) // 2].name, "percentage_used": 95, "media_errors": 12}
+    if kind == "nvme_worn":  # the first scratch drive: written past its rating (1 DWPD x capacity x 5 years)
+        return {"drive": scratch[0].name, "percentage_used": 99, "written_pct": 102}
+    if kind == "nvme_spare_low":  # the second: spare below the drive's 10% threshold
+        return {"drive": scratch[min(1, len(scratch) - 1)].name, "avail_spare": 5}
     if kind in GPU_HEALTH_TARGET:
         return _gpu_health_params(kind, hw)
     if kind == "package_wrong_version":
