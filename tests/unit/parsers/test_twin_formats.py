@@ -125,3 +125,37 @@ def test_each_fault_parses_and_shows(twin: Twin, kind: str) -> None:
     assert not _visible(twin, kind)  # the converged twin does not show it...
     apply_fault(twin.state, kind, clear=False)
     assert _visible(twin, kind)  # ...the faulted one does, in output the parsers accept
+
+
+@pytest.mark.parametrize(
+    ("kind", "failing"),
+    [
+        ("nvme_worn", {"nvme.nvme2n1.wear", "nvme.nvme2n1.endurance"}),
+        ("nvme_spare_low", {"nvme.nvme3n1.spare", "nvme.nvme3n1.critical_warning"}),
+    ],
+)
+def test_nvme_end_of_life_faults_fail_exactly_their_checks(twin: Twin, kind: str, failing: set[str]) -> None:
+    """The stand-in `nvme` under the fault, through the NVMe checks as verify runs them (the lab test in
+    tests/lab/test_verify.py does the same over SSH to a booted twin)."""
+    from provision.conformance.checks import nvme as check
+    from provision.conformance.facts import NodeFacts
+    from provision.conformance.model import Level
+    from provision.conformance.runner import evaluate
+    from tests.unit.conformance.helpers import facts
+
+    def nvme_results() -> dict[str, Any]:
+        drives = twin.drives("boot") + twin.drives("scratch")
+        sections: dict[str, str | tuple[int, str, str]] = {"nvme_list": twin.out("nvme", "list", "-o", "json")}
+        for d in drives:
+            sections[f"nvme_smart:/dev/{d['name']}"] = twin.out("nvme", "smart-log", f"/dev/{d['name']}", "-o", "json")
+        node_facts: NodeFacts = facts(sections)
+        ctx = evaluate("n1", twin.spec, node_facts, Level.FULL)
+        return {r.id: r for r in ctx.results if r.area == check.AREA}
+
+    apply_fault(twin.state, kind, clear=False)
+    try:
+        bad = {i for i, r in nvme_results().items() if not r.accepted}
+    finally:
+        apply_fault(twin.state, kind, clear=True)
+    assert bad == failing
+    assert not {i for i, r in nvme_results().items() if not r.accepted}
