@@ -150,7 +150,14 @@ def _controller_run(hosts: list[HostEntry], inventory: Path, level: Level, no_bm
     def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
         waive_all(ctx, "BMC checks turned off (--no-bmc)")
 
-    hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
+    bmc_hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
+
+    def hook(ctx: Context, host: HostEntry) -> None:
+        from provision.conformance.wear import keep_wear
+
+        bmc_hook(ctx, host)
+        keep_wear(ctx)  # NVMe endurance projection from the journal's readings (after the pure evaluation)
+
     return verify(hosts, level, bmc=hook, on_node=on_node)
 
 

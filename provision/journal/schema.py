@@ -105,6 +105,19 @@ MIGRATIONS: tuple[str, ...] = (
         recorded_at REAL NOT NULL
     );
     """,
+    # 5: NVMe drives' Data Units Written as verify read them: the write rate between two runs projects
+    # when a drive reaches its rated endurance (provision.journal.wear)
+    """
+    CREATE TABLE nvme_readings (
+        id INTEGER PRIMARY KEY,
+        node TEXT NOT NULL,
+        device TEXT NOT NULL,
+        serial TEXT NOT NULL,
+        at REAL NOT NULL,
+        data_units_written INTEGER NOT NULL
+    );
+    CREATE INDEX nvme_readings_drive ON nvme_readings(node, serial, at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -253,13 +253,46 @@ class NvmeHealth(Frozen):
     """Optional warning tier for wear: above it a drive warns (never fails the exit code)."""
     warn_available_spare_pct: Annotated[int | None, Field(ge=0, le=100)] = None
     """Optional warning tier: available spare below it warns; below the drive's own threshold fails."""
+    warn_media_errors: NonNegativeInt | None = None
+    """Optional warning tier for media errors: above it warns; above max_media_errors fails."""
+    endurance_tbw: PositiveFloat | None = None
+    """Rated endurance in terabytes written (10^12 bytes), every drive alike; when absent it is
+    endurance_dwpd x the drive's own capacity x 365 x endurance_years."""
+    endurance_dwpd: PositiveFloat = 1.0
+    """Drive writes per day over endurance_years. The seed names no drive model or rating: 1 DWPD over 5
+    years is the usual rating of read-intensive data-centre U.2 drives, a documented default, not the seed's."""
+    endurance_years: PositiveInt = 5
+    warn_endurance_used_pct: Annotated[int, Field(ge=0, le=1000)] = 80
+    """Bytes written as a share of the rated endurance: above it warns."""
+    max_endurance_used_pct: Annotated[int, Field(ge=0, le=1000)] = 100
+    """Above it fails: the drive has written more than it is rated for."""
+    warn_endurance_days: NonNegativeInt = 365
+    """Projected to reach its rated endurance within this many days (from the write rate between two
+    verify runs kept in the journal): warns."""
+    max_endurance_days: NonNegativeInt = 30
+    """Projected within this many days (or already past it): fails."""
 
     @model_validator(mode="after")
     def _tiers(self) -> NvmeHealth:
-        if self.warn_percentage_used is not None and self.warn_percentage_used > self.max_percentage_used:
-            raise ValueError(f"warn_percentage_used {self.warn_percentage_used} is above max_percentage_used "
-                             f"{self.max_percentage_used}")
+        pairs = (("warn_percentage_used", self.warn_percentage_used, "max_percentage_used", self.max_percentage_used),
+                 ("warn_media_errors", self.warn_media_errors, "max_media_errors", self.max_media_errors),
+                 ("warn_endurance_used_pct", self.warn_endurance_used_pct, "max_endurance_used_pct",
+                  self.max_endurance_used_pct))
+        for warn_key, warn, max_key, top in pairs:
+            if warn is not None and warn > top:
+                raise ValueError(f"{warn_key} {warn} is above {max_key} {top}")
+        if self.warn_endurance_days < self.max_endurance_days:
+            raise ValueError(f"warn_endurance_days {self.warn_endurance_days} is below max_endurance_days "
+                             f"{self.max_endurance_days}")
         return self
+
+    def rated_bytes(self, capacity_bytes: int | None) -> int | None:
+        """The drive's rated endurance in bytes; None when it is given in DWPD and the capacity is unknown."""
+        if self.endurance_tbw is not None:
+            return int(self.endurance_tbw * 10**12)
+        if capacity_bytes is None:
+            return None
+        return int(self.endurance_dwpd * capacity_bytes * 365 * self.endurance_years)
 
 
 class Storage(Frozen):

@@ -100,6 +100,8 @@ FAULT_EFFECTS = {
     "boot_mirror_degraded": (("mdadm", "--detail", "/dev/md0"), "clean, degraded"),
     "scratch_drive_missing": (("nvme", "list"), None),
     "nvme_wearing_out": (("smartctl", "-a", "-j", "/dev/nvme6"), '"percentage_used": 95'),
+    "nvme_worn": (("nvme", "smart-log", "/dev/nvme2n1", "-o", "json"), '"percent_used":99'),
+    "nvme_spare_low": (("nvme", "smart-log", "/dev/nvme3n1", "-o", "json"), '"avail_spare":5,'),
     "package_wrong_version": (("nvidia_smi", "-q"), "Driver Version                            : 550.90.07"),
     "gpu_xid": (("dmesg",), "NVRM: Xid (PCI:0000:"),
     "gpu_row_remap_pending": (("nvidia_smi", "-q"), "Pending                           : Yes"),

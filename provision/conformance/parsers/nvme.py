@@ -25,6 +25,17 @@ TOOL_SMART = "nvme smart-log -o json"
 TOOL_ID_CTRL = "nvme id-ctrl -o json"
 
 KELVIN = 273
+# NVMe Base Specification, SMART / Health Information log (02h), byte 0 "Critical Warning": bit -> meaning.
+CRITICAL_WARNING_BITS: dict[int, str] = {
+    0: "available spare below its threshold",
+    1: "temperature beyond a threshold",
+    2: "NVM subsystem reliability degraded",
+    3: "media placed in read-only mode",
+    4: "volatile memory backup device failed",
+    5: "persistent memory region read-only",
+}
+# NVMe Base Specification: Data Units Read/Written count thousands of 512-byte units (rounded up).
+DATA_UNIT_BYTES = 512_000
 
 
 class NvmeNamespace(Model):
@@ -95,10 +106,22 @@ class NvmeSmartLog(Model):
     available_spare_threshold_pct: int | None
     percentage_used: int
     media_errors: int
+    data_units_written: int | None
+    """In data units of 512,000 bytes (NVMe spec); `written_bytes` gives bytes."""
     num_err_log_entries: int | None
     power_on_hours: int | None
     unsafe_shutdowns: int | None
     power_cycles: int | None
+
+    @property
+    def written_bytes(self) -> int | None:
+        return None if self.data_units_written is None else self.data_units_written * DATA_UNIT_BYTES
+
+
+def critical_warning_names(value: int) -> list[str]:
+    """The meaning of each bit set in a Critical Warning byte (unknown bits named by number)."""
+    names = [CRITICAL_WARNING_BITS.get(bit, f"reserved bit {bit}") for bit in range(8) if value >> bit & 1]
+    return names
 
 
 def _critical_warning(log: JsonObject) -> int:
@@ -126,6 +149,7 @@ def parse_nvme_smart_log(text: str) -> NvmeSmartLog:
         available_spare_threshold_pct=opt_int(TOOL_SMART, log, "spare_thresh", what),
         percentage_used=used,
         media_errors=req_count(TOOL_SMART, log, "media_errors", what),
+        data_units_written=opt_count(TOOL_SMART, log, "data_units_written", what),
         num_err_log_entries=opt_count(TOOL_SMART, log, "num_err_log_entries", what),
         power_on_hours=opt_count(TOOL_SMART, log, "power_on_hours", what),
         unsafe_shutdowns=opt_count(TOOL_SMART, log, "unsafe_shutdowns", what),

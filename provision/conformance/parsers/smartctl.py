@@ -30,8 +30,11 @@ class SmartctlNvme(Model):
     critical_warning: int
     temperature_c: int
     available_spare_pct: int | None
+    available_spare_threshold_pct: int | None
     percentage_used: int
     media_errors: int
+    data_units_written: int | None
+    """In NVMe data units of 512,000 bytes, as the health log counts them."""
     num_err_log_entries: int | None
     power_on_hours: int | None
     unsafe_shutdowns: int | None
@@ -65,8 +68,10 @@ def parse_smartctl_nvme(text: str) -> SmartctlNvme:
         critical_warning=req_int(TOOL, health, "critical_warning", what),
         temperature_c=req_int(TOOL, health, "temperature", what),
         available_spare_pct=opt_int(TOOL, health, "available_spare", what),
+        available_spare_threshold_pct=opt_int(TOOL, health, "available_spare_threshold", what),
         percentage_used=req_int(TOOL, health, "percentage_used", what),
         media_errors=req_int(TOOL, health, "media_errors", what),
+        data_units_written=opt_int(TOOL, health, "data_units_written", what),
         num_err_log_entries=opt_int(TOOL, health, "num_err_log_entries", what),
         power_on_hours=opt_int(TOOL, health, "power_on_hours", what),
         unsafe_shutdowns=opt_int(TOOL, health, "unsafe_shutdowns", what),

@@ -15,6 +15,7 @@ import pytest
 from test_personality_helpers import Twin  # tests/unit is on sys.path (pytest rootdir-relative import)
 
 from provision.conformance import parsers as p
+from provision.conformance.parsers.nvme import critical_warning_names
 from provision.lab.twins.personality import FAULT_KINDS, apply_fault
 
 COMMANDS: list[tuple[str, tuple[str, ...], Callable[[str], Any]]] = [
@@ -98,6 +99,15 @@ def _visible(twin: Twin, kind: str) -> bool:
         jobs = parse_fio_jobs(twin.out("fio", "--readonly", "--output-format=json", "--name=d",
                                        f"--filename=/dev/{twin.drives('scratch')[0]['name']}"))
         return jobs[0].read_gbs < twin.spec.acceptance.scratch_seq_read_gbs / twin.spec.storage.scratch.count
+    if kind == "nvme_worn":  # past 1 DWPD x capacity x 5 years: the default rating of the spec
+        drive = twin.drives("scratch")[0]
+        log = p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/{drive['name']}", "-o", "json"))
+        return log.percentage_used == 99 and (log.written_bytes or 0) > drive["size_bytes"] * 365 * 5
+    if kind == "nvme_spare_low":
+        drive = twin.drives("scratch")[1]
+        log = p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/{drive['name']}", "-o", "json"))
+        names = critical_warning_names(log.critical_warning)
+        return log.available_spare_pct < (log.available_spare_threshold_pct or 0) and len(names) == 1
     if kind == "gpu_xid":
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
         return [(e.code, [i for i, g in enumerate(gpus) if e.matches(g.bus_id)])
@@ -161,3 +171,35 @@ def test_every_profiles_twin_populates_memory_as_its_spec_says(tmp_path: Path, p
     assert {cid: r.outcome for cid, r in mem.items() if r.outcome is not Outcome.PASS} == {}
     assert mem["memory.population"].found.startswith(f"{node.spec.cpu.sockets} socket(s) x "
                                                      f"{node.spec.memory.channels_per_socket} channel(s)")
+@pytest.mark.parametrize(
+    ("kind", "failing"),
+    [
+        ("nvme_worn", {"nvme.nvme2n1.wear", "nvme.nvme2n1.endurance"}),
+        ("nvme_spare_low", {"nvme.nvme3n1.spare", "nvme.nvme3n1.critical_warning"}),
+    ],
+)
+def test_nvme_end_of_life_faults_fail_exactly_their_checks(twin: Twin, kind: str, failing: set[str]) -> None:
+    """The stand-in `nvme` under the fault, through the NVMe checks as verify runs them (the lab test in
+    tests/lab/test_verify.py does the same over SSH to a booted twin)."""
+    from provision.conformance.checks import nvme as check
+    from provision.conformance.facts import NodeFacts
+    from provision.conformance.model import Level
+    from provision.conformance.runner import evaluate
+    from tests.unit.conformance.helpers import facts
+
+    def nvme_results() -> dict[str, Any]:
+        drives = twin.drives("boot") + twin.drives("scratch")
+        sections: dict[str, str | tuple[int, str, str]] = {"nvme_list": twin.out("nvme", "list", "-o", "json")}
+        for d in drives:
+            sections[f"nvme_smart:/dev/{d['name']}"] = twin.out("nvme", "smart-log", f"/dev/{d['name']}", "-o", "json")
+        node_facts: NodeFacts = facts(sections)
+        ctx = evaluate("n1", twin.spec, node_facts, Level.FULL)
+        return {r.id: r for r in ctx.results if r.area == check.AREA}
+
+    apply_fault(twin.state, kind, clear=False)
+    try:
+        bad = {i for i, r in nvme_results().items() if not r.accepted}
+    finally:
+        apply_fault(twin.state, kind, clear=True)
+    assert bad == failing
+    assert not {i for i, r in nvme_results().items() if not r.accepted}

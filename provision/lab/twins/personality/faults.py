@@ -25,6 +25,8 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "boot_mirror_degraded",
         "scratch_drive_missing",
         "nvme_wearing_out",
+        "nvme_worn",
+        "nvme_spare_low",
         "package_wrong_version",
         "gpu_xid",
         "gpu_row_remap_pending",
@@ -90,6 +92,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "scratch_drive_missing": bool(scratch),
         "nvme_wearing_out": bool(scratch),
         "dimm_missing": bool(hw.dimms),
+        "nvme_worn": bool(scratch),
+        "nvme_spare_low": bool(scratch),
         **dict.fromkeys(GPU_HEALTH_TARGET, bool(hw.gpus)),
     }
     if not needs.get(kind, True):
@@ -116,6 +120,10 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"drive": scratch[len(scratch) // 2].name, "percentage_used": 95, "media_errors": 12}
     if kind == "dimm_missing":  # the last DIMM: its channel (P2-DIMMH on ML-PROD-V4) is one short
         return {"locator": hw.dimms[-1].locator}
+    if kind == "nvme_worn":  # the first scratch drive: written past its rating (1 DWPD x capacity x 5 years)
+        return {"drive": scratch[0].name, "percentage_used": 99, "written_pct": 102}
+    if kind == "nvme_spare_low":  # the second: spare below the drive's 10% threshold
+        return {"drive": scratch[min(1, len(scratch) - 1)].name, "avail_spare": 5}
     if kind in GPU_HEALTH_TARGET:
         return _gpu_health_params(kind, hw)
     if kind == "package_wrong_version":

@@ -2,7 +2,8 @@
 # LAB STAND-IN: simulated hardware, not the real tool.
 """Simulated `nvme` (nvme-cli 2.x) for lab twins: list [-o json], smart-log DEV [-o json],
 id-ctrl DEV [-o json]. Drives come from hardware.json; faults: scratch_drive_missing,
-nvme_wearing_out."""
+nvme_wearing_out, nvme_worn (written past a 1 DWPD / 5 year rating of its capacity), nvme_spare_low
+(available spare below its threshold, critical warning bit 0)."""
 
 from __future__ import annotations
 
@@ -21,20 +22,32 @@ def _json(args: list[str]) -> bool:
                for i, a in enumerate(args)) or "--output-format=json" in args or "-ojson" in args
 
 
+def _hit(kind: str, drive: dict[str, Any]) -> dict[str, Any] | None:
+    params = labstate.fault(kind)
+    return params if params is not None and params.get("drive") == drive["name"] else None
+
+
 def health(drive: dict[str, Any]) -> dict[str, int]:
-    """SMART figures of a drive (deterministic; nvme_wearing_out raises wear and media errors)."""
+    """SMART figures of a drive (deterministic; the nvme faults change the drive they name)."""
     n = int(drive["name"][4:].split("n")[0])
-    wear = labstate.fault("nvme_wearing_out")
-    worn = wear is not None and wear.get("drive") == drive["name"]
+    wear, worn, spare = _hit("nvme_wearing_out", drive), _hit("nvme_worn", drive), _hit("nvme_spare_low", drive)
+    used = int(wear["percentage_used"]) if wear else int(worn["percentage_used"]) if worn else 1 + n % 3
+    # NVMe data units are 512,000 bytes; nvme_worn: `written_pct` percent of 1 DWPD x capacity x 5 years
+    written = (int(drive["size_bytes"]) * 365 * 5 * int(worn["written_pct"]) // 100 // 512_000 if worn
+               else 31_554_310 + 1_000 * n)
     return {
-        "percent_used": int(wear["percentage_used"]) if worn and wear else 1 + n % 3,
-        "media_errors": int(wear["media_errors"]) if worn and wear else 0,
+        "percent_used": used,
+        "media_errors": int(wear["media_errors"]) if wear else 0,
         "temperature_k": 307 + n % 5,
         "power_on_hours": 2100 + 37 * n,
         "power_cycles": 18 + n,
         "unsafe_shutdowns": 3 + n % 4,
         "data_units_read": 40_113_218 + 1_000 * n,
-        "data_units_written": 31_554_310 + 1_000 * n,
+        "data_units_written": written,
+        "avail_spare": int(spare["avail_spare"]) if spare else 100,
+        "spare_thresh": 10,
+        # critical warning bit 0: available spare below its threshold (NVMe spec, SMART log byte 0)
+        "critical_warning": 0x01 if spare else 0,
     }
 
 
@@ -85,7 +98,8 @@ def cmd_list(hw: dict[str, Any], as_json: bool) -> str:
 def cmd_smart_log(drive: dict[str, Any], as_json: bool) -> str:
     h = health(drive)
     data = {
-        "critical_warning": 0, "temperature": h["temperature_k"], "avail_spare": 100, "spare_thresh": 10,
+        "critical_warning": h["critical_warning"], "temperature": h["temperature_k"], "avail_spare": h["avail_spare"],
+        "spare_thresh": h["spare_thresh"],
         "percent_used": h["percent_used"], "endurance_grp_critical_warning_summary": 0,
         "data_units_read": h["data_units_read"], "data_units_written": h["data_units_written"],
         "host_read_commands": h["data_units_read"] * 11, "host_write_commands": h["data_units_written"] * 15,

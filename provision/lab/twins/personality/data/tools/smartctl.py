@@ -17,6 +17,11 @@ import labstate
 import nvme
 
 
+def status(h: dict[str, int]) -> int:
+    """smartctl's exit status: bit 3 (8) when the health check says FAILING (an NVMe critical warning)."""
+    return 8 if h["critical_warning"] else 0
+
+
 def report(drive: dict[str, Any], dev: str, argv: list[str]) -> dict[str, Any]:
     h = nvme.health(drive)
     temp = h["temperature_k"] - 273
@@ -24,7 +29,7 @@ def report(drive: dict[str, Any], dev: str, argv: list[str]) -> dict[str, Any]:
     return {
         "json_format_version": [1, 0],
         "smartctl": {"version": [7, 3], "svn_revision": "5338", "platform_info": "x86_64-linux-lab-stand-in",
-                     "build_info": "(local build)", "argv": ["smartctl", *argv], "exit_status": 0},
+                     "build_info": "(local build)", "argv": ["smartctl", *argv], "exit_status": status(h)},
         "local_time": {"time_t": now, "asctime": time.strftime("%a %b %d %H:%M:%S %Y UTC", time.gmtime(now))},
         "device": {"name": dev, "info_name": dev, "type": "nvme", "protocol": "NVMe"},
         "model_name": drive["model"], "serial_number": drive["serial"], "firmware_version": drive["firmware"],
@@ -32,9 +37,10 @@ def report(drive: dict[str, Any], dev: str, argv: list[str]) -> dict[str, Any]:
         "nvme_total_capacity": drive["size_bytes"], "nvme_unallocated_capacity": 0, "nvme_controller_id": 6,
         "nvme_version": {"string": "2.0", "value": 131584}, "nvme_number_of_namespaces": 1,
         "smart_support": {"available": True, "enabled": True},
-        "smart_status": {"passed": True, "nvme": {"value": 0}},
+        "smart_status": {"passed": not h["critical_warning"], "nvme": {"value": h["critical_warning"]}},
         "nvme_smart_health_information_log": {
-            "critical_warning": 0, "temperature": temp, "available_spare": 100, "available_spare_threshold": 10,
+            "critical_warning": h["critical_warning"], "temperature": temp, "available_spare": h["avail_spare"],
+            "available_spare_threshold": h["spare_thresh"],
             "percentage_used": h["percent_used"], "data_units_read": h["data_units_read"],
             "data_units_written": h["data_units_written"], "host_reads": h["data_units_read"] * 11,
             "host_writes": h["data_units_written"] * 15, "controller_busy_time": 1943,
@@ -64,17 +70,18 @@ def main(args: list[str]) -> int:
     data = report(drive, devs[0], args)
     if "-j" in args or "--json" in args or any(a.startswith("--json=") for a in args):
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
-        return 0
+        return int(data["smartctl"]["exit_status"])
     log = data["nvme_smart_health_information_log"]
     sys.stdout.write(
         "smartctl 7.3 2022-02-28 r5338 [x86_64-linux] (LAB STAND-IN)\n\n=== START OF INFORMATION SECTION ===\n"
         f"Model Number:                       {drive['model']}\nSerial Number:                      {drive['serial']}\n"
         f"Firmware Version:                   {drive['firmware']}\n\n=== START OF SMART DATA SECTION ===\n"
-        "SMART overall-health self-assessment test result: PASSED\n\n"
+        "SMART overall-health self-assessment test result: "
+        f"{'FAILED!' if data['smartctl']['exit_status'] else 'PASSED'}\n\n"
         f"Percentage Used:                    {log['percentage_used']}%\n"
         f"Media and Data Integrity Errors:    {log['media_errors']}\n"
     )
-    return 0
+    return int(data["smartctl"]["exit_status"])
 
 
 if __name__ == "__main__":
