@@ -28,7 +28,7 @@ PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; c
 def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
               insecure: InsecureOpt = False) -> None:
     """Read the node's hardware from its BMC and report drift against its spec."""
-    with open_host(load_host(inventory, node), insecure) as (host, facts), facts.conn.deadline():
+    with open_host(load_host(inventory, node), insecure) as (host, facts):  # within the command's deadline
         inv = inv_ops.observe(facts.conn)
     report = inv_ops.drift(host.spec, inv)
     if as_json:

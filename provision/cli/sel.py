@@ -23,9 +23,8 @@ def sel_command(
     insecure: InsecureOpt = False,
 ) -> None:
     """Read (and optionally clear) the node's system event log."""
-    with open_host(load_host(inventory, node), insecure) as (_, facts):
-        with facts.conn.deadline():
-            rows = sel_ops.read(facts, limit)
+    with open_host(load_host(inventory, node), insecure) as (_, facts):  # within the command's deadline
+        rows = sel_ops.read(facts, limit)
         cleared = sel_ops.clear(facts) if clear and not plan_only else None
     if clear and plan_only:
         console.print(f"{node}: --clear would remove {len(rows)} SEL entries (--plan: nothing cleared)")

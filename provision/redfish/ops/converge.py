@@ -136,7 +136,7 @@ def wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:
         except RedfishError:
             return True
 
-    with contextlib.suppress(RedfishTimeout):
+    with contextlib.suppress(RedfishTimeout), conn.waiting(opts.bmc_down_window_s):
         wait_for(down, opts.bmc_down_window_s, "BMC going down", clock)
     fw.wait_bmc(conn, opts.bmc_reset_timeout_s, clock)
 
@@ -157,6 +157,7 @@ def verify_after_reset(node: Node, spec: NodeSpec, cplan: ConvergePlan, opts: Co
                 return None
 
         try:
-            wait_for(probe, opts.verify_timeout_s, "BIOS settings applied", clock)
+            with node.conn.waiting(opts.verify_timeout_s):
+                wait_for(probe, opts.verify_timeout_s, "BIOS settings applied", clock)
         except RedfishTimeout:
             bios_ops.verify(node, bplan)  # raises, naming the attributes still pending

@@ -224,8 +224,7 @@ def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServ
     """Start one update; returns the BMC's answer (normally 202 with a Task). The step's apply time is
     checked against what the BMC offers first (a step built elsewhere, e.g. by a campaign, too)."""
     conn = node.conn
-    apply_time = step_apply_time(state.model_copy(update={"where": conn.opts.where}), step.method, step.uri,
-                                 step.component, step.apply_time)
+    apply_time = step_apply_time(state, step.method, step.uri, step.component, step.apply_time)
     params = {"Targets": step.targets, "@Redfish.OperationApplyTime": apply_time}
     if step.image_url is not None:  # the BMC downloads it; its integrity is the image's own signature
         scheme = urlsplit(step.image_url).scheme.upper()
@@ -234,7 +233,9 @@ def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServ
     if step.method == "multipart":
         parts = {"UpdateParameters": (None, json.dumps(params), "application/json"),
                  "UpdateFile": (step.image.name, data, "application/octet-stream")}
-        resp = conn.post_multipart(step.uri, parts, timeout=max(120.0, conn.opts.retry.timeout_s))
+        upload_s = max(120.0, conn.opts.retry.timeout_s)
+        with conn.waiting(upload_s):  # an image upload is bounded by its own timeout, not the reads' deadline
+            resp = conn.post_multipart(step.uri, parts, timeout=upload_s)
         matched = [e for e in state.entries if e.id in step.entries]
         extra = node.vendor.after_push(state.service, step.component, matched, node.system.uri, node.manager_uri)
         if extra is not None:  # e.g. Supermicro: the upload only stores the image; Install flashes it
@@ -267,7 +268,8 @@ def monitor(node: Node, uri: str, timeout_s: float, clock: Clock) -> Task:
             return None  # the BMC is restarting or briefly unreachable: keep polling until the deadline
         return task if task.done else None
 
-    task = wait_for(probe, timeout_s, f"{conn.opts.where}: firmware task {uri}", clock)
+    with conn.waiting(timeout_s):
+        task = wait_for(probe, timeout_s, f"{conn.opts.where}: firmware task {uri}", clock)
     if not task.ok:
         raise RedfishOperationFailed(
             f"{conn.opts.where}: firmware task {uri} ended {task.task_state}/{task.task_status}: {task.message_text}")
@@ -284,7 +286,8 @@ def wait_bmc(conn: Connector, timeout_s: float, clock: Clock) -> None:
         except RedfishError:
             return None
 
-    wait_for(probe, timeout_s, f"{conn.opts.where}: BMC back after reset", clock)
+    with conn.waiting(timeout_s):
+        wait_for(probe, timeout_s, f"{conn.opts.where}: BMC back after reset", clock)
 
 
 def verify(node: Node, steps: list[FirmwareStep], baseline: tuple[FirmwareComponent, ...], clock: Clock,
@@ -301,7 +304,8 @@ def verify(node: Node, steps: list[FirmwareStep], baseline: tuple[FirmwareCompon
         return rows if all(r.verdict == "ok" for r in rows) else None
 
     try:
-        wait_for(probe, timeout_s, "firmware versions", clock)
+        with node.conn.waiting(timeout_s):
+            wait_for(probe, timeout_s, "firmware versions", clock)
     except RedfishTimeout:
         rows = status(comps, observe(node.conn), node.vendor)
         bad = [f"{r.component} runs {_versions(r)}, wants {r.target}" for r in rows if r.verdict != "ok"]
