@@ -238,6 +238,11 @@ class VendorPlugin:
         return BiosProof(key=key, holds=mode.lower() == value.lower(),
                          evidence=f"ComputerSystem.Boot.BootSourceOverrideMode is {mode}")
 
+    def is_sel(self, service: dict[str, Any]) -> bool | None:
+        """Is this LogService the system event log by the vendor's own naming? None: judge by the standard
+        (LogEntryType SEL, or SEL in its Id or Name; ops.sel)."""
+        return None
+
     def is_internal_ambient(self, sensor_name: str | None) -> bool:
         """Is this Thermal sensor the chassis' internal ambient (see `internal_ambient`)?"""
         return bool(sensor_name) and re.search(self.internal_ambient, sensor_name or "") is not None
