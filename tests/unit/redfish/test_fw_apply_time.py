@@ -106,3 +106,47 @@ def test_send_refuses_a_step_built_elsewhere_with_an_apply_time_the_bmc_does_not
         with pytest.raises(InputError, match=r"node01 BMC .*update-multipart: apply time 'OnReset' is not offered"):
             fw.send(node, step, state, None)
     assert not [s for s in bmc.seen if s.method == "POST" and "update-multipart" in s.path]
+
+
+@pytest.mark.parametrize(("capture", "method", "apply_time", "refused"), [
+    ("nvidia_gh200", "multipart", "OnReset", True),  # as its UpdateService says
+    ("nvidia_gh200", "multipart", "Immediate", False),
+    ("nvidia_gh200", "http_push", "OnReset", False),  # HttpPushUri's apply time is a setting, not a parameter
+    ("lenovo", "multipart", "OnReset", False),  # says nothing: both taken
+])
+def test_the_simulator_as_captured_enforces_the_trees_apply_time_support(capture: str, method: str,
+                                                                       apply_time: str, refused: bool) -> None:
+    from types import SimpleNamespace
+
+    from full_captures import full_tree
+
+    from provision.lab.bmcsim.update import Updater
+
+    tree = full_tree(capture)
+    created: list[str] = []
+
+    def create(kind: str) -> None:
+        created.append(kind)
+        raise _TaskMade
+
+    sim = Updater.__new__(Updater)  # only what the check reads: the tree, and where a task would be made
+    sim._res = SimpleNamespace(get=tree.get)  # type: ignore[assignment]
+    sim._tasks = SimpleNamespace(create=create)  # type: ignore[assignment]
+    if refused:
+        reply = sim.push(b"image", {"@Redfish.OperationApplyTime": apply_time}, method=method)
+        assert reply.status == 400 and created == []
+        assert "ActionParameterValueNotInList" in json_text(reply.body)
+    else:
+        with pytest.raises(_TaskMade):  # past the check: a task is being made
+            sim.push(b"image", {"@Redfish.OperationApplyTime": apply_time}, method=method)
+        assert created == ["HttpPushUpdate"]
+
+
+class _TaskMade(Exception):
+    pass
+
+
+def json_text(body: object) -> str:
+    import json
+
+    return json.dumps(body)
