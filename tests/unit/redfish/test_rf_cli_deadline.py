@@ -74,3 +74,34 @@ def test_a_bounded_wait_holds_the_commands_deadline_and_bounds_its_own_requests(
             bmc.delay[SYS] = 2.0  # past the wait's bound (0.1 s + one 0.3 s request timeout)
             with pytest.raises(RedfishTimeout, match=rf"node01 .*GET {SYS}.*deadline"), conn.waiting(0.1):
                 conn.get(SYS)
+
+
+def test_a_bringup_bmc_stage_whose_read_stalls_fails_with_one_line(inventory_copy: Path, short_deadline: None,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bring-up BMC stages' reads run within the deadline too (each use of the kept session)."""
+    from contextlib import ExitStack
+    from types import SimpleNamespace
+
+    from provision.bringup.options import BringupOptions
+    from provision.bringup.stages import bmc as bmc_stage
+    from provision.bringup.stages.firmware import FirmwareStage
+    from provision.spec import load_fleet
+
+    monkeypatch.setattr(bmc_stage, "options_for", session.options_for)  # the short deadline there too
+    stalled = f"{ROOT}/UpdateService/FirmwareInventory"
+    bmc = FakeBmc(tree=tree("supermicro"))
+    with Served(bmc) as srv, ExitStack() as stack:
+        point_at(inventory_copy, srv.address)
+        kept: dict[str, object] = {}
+
+        def keep(key: str, opener: object) -> object:
+            if key not in kept:
+                kept[key] = stack.enter_context(opener())  # type: ignore[operator]
+            return kept[key]
+
+        ctx = SimpleNamespace(host=load_fleet(inventory_copy).select(["node01"])[0], keep=keep)
+        bmc.delay[stalled] = STALL_S
+        with pytest.raises(RedfishTimeout) as err:
+            FirmwareStage(BringupOptions(inventory=inventory_copy, poll_s=0.01)).observe(ctx)  # type: ignore[arg-type]
+    text = str(err.value)
+    assert "\n" not in text and "node01 BMC" in text and stalled in text and "deadline" in text
