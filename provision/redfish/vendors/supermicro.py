@@ -59,7 +59,8 @@ class SupermicroPlugin(VendorPlugin):
         the BIOS works in. Each enumeration is spelt as its current value is (ValueName, else
         ValueDisplayName); one with no telling current value, as most of this BIOS's attributes are. The
         other form is kept as the display name, so a spec value given either way is understood
-        (AttributeRegistry.spelling). From the capture: Supermicro's Redfish guide does not say."""
+        (AttributeRegistry.spelling). From the capture: Supermicro's Redfish guide does not say, and a PATCH
+        of Bios/SD in this form was never sent to a real X13 BMC here."""
         if registry.inferred:
             return registry
         shown = {name: _form(entry, current.get(name)) for name, entry in registry.attributes.items()
