@@ -29,7 +29,7 @@ def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_jso
     fmt = choose(output, as_json)
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (host, facts), facts.conn.deadline():
+    with open_host(entry, insecure) as (host, facts):  # within the command's deadline
         inv = inv_ops.observe(facts.conn)
     report = inv_ops.drift(host.spec, inv)
     if fmt is Format.JSON:

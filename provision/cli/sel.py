@@ -35,9 +35,8 @@ def sel_command(
                          f"SEL entries use --last {limit.strip()}")
     hosts = load_fleet(inventory).select([node], limit)
     node = one_host(str(inventory), node, [h.name for h in hosts])
-    with open_host(hosts[0], insecure) as (_, facts):
-        with facts.conn.deadline():
-            rows = sel_ops.read(facts, last)
+    with open_host(hosts[0], insecure) as (_, facts):  # within the command's deadline
+        rows = sel_ops.read(facts, last)
         cleared = sel_ops.clear(facts) if clear and not plan_only else None
     if clear and plan_only:
         note(f"{node}: --clear would remove {len(rows)} SEL entries (--plan: nothing cleared)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from provision.redfish.errors import RedfishBadRequest
+from provision.redfish.resources.firmware import UpdateService
 
 Json = dict[str, Any]
 
@@ -60,7 +61,11 @@ def apply_times(obj: Any, prop: str | None = None) -> tuple[str, ...]:
     if not isinstance(obj, dict):
         return ()
     key = f"{prop}@Redfish.OperationApplyTimeSupport" if prop else "@Redfish.OperationApplyTimeSupport"
-    support = obj.get(key)
+    return supported_values(obj.get(key))
+
+
+def supported_values(support: Any) -> tuple[str, ...]:
+    """SupportedValues of one OperationApplyTimeSupport object (Settings schema); () when absent."""
     values = support.get("SupportedValues") if isinstance(support, dict) else None
     return tuple(str(v) for v in values) if isinstance(values, list) else ()
 
@@ -72,11 +77,20 @@ def apply_time(wanted: str, supported: tuple[str, ...], where: str) -> str:
     return offered(wanted, supported, "apply time", where)
 
 
-def update_apply_time(service: Json, method: str, wanted: str, where: str) -> str:
-    """The `@Redfish.OperationApplyTime` to send with a firmware update made by `method`: "multipart"
-    is judged by UpdateService.MultipartHttpPushUri@Redfish.OperationApplyTimeSupport, "simple" by the
-    #UpdateService.SimpleUpdate action's @Redfish.OperationApplyTimeSupport (UpdateService schema)."""
+def update_apply_times(service: UpdateService, method: str) -> tuple[str, ...]:
+    """What the BMC supports as `@Redfish.OperationApplyTime` for a firmware update made by `method`
+    (UpdateService schema, DSP0266 "Operation apply time"): "multipart" by
+    MultipartHttpPushUri@Redfish.OperationApplyTimeSupport (the UpdateParameters part carries the apply
+    time), "simple" by the #UpdateService.SimpleUpdate action's @Redfish.OperationApplyTimeSupport; ()
+    when the BMC does not say (HPE iLO 5, Lenovo XCC and Supermicro captures), and then the spec's value
+    is sent as it is."""
     if method == "multipart":
-        return apply_time(wanted, apply_times(service, "MultipartHttpPushUri"), where)
-    actions = service.get("Actions") if isinstance(service.get("Actions"), dict) else {}
-    return apply_time(wanted, apply_times((actions or {}).get("#UpdateService.SimpleUpdate")), where)
+        return supported_values(service.multipart_apply_time_support)
+    return apply_times(service.actions.get("#UpdateService.SimpleUpdate"))
+
+
+def update_apply_time(service: UpdateService, method: str, wanted: str, where: str) -> str:
+    """The `@Redfish.OperationApplyTime` to send with a firmware update made by `method` (see
+    update_apply_times), in the BMC's spelling; a one-line RedfishBadRequest naming `where` when the BMC
+    does not offer `wanted` (never changed silently)."""
+    return apply_time(wanted, update_apply_times(service, method), where)

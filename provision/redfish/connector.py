@@ -414,6 +414,29 @@ class Connector:
                 if self._deadline_depth == 0:
                     self._deadline_at = None
 
+    @contextmanager
+    def waiting(self, seconds: float) -> Iterator[None]:
+        """A wait with its own bound inside a command (a firmware Task, a PowerState, a BMC reset): the
+        command's deadline stands still while it runs, and the requests made meanwhile are bounded by
+        `seconds` plus one request timeout instead (so a BMC that stalls during the wait still cannot hang
+        the command). Outside any deadline it opens one of that length."""
+        bound = seconds + self.opts.retry.timeout_s
+        with self._deadline_lock:
+            outer = self._deadline_depth > 0
+            saved_len = self._deadline_len
+            left = (self._deadline_at or 0.0) - time.monotonic()
+            self._deadline_depth += 1
+            self._deadline_at, self._deadline_len = time.monotonic() + bound, bound
+        try:
+            yield
+        finally:
+            with self._deadline_lock:
+                self._deadline_depth -= 1
+                if outer:
+                    self._deadline_at, self._deadline_len = time.monotonic() + left, saved_len
+                else:
+                    self._deadline_at = None
+
     def _time_left(self, method: str, uri: str) -> float | None:
         at = self._deadline_at
         if at is None:

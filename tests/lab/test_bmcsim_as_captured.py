@@ -200,6 +200,83 @@ def _bios_pending(name: str, answer: Answer) -> None:
     assert answer.json()["plan"]["pending_uri"].rstrip("/") == FACTS[name].pending
 
 
+# --- complete answers (issue 17's done-when): the same checks on both servers -----------------------
+SEL = {  # the system event log of each capture, and its entries as captured
+    "hpe": f"{R}/Systems/1/LogServices/IML",  # iLO's IML, not the Security Log listed first
+    "lenovo": f"{R}/Systems/1/LogServices/SEL",  # captured without an Entries link: no entries to read
+    "nvidia_gh200": f"{R}/Systems/System_0/LogServices/SEL",
+}
+FIRMWARE_FOUND = {  # baseline components whose running entries each capture lists (read from the files)
+    "hpe": {"bmc": ["1"], "bios": ["2"]},  # "iLO 5", "System ROM" (not "Redundant System ROM")
+    "lenovo": {"bmc": ["BMC-Primary"], "bios": ["UEFI"], "gpu": [f"GPU{i}" for i in range(1, 9)]},
+    "nvidia_gh200": {"bmc": ["FW_BMC_0"], "bios": ["UEFI"], "gpu": ["HGX_FW_GPU_0", "HGX_FW_GPU_1"]},
+}
+
+
+def _sel_ids(name: str) -> list[str]:
+    entries = _captured(name, SEL[name]).get("Entries")
+    if not entries:
+        return []
+    members = _captured(name, entries["@odata.id"])["Members"]
+    return [str(_captured(name, m["@odata.id"])["Id"]) for m in members]
+
+
+def test_the_sel_facts_are_the_captures() -> None:
+    assert len(_sel_ids("hpe")) == 5 and len(_sel_ids("nvidia_gh200")) == 5 and _sel_ids("lenovo") == []
+    for name, comps in FIRMWARE_FOUND.items():
+        for ids in comps.values():
+            for i in ids:
+                assert _captured(name, f"{R}/UpdateService/FirmwareInventory/{i}")["Version"]
+
+
+def _complete_sel(name: str, answer: Answer) -> None:
+    assert answer.rc == 0, answer.err[-500:]
+    assert [e["id"] for e in answer.json()["entries"]] == _sel_ids(name)
+
+
+def _complete_firmware(name: str, answer: Answer) -> None:
+    comps = {c["component"]: c for c in answer.json()["components"]}
+    for comp, ids in FIRMWARE_FOUND[name].items():
+        assert sorted(e["id"] for e in comps[comp]["entries"]) == sorted(ids), comp
+        assert all(e["version"] for e in comps[comp]["entries"]), f"{comp}: a version unread"
+    absent = {c for c, row in comps.items() if not row["entries"]}
+    assert absent == {"bmc", "bios", "gpu", "nvswitch"} - set(FIRMWARE_FOUND[name]), "absent is said, not hidden"
+
+
+def _complete_inventory(name: str, answer: Answer) -> None:
+    _inventory_facts(name, answer)
+    data = answer.json()
+    assert data["unreadable"] == [], data["unreadable"]
+    inv = data["inventory"]
+    assert all(c["model"] for c in inv["cpus"]) and inv["memory"] and inv["firmware"]
+    system = _captured(name, FACTS[name].system)
+    assert inv["system"]["power_state"] == system["PowerState"]
+
+
+def _power_status(name: str, inventory: Path) -> None:
+    proc = subprocess.run([*CLI, "power", "node01", "status", "-i", str(inventory)], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=REPO)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-1000:]
+    assert proc.stdout.strip() == f"node01: {_captured(name, FACTS[name].system)['PowerState']}"
+
+
+def test_complete_answers_from_sushy_static(peer: tuple[str, Path]) -> None:
+    name, inv = peer
+    _complete_inventory(name, cli(inv, "bmc", "inventory"))
+    _complete_firmware(name, cli(inv, "firmware", "status"))
+    _complete_sel(name, cli(inv, "sel"))
+    _power_status(name, inv)
+
+
+def test_complete_answers_from_the_simulator(sim: tuple[str, Any]) -> None:
+    name, lab = sim
+    inv = lab.state.inventory
+    _complete_inventory(name, cli(inv, "bmc", "inventory"))
+    _complete_firmware(name, cli(inv, "firmware", "status"))
+    _complete_sel(name, cli(inv, "sel"))
+    _power_status(name, inv)
+
+
 def test_sushy_static_serves_the_capture_as_captured(peer: tuple[str, Path]) -> None:
     name, inv = peer
     address = yaml.safe_load((inv.parent / "host_vars" / "node01.yml").read_text())["provision_bmc_address"]

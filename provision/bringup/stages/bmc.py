@@ -10,7 +10,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.errors import CheckFailed
 from provision.redfish.ops import inventory as inv_ops
-from provision.redfish.ops.session import Node, connect, node_facts, options_for
+from provision.redfish.ops.session import Node, options_for, session
 from provision.redfish.ops.waiting import Clock
 from provision.spec import HostEntry
 
@@ -18,14 +18,12 @@ from provision.spec import HostEntry
 @contextmanager
 def bmc(ctx: StageContext, opts: BringupOptions) -> Iterator[Node]:
     """The node's BMC session: logged in once per run and shared by its stages (the connector logs in
-    again by itself when a BMC reset ends the session)."""
-    yield ctx.keep("bmc", lambda: _session(ctx, opts))
-
-
-@contextmanager
-def _session(ctx: StageContext, opts: BringupOptions) -> Iterator[Node]:
-    with connect(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)) as conn:
-        yield node_facts(conn)
+    again by itself when a BMC reset ends the session). Each use runs within the connector's deadline,
+    so a BMC that stalls in a stage's reads fails it with one line naming the node and the URI; the
+    waits an apply makes are bounded by their own timeouts (Connector.waiting)."""
+    node = ctx.keep("bmc", lambda: session(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)))
+    with node.conn.deadline():
+        yield node
 
 
 class BmcStage:

@@ -51,7 +51,7 @@ def layout(seed: SeedTree, system: str) -> BiosLayout | None:
         return None
     settings = bios_res.get("@Redfish.Settings", {}).get("SettingsObject", {}).get("@odata.id")
     settings = str(settings).rstrip("/") if settings else None
-    registry = _registry_from_tree(seed, str(bios_res.get("AttributeRegistry") or ""))
+    registry = _registry_from_tree(seed, str(bios_res.get("AttributeRegistry") or ""), bios_res.get("Attributes") or {})
     inferred = registry is None
     if registry is None:
         registry = _infer(bios_res.get("Attributes") or {})
@@ -60,7 +60,7 @@ def layout(seed: SeedTree, system: str) -> BiosLayout | None:
     return BiosLayout(bios, settings, registry, inferred, full)
 
 
-def _registry_from_tree(seed: SeedTree, name: str) -> dict[str, Attr] | None:
+def _registry_from_tree(seed: SeedTree, name: str, current: Json) -> dict[str, Attr] | None:
     """The attribute registry the Bios resource names (its `AttributeRegistry`), else the first one found:
     a whole capture holds several (HPE: one per language and store), a pruned one at most one."""
     found: list[tuple[str, Json]] = []
@@ -73,12 +73,35 @@ def _registry_from_tree(seed: SeedTree, name: str) -> dict[str, Attr] | None:
         return None
     named = [res for uri, res in found if name and name in (res.get("Id"), uri.rsplit("/", 1)[-1])]
     entries = (named or [found[0][1]])[0]["RegistryEntries"]
-    return {a["AttributeName"]: _attr(a) for a in entries.get("Attributes", []) if "AttributeName" in a}
+    listed = [a for a in entries.get("Attributes", []) if isinstance(a, dict) and "AttributeName" in a]
+    forms = {a["AttributeName"]: _form(a, current.get(a["AttributeName"])) for a in listed}
+    votes = [f for f in forms.values() if f is not None]
+    usual = "display" if votes.count("display") > votes.count("name") else "name"
+    return {a["AttributeName"]: _attr(a, forms[a["AttributeName"]] or usual) for a in listed}
 
 
-def _attr(a: Json) -> Attr:
+def _enum(a: Json, key: str) -> frozenset[str]:
     values = a.get("Value")
-    names = frozenset(str(v.get("ValueName")) for v in values) if isinstance(values, list) else None
+    return frozenset(str(v[key]) for v in values if isinstance(v, dict) and key in v) if isinstance(values, list) \
+        else frozenset()
+
+
+def _form(a: Json, value: Any) -> str | None:
+    """Which registry form the BIOS shows an enumeration's current value in: "name" (a ValueName, as the
+    DMTF AttributeRegistry schema says it holds), "display" (a ValueDisplayName only: the Supermicro X13
+    capture's Bios), None when it does not tell. A write is then judged in that form, as the BMC would."""
+    if a.get("Type") != "Enumeration" or not isinstance(value, str):
+        return None
+    names, shown = _enum(a, "ValueName"), _enum(a, "ValueDisplayName")
+    if value in names and value not in shown:
+        return "name"
+    return "display" if value in shown and value not in names else None
+
+
+def _attr(a: Json, form: str = "name") -> Attr:
+    names = None
+    if isinstance(a.get("Value"), list):
+        names = _enum(a, "ValueDisplayName" if form == "display" else "ValueName") or _enum(a, "ValueName")
     return Attr(
         name=a["AttributeName"], kind=str(a.get("Type", "Any")),
         read_only=bool(a.get("ReadOnly") or a.get("Immutable")), values=names,

@@ -224,7 +224,7 @@ class Bmc:
         if path == self.seed.multipart_uri and ctype.startswith("multipart/"):
             return self._multipart(ctype, req.body)
         if path == self.seed.push_uri:
-            return self.updater.push(req.body, {})
+            return self.updater.push(req.body, {}, method="http_push")
         if not self.res.exists(path):
             return error(404, "ResourceMissingAtURI", path)
         return error(405, "OperationNotAllowed")

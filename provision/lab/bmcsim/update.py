@@ -56,22 +56,37 @@ class Updater:
         if url.scheme not in ("http", "https") or url.hostname not in self._cfg.allow_image_hosts:
             return error(400, "ActionParameterValueNotInList", uri, "ImageURI", "UpdateService.SimpleUpdate")
         apply_time = body.get("@Redfish.OperationApplyTime", "Immediate")
-        if apply_time not in APPLY_TIMES:
+        if apply_time not in self._apply_times("simple"):
             return error(400, "ActionParameterValueNotInList", apply_time, "@Redfish.OperationApplyTime",
                          "UpdateService.SimpleUpdate")
         task = self._tasks.create("SimpleUpdate")
         self._spawn(self._download_then_flash(task, url.geturl(), body.get("Targets"), apply_time))
         return accepted(task.uri, self._tasks.body(task))
 
-    def push(self, image: bytes, params: Json) -> Reply:
+    def push(self, image: bytes, params: Json, method: str = "multipart") -> Reply:
         """HTTP push or multipart push: the image bytes are already here."""
         apply_time = params.get("@Redfish.OperationApplyTime", "Immediate")
-        if apply_time not in APPLY_TIMES:
+        if apply_time not in self._apply_times(method):
             return error(400, "ActionParameterValueNotInList", apply_time, "@Redfish.OperationApplyTime",
                          "UpdateService.MultipartHttpPushUri")
         task = self._tasks.create("HttpPushUpdate")
         self._flash(task, image, params.get("Targets"), apply_time)
         return accepted(task.uri, self._tasks.body(task))
+
+    def _apply_times(self, method: str) -> tuple[str, ...]:
+        """The apply times this tree's UpdateService says it supports for `method` (its
+        OperationApplyTimeSupport, as a real BMC enforces it: an as-captured GH200 takes Immediate only on
+        its multipart URI); both of APPLY_TIMES where the tree does not say."""
+        service = self._res.get(f"{ROOT}/UpdateService") or {}
+        if method == "http_push":  # its apply time is HttpPushUriOptions' setting, not a request parameter
+            return APPLY_TIMES
+        if method == "multipart":
+            support = service.get("MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")
+        else:
+            support = ((service.get("Actions") or {}).get("#UpdateService.SimpleUpdate") or {}).get(
+                "@Redfish.OperationApplyTimeSupport")
+        values = support.get("SupportedValues") if isinstance(support, dict) else None
+        return tuple(v for v in values if v in APPLY_TIMES) if isinstance(values, list) else APPLY_TIMES
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         job = asyncio.ensure_future(coro)

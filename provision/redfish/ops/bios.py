@@ -103,11 +103,12 @@ def observe(node: Node) -> BiosState:
 def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
     """Pure: every attribute whose current value differs from the spec, validated against the registry."""
     cur = state.current.attributes
+    registry = vendor.bios_registry(state.registry, cur)  # values spelt as this BIOS's attributes are
     targets: dict[str, tuple[str, AttrValue]] = {}  # attribute -> (key, value)
     unmapped: list[str] = []
     proven: list[BiosProof] = []
     for key, wanted in sorted(spec.settings.items()):
-        t = vendor.resolve_bios(key, wanted, cur, state.registry)
+        t = vendor.resolve_bios(key, wanted, cur, registry)
         if t is not None:
             targets[t.attribute] = (key, t.value)
             continue
@@ -117,12 +118,12 @@ def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
         else:
             proven.append(proof)
     for attr, raw in sorted(spec.vendor_attributes.get(vendor.name, {}).items()):
-        targets[attr] = (f"vendor:{attr}", raw)
+        targets[attr] = (f"vendor:{attr}", registry.spelling(attr, raw))
     after = {**cur, **{a: v for a, (_, v) in targets.items()}}
     changes, invalid, forced_lines = [], [], []
     for attr, (key, value) in targets.items():
-        dep = locked_by(state.registry, attr, after)
-        forced, to = forced_value(state.registry, attr, after) if dep else (False, None)
+        dep = locked_by(registry, attr, after)
+        forced, to = forced_value(registry, attr, after) if dep else (False, None)
         if forced and to == value:  # the planned changes set it themselves (an HPE WorkloadProfile)
             if cur.get(attr) != value:
                 forced_lines.append(f"{key} -> {attr}={value!r}: set by the registry when {dep}")
@@ -131,7 +132,7 @@ def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
             continue
         lock = f"set to {to!r} and locked read-only by dependency ({dep})" if forced else \
             f"locked read-only by dependency ({dep})" if dep else None
-        why = check_value(state.registry, attr, value) or lock
+        why = check_value(registry, attr, value) or lock
         if why:
             invalid.append(f"{key} -> {attr}={value!r}: {why}")
             continue

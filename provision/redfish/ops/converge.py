@@ -108,15 +108,19 @@ def send_step(node: Node, step: fw.FirmwareStep, server: ImageServer | None, opt
               clock: Clock, state: fw.FirmwareState | None = None) -> None:
     """Send one update and follow its task; an Immediate image (BMC) is waited out and verified now.
 
-    `state` is the FirmwareState the step was planned from (read again when not given)."""
-    resp = fw.send(node, step, state if state is not None else fw.observe(node.conn), server)
-    uri = fw.task_uri(resp)
-    if uri:
-        fw.monitor(node, uri, step.timeout_s, clock)
-    if not step.needs_host_reset and step.apply_time == "Immediate":
-        if step.component == "bmc":
-            wait_bmc_reset(node, opts, clock)
-        fw.verify(node, [step], _baseline_of(node, step), clock, opts.verify_timeout_s)
+    `state` is the FirmwareState the step was planned from (read again when not given). The step is bounded
+    by its own waits (task, BMC reset, verify) rather than by the command's deadline, which it holds: a
+    multi-component update on a slow BMC is not cut short by the reads' deadline, and each request still is."""
+    bound = step.timeout_s + opts.bmc_down_window_s + opts.bmc_reset_timeout_s + opts.verify_timeout_s
+    with node.conn.waiting(bound):
+        resp = fw.send(node, step, state if state is not None else fw.observe(node.conn), server)
+        uri = fw.task_uri(resp)
+        if uri:
+            fw.monitor(node, uri, step.timeout_s, clock)
+        if not step.needs_host_reset and step.apply_time == "Immediate":
+            if step.component == "bmc":
+                wait_bmc_reset(node, opts, clock)
+            fw.verify(node, [step], _baseline_of(node, step), clock, opts.verify_timeout_s)
 
 
 def _baseline_of(node: Node, step: fw.FirmwareStep) -> tuple[FirmwareComponent, ...]:
@@ -136,7 +140,7 @@ def wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:
         except RedfishError:
             return True
 
-    with contextlib.suppress(RedfishTimeout):
+    with contextlib.suppress(RedfishTimeout), conn.waiting(opts.bmc_down_window_s):
         wait_for(down, opts.bmc_down_window_s, "BMC going down", clock)
     fw.wait_bmc(conn, opts.bmc_reset_timeout_s, clock)
 
@@ -157,6 +161,7 @@ def verify_after_reset(node: Node, spec: NodeSpec, cplan: ConvergePlan, opts: Co
                 return None
 
         try:
-            wait_for(probe, opts.verify_timeout_s, "BIOS settings applied", clock)
+            with node.conn.waiting(opts.verify_timeout_s):
+                wait_for(probe, opts.verify_timeout_s, "BIOS settings applied", clock)
         except RedfishTimeout:
             bios_ops.verify(node, bplan)  # raises, naming the attributes still pending

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from provision.errors import InputError
+from provision.redfish import allowable
 from provision.redfish.connector import ROOT, Connector, Response
-from provision.redfish.errors import RedfishError, RedfishOperationFailed, RedfishTimeout
+from provision.redfish.errors import RedfishBadRequest, RedfishError, RedfishOperationFailed, RedfishTimeout
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
@@ -37,6 +38,8 @@ class FirmwareState(BaseModel):
 
     entries: list[SoftwareInventory]
     service: UpdateService
+    where: str = "the BMC"
+    """The node's BMC, for messages (ConnectorOptions.where)."""
 
 
 class EntryStatus(BaseModel):
@@ -107,7 +110,8 @@ def observe(conn: Connector) -> FirmwareState:
     link = (conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
     service = UpdateService.parse(conn.get(str(link)))
     inv = f"{str(link).rstrip('/')}/FirmwareInventory"
-    return FirmwareState(entries=[SoftwareInventory.parse(e) for e in conn.members(inv)], service=service)
+    return FirmwareState(entries=[SoftwareInventory.parse(e) for e in conn.members(inv)], service=service,
+                         where=conn.opts.where)
 
 
 def status(
@@ -158,7 +162,7 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
             skipped.append(f"{comp.component}: the BMC marks {', '.join(e.id for e in matched)} not updateable")
             continue
         matched = [e for e in matched if e.updateable is not False]
-        steps.append(_step(by_name[comp.component], matched, state.service, vendor, inventory_dir,
+        steps.append(_step(by_name[comp.component], matched, state, vendor, inventory_dir,
                            downgrade=verdict == "newer"))
     return FirmwarePlan(steps=steps, refused=refused, absent=absent, skipped=skipped)
 
@@ -167,7 +171,7 @@ def _versions(st: ComponentStatus) -> str:
     return ", ".join(sorted({e.version or "?" for e in st.entries}))
 
 
-def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], service: UpdateService,
+def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], state: FirmwareState,
           vendor: VendorPlugin, inventory_dir: Path | None, downgrade: bool) -> FirmwareStep:
     image = Path(comp.image)
     if not image.is_absolute():
@@ -175,16 +179,30 @@ def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], service: Up
             raise InputError(f"firmware image for {comp.component}: {comp.image} is relative and no directory to "
                              "take it from (load the spec with load_fleet)")
         image = inventory_dir / image
+    service = state.service
     push = vendor.multipart_uri(service)
     method: Literal["multipart", "simple"] = "multipart" if push else "simple"
     uri = push or service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
     return FirmwareStep(
         component=comp.component, version=comp.version, image=image.resolve(), sha256=comp.sha256,
         method=method, uri=uri, targets=vendor.update_targets(comp.component, matched),
-        apply_time=comp.apply_time, needs_host_reset=comp.needs_host_reset,
+        apply_time=step_apply_time(state, method, uri, comp.component, comp.apply_time),
+        needs_host_reset=comp.needs_host_reset,
         timeout_s=TASK_TIMEOUT_S.get(comp.component, DEFAULT_TASK_TIMEOUT_S), downgrade=downgrade,
         entries=[e.id for e in matched],
     )
+
+
+def step_apply_time(state: FirmwareState, method: str, uri: str, component: str, wanted: str) -> str:
+    """The baseline's apply time in the BMC's spelling, when the BMC offers it for this update method
+    (allowable.update_apply_times); else a one-line InputError naming the node, the URI and what it
+    offers, before anything is sent (OnReset and Immediate differ in when the host sees the firmware, so
+    the value is never changed behind the operator's back)."""
+    try:
+        return allowable.update_apply_time(state.service, method, wanted, f"{state.where}: {uri}")
+    except RedfishBadRequest as exc:
+        raise InputError(f"{exc} for firmware {component} ({method} update); set apply_time in the "
+                         "baseline to one it offers") from None
 
 
 # ---- apply ---------------------------------------------------------------------------------------
@@ -203,9 +221,11 @@ def check_image(step: FirmwareStep) -> bytes:
 
 
 def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServer | None) -> Response:
-    """Start one update; returns the BMC's answer (normally 202 with a Task)."""
-    params = {"Targets": step.targets, "@Redfish.OperationApplyTime": step.apply_time}
+    """Start one update; returns the BMC's answer (normally 202 with a Task). The step's apply time is
+    checked against what the BMC offers first (a step built elsewhere, e.g. by a campaign, too)."""
     conn = node.conn
+    apply_time = step_apply_time(state, step.method, step.uri, step.component, step.apply_time)
+    params = {"Targets": step.targets, "@Redfish.OperationApplyTime": apply_time}
     if step.image_url is not None:  # the BMC downloads it; its integrity is the image's own signature
         scheme = urlsplit(step.image_url).scheme.upper()
         return conn.post(step.uri, {"ImageURI": step.image_url, "TransferProtocol": scheme, **params})
@@ -213,7 +233,9 @@ def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServ
     if step.method == "multipart":
         parts = {"UpdateParameters": (None, json.dumps(params), "application/json"),
                  "UpdateFile": (step.image.name, data, "application/octet-stream")}
-        resp = conn.post_multipart(step.uri, parts, timeout=max(120.0, conn.opts.retry.timeout_s))
+        upload_s = max(120.0, conn.opts.retry.timeout_s)
+        with conn.waiting(upload_s):  # an image upload is bounded by its own timeout, not the reads' deadline
+            resp = conn.post_multipart(step.uri, parts, timeout=upload_s)
         matched = [e for e in state.entries if e.id in step.entries]
         extra = node.vendor.after_push(state.service, step.component, matched, node.system.uri, node.manager_uri)
         if extra is not None:  # e.g. Supermicro: the upload only stores the image; Install flashes it
@@ -246,7 +268,8 @@ def monitor(node: Node, uri: str, timeout_s: float, clock: Clock) -> Task:
             return None  # the BMC is restarting or briefly unreachable: keep polling until the deadline
         return task if task.done else None
 
-    task = wait_for(probe, timeout_s, f"{conn.opts.where}: firmware task {uri}", clock)
+    with conn.waiting(timeout_s):
+        task = wait_for(probe, timeout_s, f"{conn.opts.where}: firmware task {uri}", clock)
     if not task.ok:
         raise RedfishOperationFailed(
             f"{conn.opts.where}: firmware task {uri} ended {task.task_state}/{task.task_status}: {task.message_text}")
@@ -263,7 +286,8 @@ def wait_bmc(conn: Connector, timeout_s: float, clock: Clock) -> None:
         except RedfishError:
             return None
 
-    wait_for(probe, timeout_s, f"{conn.opts.where}: BMC back after reset", clock)
+    with conn.waiting(timeout_s):
+        wait_for(probe, timeout_s, f"{conn.opts.where}: BMC back after reset", clock)
 
 
 def verify(node: Node, steps: list[FirmwareStep], baseline: tuple[FirmwareComponent, ...], clock: Clock,
@@ -280,7 +304,8 @@ def verify(node: Node, steps: list[FirmwareStep], baseline: tuple[FirmwareCompon
         return rows if all(r.verdict == "ok" for r in rows) else None
 
     try:
-        wait_for(probe, timeout_s, "firmware versions", clock)
+        with node.conn.waiting(timeout_s):
+            wait_for(probe, timeout_s, "firmware versions", clock)
     except RedfishTimeout:
         rows = status(comps, observe(node.conn), node.vendor)
         bad = [f"{r.component} runs {_versions(r)}, wants {r.target}" for r in rows if r.verdict != "ok"]

@@ -88,13 +88,15 @@ def wait_power(node: Node, act: PowerAction, clock: Clock, timeout_s: float, fir
     """Wait for `act.expect` (first polled at `first_poll_at`, a clock.now() time); for a restart, wait
     to see the host leave On first (briefly)."""
     uri = node.system.uri
-    if act.reset_type in ("PowerCycle", "ForceRestart", "GracefulRestart"):
-        with contextlib.suppress(RedfishTimeout):  # a fast BMC may restart between two polls
-            wait_for(lambda: True if power_state(node.conn, uri) != "On" else None, min(timeout_s, 30),
-                     "host leaving On", clock)
-    clock.sleep(max(0.0, first_poll_at - clock.now()))
-    return wait_for(lambda: act.expect if power_state(node.conn, uri) == act.expect else None, timeout_s,
-                    f"{node.conn.opts.where}: PowerState {act.expect} after {act.reset_type}", clock)
+    restart = act.reset_type in ("PowerCycle", "ForceRestart", "GracefulRestart")
+    with node.conn.waiting(timeout_s + (min(timeout_s, 30) if restart else 0) + max(0.0, first_poll_at - clock.now())):
+        if restart:
+            with contextlib.suppress(RedfishTimeout):  # a fast BMC may restart between two polls
+                wait_for(lambda: True if power_state(node.conn, uri) != "On" else None, min(timeout_s, 30),
+                         "host leaving On", clock)
+        clock.sleep(max(0.0, first_poll_at - clock.now()))
+        return wait_for(lambda: act.expect if power_state(node.conn, uri) == act.expect else None, timeout_s,
+                        f"{node.conn.opts.where}: PowerState {act.expect} after {act.reset_type}", clock)
 
 
 def host_reset(node: Node, clock: Clock, timeout_s: float = 600, first_poll_at: float = 0.0) -> str | None:

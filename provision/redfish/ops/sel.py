@@ -2,10 +2,10 @@
 
 Which LogService is the SEL is read from the standard, not from a vendor's URI: a LogService whose
 LogEntryType is "SEL" (LogService schema) or whose Id or Name says SEL, under the System's and every
-Manager's LogServices. Among several, one with entries wins (Dell iDRAC lists an empty FaultList with
-LogEntryType SEL beside its Sel; HGX baseboards keep an empty SEL beside the BMC's), then an explicit
-LogEntryType, then the System's before a Manager's. A BMC that names none (HPE iLO 5: IML, IEL, SL,
-Event) gets the System's log service with entries, as before.
+Manager's LogServices, or one the vendor plugin names as its SEL-equivalent (HPE iLO: the IML). Among
+several, one with entries wins (Dell iDRAC lists an empty FaultList with LogEntryType SEL beside its Sel;
+HGX baseboards keep an empty SEL beside the BMC's), then an explicit LogEntryType, then the System's before
+a Manager's. A BMC that names none gets the System's log service with entries.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ class LogServiceView(BaseModel):
     entries: int | None = None  # None: not counted (or not readable)
 
 
-def view(svc: Json, owner: str, entries: int | None = None) -> LogServiceView:
-    named = any(_SEL_WORD.search(str(svc.get(k) or "")) for k in ("Id", "Name"))
+def view(svc: Json, owner: str, entries: int | None = None, vendor_says: bool | None = None) -> LogServiceView:
+    """What the choice reads of one LogService; `vendor_says` is the vendor plugin's word (VendorPlugin.is_sel)
+    where its SEL-equivalent log has another name (HPE's IML)."""
+    named = vendor_says or any(_SEL_WORD.search(str(svc.get(k) or "")) for k in ("Id", "Name"))
     return LogServiceView(uri=str(svc.get("@odata.id", "")).rstrip("/"), owner=owner,
                           entry_type=svc.get("LogEntryType") if isinstance(svc.get("LogEntryType"), str) else None,
                           says_sel=named or svc.get("LogEntryType") == "SEL", entries=entries)
@@ -57,7 +59,7 @@ def find_sel(node: Node) -> str:
     raw: list[tuple[Json, str]] = [(s, "system") for s in _services(conn, node.system.uri)]
     for manager in _managers(conn, node):
         raw += [(s, "manager") for s in _services(conn, manager)]
-    views = [view(s, owner) for s, owner in raw]
+    views = [view(s, owner, vendor_says=node.vendor.is_sel(s)) for s, owner in raw]
     candidates = [v for v in views if v.says_sel] or [v for v in views if v.owner == "system"]
     if len(candidates) > 1:  # count entries only where there is a choice to make
         counted = {v.uri: _entry_count(conn, s) for (s, _), v in zip(raw, views, strict=True) if v in candidates}

@@ -100,7 +100,30 @@ def connect(opts: ConnectorOptions) -> Iterator[Connector]:
 
 
 @contextmanager
+def session(opts: ConnectorOptions) -> Iterator[Node]:
+    """Log in and read the node facts within one deadline (`opts.deadline_s`); logged out at the end. For
+    a session kept across the bring-up stages, each of which bounds its own use with
+    `node.conn.deadline()`: a BMC that stalls fails with one line naming the node and the URI."""
+    conn = Connector(opts)
+    try:
+        with conn.deadline():
+            conn.open()
+            node = node_facts(conn)
+        yield node
+    finally:
+        conn.close()
+
+
+@contextmanager
 def open_host(host: HostEntry, insecure: bool = False) -> Iterator[tuple[HostEntry, Node]]:
-    """Log in to an already-loaded host's BMC, and yield its entry and node facts."""
-    with connect(options_for(host.name, host.bmc, insecure=insecure)) as conn:
-        yield host, node_facts(conn)
+    """Log in to an already-loaded host's BMC, and yield its entry and node facts. Everything the
+    command sends inside runs within one deadline (`ConnectorOptions.deadline_s`); the waits it makes
+    (a firmware Task, a PowerState, a BMC reset) are bounded by their own timeouts meanwhile
+    (Connector.waiting)."""
+    conn = Connector(options_for(host.name, host.bmc, insecure=insecure))
+    try:
+        with conn.deadline():  # the login and the facts count too
+            conn.open()
+            yield host, node_facts(conn)
+    finally:
+        conn.close()

@@ -30,7 +30,11 @@ class Bios(Resource):
 
 
 class RegistryValue(Model):
+    """One enumeration value (DMTF AttributeRegistry): ValueName is what the attribute holds,
+    ValueDisplayName what a person reads."""
+
     value_name: str
+    value_display_name: str | None = None
 
 
 class RegistryAttribute(Model):
@@ -71,6 +75,18 @@ class AttributeRegistry(Model):
         deps = dig(data, "RegistryEntries", "Dependencies")
         deps = [d for d in deps if isinstance(d, dict)] if isinstance(deps, list) else []
         return cls(Id=str(data.get("Id", "")), attributes=attrs, dependencies=deps)
+
+    def spelling(self, name: str, value: AttrValue) -> AttrValue:
+        """`value` as this registry spells it for enumeration `name`: a value given as one of its
+        ValueDisplayNames (the AttributeRegistry schema's human form) becomes that entry's ValueName;
+        anything else is returned as it is (and judged by bios_registry.check_value)."""
+        entry = self.attributes.get(name)
+        if entry is None or entry.type != "Enumeration" or not isinstance(value, str) or value in entry.allowed:
+            return value
+        for v in entry.value:
+            if v.value_display_name is not None and v.value_display_name == value:
+                return v.value_name
+        return value
 
     @classmethod
     def infer(cls, current: dict[str, AttrValue]) -> AttributeRegistry:

@@ -28,6 +28,10 @@ class UpdateService(Resource):
     """How this BMC takes firmware."""
 
     multipart_http_push_uri: str | None = None
+    multipart_apply_time_support: dict[str, Any] | None = Field(
+        default=None, alias="MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")
+    """What `@Redfish.OperationApplyTime` a multipart push's UpdateParameters may carry (DSP0266 "Multipart
+    HTTP push updates"; GH200 capture: Immediate only)."""
     http_push_uri: str | None = None
     actions: dict[str, Any] = Field(default_factory=dict)
     oem: dict[str, Any] = Field(default_factory=dict)

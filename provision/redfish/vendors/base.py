@@ -173,6 +173,12 @@ class VendorPlugin:
         """Where pending BIOS values are written."""
         return bios.settings_uri or f"{bios.uri}/{self.bios_pending_suffix}"
 
+    def bios_registry(self, registry: AttributeRegistry, current: dict[str, AttrValue]) -> AttributeRegistry:
+        """The registry with each enumeration's values spelt as this BIOS's attributes hold them. DMTF
+        AttributeRegistry: an attribute holds a ValueName (ValueDisplayName is for people), so the
+        standard plugin changes nothing; a BIOS that shows display names overrides this (Supermicro)."""
+        return registry
+
     def bios_attribute(self, key: str, names: list[str]) -> str | None:
         for pattern in self.bios_patterns.get(key, ()):
             for name in names:
@@ -200,7 +206,7 @@ class VendorPlugin:
         if isinstance(neutral, str) and neutral in mapped:
             return mapped[neutral]
         if not isinstance(neutral, str) or neutral not in self.bios_values:
-            return neutral
+            return registry.spelling(attr, neutral)  # a value given in the other registry form
         candidates = self.bios_values[neutral]
         entry = registry.attributes.get(attr)
         if entry is not None and not registry.inferred:
@@ -231,6 +237,11 @@ class VendorPlugin:
             return None
         return BiosProof(key=key, holds=mode.lower() == value.lower(),
                          evidence=f"ComputerSystem.Boot.BootSourceOverrideMode is {mode}")
+
+    def is_sel(self, service: dict[str, Any]) -> bool | None:
+        """Is this LogService the system event log by the vendor's own naming? None: judge by the standard
+        (LogEntryType SEL, or SEL in its Id or Name; ops.sel)."""
+        return None
 
     def is_internal_ambient(self, sensor_name: str | None) -> bool:
         """Is this Thermal sensor the chassis' internal ambient (see `internal_ambient`)?"""

@@ -21,7 +21,7 @@ From the capture (tests/fixtures/redfish/full/hpe, iLO 5 2.72, DL385 Gen10 Plus 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from provision.redfish.resources import SoftwareInventory, UpdateService
 from provision.redfish.resources.bios import AttrValue
@@ -70,6 +70,14 @@ class HpePlugin(VendorPlugin):
     task_monitor = "hpe-update-service"
     """iLO 5 reports a SimpleUpdate's progress in UpdateService.Oem.Hpe (State, FlashProgressPercent) and its
     UpdateTaskQueue; a DMTF Task is not always returned (HPE update service documentation; never run here)."""
+
+    def is_sel(self, service: dict[str, Any]) -> bool | None:
+        """The IML (Integrated Management Log, Systems/1/LogServices/IML) is iLO's system event log: the
+        server's hardware and host events, what IPMI's SEL holds elsewhere. HPE's iLO Redfish "Log services"
+        document lists four logs: the Security Log (SL: security events of iLO), the IML, the iLO Event Log
+        (IEL, under the Manager: iLO's own events) and the Alert Event Log (`Event` in the capture). None says
+        LogEntryType SEL (capture), and SL came first, so the IML is named here."""
+        return True if str(service.get("Id", "")).upper() == "IML" else None
 
     def multipart_uri(self, service: UpdateService) -> str | None:
         """None: iLO's HttpPushUri is its own form upload, and SimpleUpdate is the documented path."""

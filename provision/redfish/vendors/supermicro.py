@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from provision.redfish.resources import PCIeDevice, SoftwareInventory, UpdateService
+from provision.redfish.resources import AttributeRegistry, PCIeDevice, SoftwareInventory, UpdateService
+from provision.redfish.resources.bios import AttrValue, RegistryAttribute, RegistryValue
 from provision.redfish.vendors.base import FwRule, VendorPlugin
 
 _HEX = r"_[0-9A-F]{4}$"
@@ -51,6 +52,27 @@ class SupermicroPlugin(VendorPlugin):
     Capsule_ copies sit beside the running BMC and BIOS and are filtered as inactive."""
     firmware_exclude = r"(?i)(?:^|[^A-Za-z0-9])(inforom|me|pldm)(?:[^A-Za-z]|$)"
 
+    def bios_registry(self, registry: AttributeRegistry, current: dict[str, AttrValue]) -> AttributeRegistry:
+        """The X13 BIOS (SYS-821GE-TNHR capture, BIOS 1.4) holds ValueDisplayNames in Bios.Attributes
+        ("Enabled", "115200", "Auto") while its BiosAttributeRegistry lists ValueName "0"/"1"/"15"; its
+        registry Dependencies compare display names too ("MapFromValue": "Disabled"), so that is the form
+        the BIOS works in. Each enumeration is spelt as its current value is (ValueName, else
+        ValueDisplayName); one with no telling current value, as most of this BIOS's attributes are. The
+        other form is kept as the display name, so a spec value given either way is understood
+        (AttributeRegistry.spelling). From the capture: Supermicro's Redfish guide does not say, and a PATCH
+        of Bios/SD in this form was never sent to a real X13 BMC here."""
+        if registry.inferred:
+            return registry
+        shown = {name: _form(entry, current.get(name)) for name, entry in registry.attributes.items()
+                 if entry.type == "Enumeration"}
+        votes = [f for f in shown.values() if f is not None]
+        usual = "display" if votes.count("display") > votes.count("name") else "name"
+        swapped = {name: _as_displayed(registry.attributes[name]) for name, form in shown.items()
+                   if (form or usual) == "display"}
+        if not swapped:
+            return registry
+        return registry.model_copy(update={"attributes": {**registry.attributes, **swapped}})
+
     def is_gpu_device(self, dev: PCIeDevice) -> bool:
         """GPU1..GPU8 under Chassis/1/PCIeDevices (the HGX baseboard's GPUs as the X13 BMC lists them)."""
         return dev.present and re.match(r"^GPU\d+$", dev.id) is not None
@@ -70,3 +92,22 @@ class SupermicroPlugin(VendorPlugin):
         else:
             targets = [e.uri for e in entries]
         return target, {"Targets": targets, "InstallOptions": []}
+
+
+def _form(entry: RegistryAttribute, value: AttrValue) -> str | None:
+    """Which registry form a current value is: "name" (a ValueName), "display" (only a ValueDisplayName),
+    None when it does not tell (absent, in both, or in neither)."""
+    names = set(entry.allowed)
+    shown = {v.value_display_name for v in entry.value if v.value_display_name is not None}
+    if value in names and value not in shown:
+        return "name"
+    if value in shown and value not in names:
+        return "display"
+    return None
+
+
+def _as_displayed(entry: RegistryAttribute) -> RegistryAttribute:
+    """The entry with its display names as the values (ValueName kept as the other form)."""
+    values = [RegistryValue(ValueName=v.value_display_name, ValueDisplayName=v.value_name)
+              for v in entry.value if v.value_display_name is not None]
+    return entry.model_copy(update={"value": values}) if values else entry

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,14 @@ class FakeBmc:
             self.tree[f"{FW}/{entry}"]["Version"] = version
 
     # -- what the connector offers ------------------------------------------------------------------
+    @contextmanager
+    def deadline(self, seconds: float | None = None) -> Iterator[None]:
+        yield  # answers at once: nothing to bound
+
+    @contextmanager
+    def waiting(self, seconds: float) -> Iterator[None]:
+        yield
+
     @property
     def root(self) -> dict[str, Any]:
         return dict(self.tree[ROOT])

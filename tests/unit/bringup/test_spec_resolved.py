@@ -50,13 +50,24 @@ def test_open_host_takes_the_loaded_host_and_never_loads_the_fleet(monkeypatch: 
     monkeypatch.setattr("provision.spec.load_fleet", lambda *a: loads.append(a))
 
     seen: list[str] = []
-    monkeypatch.setattr(session, "connect", lambda opts: _ctx(seen, opts))
+    monkeypatch.setattr(session, "Connector", lambda opts: _Conn(seen, opts))
     monkeypatch.setattr(session, "node_facts", lambda conn: "facts")
     with session.open_host(host) as (entry, facts):
         assert entry is host and facts == "facts"
     assert seen == ["node01"] and loads == []
 
 
-def _ctx(seen: list[str], opts: ConnectorOptions) -> AbstractContextManager[object]:
-    seen.append(opts.name)
-    return nullcontext(object())
+class _Conn:
+    """A connector that logs in to nothing (open_host opens, bounds and closes it)."""
+
+    def __init__(self, seen: list[str], opts: ConnectorOptions) -> None:
+        seen.append(opts.name)
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def deadline(self) -> AbstractContextManager[object]:
+        return nullcontext()

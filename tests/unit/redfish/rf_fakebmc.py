@@ -6,8 +6,8 @@ import base64
 import datetime
 import json
 import ssl
+import sys
 import threading
-import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -48,6 +48,7 @@ class FakeBmc:
     redirects: dict[str, str] = field(default_factory=dict)  # path -> Location of a 307
     raw: dict[str, tuple[int, str, bytes]] = field(default_factory=dict)  # path -> (status, content type, body)
     delay: dict[str, float] = field(default_factory=dict)  # path -> seconds to stall before answering
+    released: threading.Event = field(default_factory=threading.Event)  # set when served no more: stalls end
 
     def fail(self, path: str, status: int, times: int = 1, headers: dict[str, str] | None = None) -> None:
         q = self.faults.setdefault(path, deque())
@@ -96,7 +97,7 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             if path in bmc.delay:
-                time.sleep(bmc.delay[path])
+                bmc.released.wait(bmc.delay[path])
             if path in bmc.redirects:
                 self._reply(307, {}, {"Location": bmc.redirects[path]})
                 return
@@ -180,12 +181,19 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
     return H
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # the client gave up on a stalled answer: what a stall test wants
+        super().handle_error(request, client_address)
+
+
 class Served:
     """Context manager: serve a FakeBmc on 127.0.0.1:0 (optionally TLS)."""
 
     def __init__(self, bmc: FakeBmc, tls: tuple[Path, Path] | None = None) -> None:
         self.bmc = bmc
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(bmc))
+        self.server = _Server(("127.0.0.1", 0), _handler(bmc))
         self.server.daemon_threads = True
         if tls:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -203,6 +211,7 @@ class Served:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.bmc.released.set()
         self.server.shutdown()
         self.server.server_close()
 

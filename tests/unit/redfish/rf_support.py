@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from rf_fakebmc import FakeBmc, Served, load_tree
 
 from provision.redfish.connector import Connector, ConnectorOptions
@@ -46,3 +47,12 @@ def connect(srv: Served, **kw: object) -> Connector:
     conn = Connector(options(srv.address, **kw), sleep=lambda s: None)
     conn.open()
     return conn
+
+
+def point_at(inventory: Path, address: str) -> None:
+    """Point the copied example inventory's node01 at a loopback BMC."""
+    hv = inventory.parent / "host_vars" / "node01.yml"
+    data = yaml.safe_load(hv.read_text())
+    data.update(provision_bmc_address=address, provision_bmc_username="admin",
+                provision_bmc_password="s3cret-Pa55", provision_bmc_insecure_http=address.startswith("http://"))
+    hv.write_text(yaml.safe_dump(data))

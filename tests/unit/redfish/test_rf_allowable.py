@@ -16,6 +16,7 @@ from provision.redfish import allowable
 from provision.redfish.errors import RedfishBadRequest, extended_messages, raise_for_status
 from provision.redfish.ops import power
 from provision.redfish.ops.session import node_facts
+from provision.redfish.resources import UpdateService
 
 GH200_SYS = "/redfish/v1/Systems/System_0"
 
@@ -127,10 +128,11 @@ def test_apply_times_from_the_gh200_update_service() -> None:
     assert allowable.apply_time("OnReset", (), "n") == "OnReset"
     action = {"target": "/x", "@Redfish.OperationApplyTimeSupport": {"SupportedValues": ["OnReset", "Immediate"]}}
     assert allowable.apply_times(action) == ("OnReset", "Immediate")
+    model = UpdateService.parse(svc)
     with pytest.raises(RedfishBadRequest, match="OnReset"):
-        allowable.update_apply_time(svc, "multipart", "OnReset", "n")
-    assert allowable.update_apply_time(svc, "simple", "OnReset", "n") == "OnReset"  # the action says nothing
-    simple = {"Actions": {"#UpdateService.SimpleUpdate": action}}
+        allowable.update_apply_time(model, "multipart", "OnReset", "n")
+    assert allowable.update_apply_time(model, "simple", "OnReset", "n") == "OnReset"  # the action says nothing
+    simple = UpdateService.parse({"Actions": {"#UpdateService.SimpleUpdate": action}})
     assert allowable.update_apply_time(simple, "simple", "onreset", "n") == "OnReset"
 
 

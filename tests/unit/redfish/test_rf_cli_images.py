@@ -8,25 +8,16 @@ from pathlib import Path
 
 import pytest
 import requests
-import yaml
 from rf_fakebmc import FakeBmc, Served
-from rf_support import tree
+from rf_support import point_at, tree
 
 from provision.cli import main as cli_main
 from provision.redfish.image_server import ImageServer
 
 
-def _point_at(inventory: Path, address: str) -> None:
-    hv = inventory.parent / "host_vars" / "node01.yml"
-    data = yaml.safe_load(hv.read_text())
-    data.update(provision_bmc_address=address, provision_bmc_username="admin",
-                provision_bmc_password="s3cret-Pa55", provision_bmc_insecure_http=address.startswith("http://"))
-    hv.write_text(yaml.safe_dump(data))
-
-
 def test_bmc_inventory_json_and_drift_exit(inventory_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Served(FakeBmc(tree=tree("supermicro"))) as srv:
-        _point_at(inventory_copy, srv.address)
+        point_at(inventory_copy, srv.address)
         code = cli_main(["bmc", "inventory", "node01", "-i", str(inventory_copy), "--json"])
     out = capsys.readouterr()
     data = json.loads(out.out)
@@ -37,7 +28,7 @@ def test_bmc_inventory_json_and_drift_exit(inventory_copy: Path, capsys: pytest.
 
 def test_firmware_status_and_plan(inventory_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Served(FakeBmc(tree=tree("supermicro"))) as srv:
-        _point_at(inventory_copy, srv.address)
+        point_at(inventory_copy, srv.address)
         code = cli_main(["firmware", "status", "node01", "-i", str(inventory_copy), "--json"])
         status = json.loads(capsys.readouterr().out)
         assert code == 1 and {c["component"]: c["verdict"] for c in status["components"]}["bios"] == "older"
@@ -50,7 +41,7 @@ def test_firmware_status_and_plan(inventory_copy: Path, capsys: pytest.CaptureFi
 
 def test_bios_apply_plan_changes_nothing(inventory_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Served(FakeBmc(tree=tree("supermicro"))) as srv:
-        _point_at(inventory_copy, srv.address)
+        point_at(inventory_copy, srv.address)
         code = cli_main(["bios", "apply", "node01", "-i", str(inventory_copy), "--plan", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["applied"] is False and data["plan"]["changes"]
@@ -67,7 +58,7 @@ def test_unknown_node_and_unreachable_bmc_are_one_line(
     assert cli_main(["sel", "nodeXX", "-i", str(inventory_copy)]) == 2
     err = capsys.readouterr().err
     assert "nodeXX" in err and "Traceback" not in err
-    _point_at(inventory_copy, "http://127.0.0.1:9")
+    point_at(inventory_copy, "http://127.0.0.1:9")
     assert cli_main(["power", "node01", "status", "-i", str(inventory_copy)]) == 1
     err = capsys.readouterr().err
     assert "node01 BMC" in err and "s3cret-Pa55" not in err and len(err.strip().splitlines()) <= 3

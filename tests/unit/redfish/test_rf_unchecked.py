@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 from rf_fakebmc import FakeBmc, Served
-from rf_support import tree
-from test_rf_cli_images import _point_at
+from rf_support import point_at, tree
 
 from provision.cli import bios as bios_cli
 from provision.cli import firmware as fw_cli
@@ -54,7 +53,7 @@ def without_nvswitch(t: dict[str, Any]) -> dict[str, Any]:
 
 def test_bios_diff_and_apply_plan_name_an_unmapped_key(inventory_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Served(FakeBmc(tree=without_sriov(tree("supermicro")))) as srv:
-        _point_at(inventory_copy, srv.address)
+        point_at(inventory_copy, srv.address)
         diff = cli_main(["bios", "diff", "node01", "-i", str(inventory_copy)])
         out = capsys.readouterr()
         plan = cli_main(["bios", "apply", "node01", "-i", str(inventory_copy), "--plan"])
@@ -75,7 +74,7 @@ def test_bios_boot_mode_unproven_without_boot_source_mode(inventory_copy: Path,
     boot = {k: v for k, v in t[SYSTEM]["Boot"].items() if k != "BootSourceOverrideMode"}
     t[SYSTEM] = {**t[SYSTEM], "Boot": boot}
     with Served(FakeBmc(tree=t)) as srv:
-        _point_at(inventory_copy, srv.address)
+        point_at(inventory_copy, srv.address)
         code = cli_main(["bios", "apply", "node01", "-i", str(inventory_copy), "--plan", "--json"])
     out = capsys.readouterr()
     data = json.loads(out.out)
@@ -86,7 +85,7 @@ def test_firmware_status_and_update_plan_name_an_absent_component(
     inventory_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with Served(FakeBmc(tree=without_nvswitch(tree("supermicro")))) as srv:
-        _point_at(inventory_copy, srv.address)
+        point_at(inventory_copy, srv.address)
         status = cli_main(["firmware", "status", "node01", "-i", str(inventory_copy)])
         shown = capsys.readouterr()
         plan = cli_main(["firmware", "update", "node01", "-i", str(inventory_copy), "--plan"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -32,7 +33,7 @@ def _node(ft: FakeTime) -> Any:
         ft.gets.append(ft.t)
         return {"@odata.id": uri, "PowerState": ft.state()}
 
-    conn = SimpleNamespace(get=get, opts=SimpleNamespace(where="bmc01"))
+    conn = SimpleNamespace(get=get, opts=SimpleNamespace(where="bmc01"), waiting=lambda seconds: nullcontext())
     return SimpleNamespace(conn=conn, system=SimpleNamespace(uri="/redfish/v1/Systems/1"))
 
 

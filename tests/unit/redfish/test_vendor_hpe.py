@@ -4,8 +4,12 @@ matching, BIOS keys from the real attribute registry, update method."""
 from __future__ import annotations
 
 import pytest
-from full_captures import firmware_entries, get, registry
+from full_captures import firmware_entries, full_tree, get, registry
+from rf_fakebmc import FakeBmc, Served
+from rf_support import connect
 
+from provision.redfish.ops import sel
+from provision.redfish.ops.session import node_facts
 from provision.redfish.resources import Bios, ComputerSystem, ServiceRoot, UpdateService
 from provision.redfish.vendors import by_name, detect
 
@@ -124,3 +128,25 @@ def test_a_value_the_workload_profile_forces_is_no_write_and_no_refusal(
     assert [f.split(" -> ")[1].split("=")[0] for f in plan.forced] == forced  # type: ignore[attr-defined]
     assert [i.split(" -> ")[1].split("=")[0] for i in plan.invalid] == invalid  # type: ignore[attr-defined]
     assert "NumaGroupSizeOpt" not in plan.writes  # type: ignore[attr-defined]
+
+
+def test_sel_is_the_iml_on_ilo() -> None:
+    """HPE iLO's system event log is the IML, not the Security Log listed before it (whole HPE capture)."""
+    with Served(FakeBmc(tree=full_tree("hpe"))) as srv:
+        node = node_facts(connect(srv))
+        assert node.vendor.name == "hpe"
+        assert sel.find_sel(node) == "/redfish/v1/Systems/1/LogServices/IML"
+        rows = sel.read(node)
+    iml = get("hpe", "/redfish/v1/Systems/1/LogServices/IML/Entries")
+    assert [r.id for r in rows] == [str(m["@odata.id"]).rstrip("/").rsplit("/", 1)[1] for m in iml["Members"]]
+
+
+@pytest.mark.parametrize(("service", "says"), [
+    ({"Id": "IML", "Name": "Integrated Management Log"}, True),
+    ({"Id": "SL", "Name": "Security Log"}, None),
+    ({"Id": "IEL", "Name": "iLO Event Log"}, None),
+    ({"Id": "Event", "Name": "Event"}, None),
+])
+def test_hpe_names_its_sel_equivalent(service: dict[str, str], says: bool | None) -> None:
+    assert by_name("hpe").is_sel(service) is says
+    assert by_name("generic").is_sel(service) is None
