@@ -28,6 +28,13 @@ if [ "$#" -gt 0 ]; then
   exec python -m pytest "${pytest_args[@]}" "$@"
 fi
 
+# The lab tier regenerates the BMC section of docs/fault-matrix.md and the heavy tier its node section; the
+# committed copy, kept here before either runs, must agree with them (same cells, same outcomes, a passing
+# baseline): a stale document fails the run.
+committed_matrix=$(mktemp)
+trap 'rm -f "$committed_matrix"' EXIT
+cp docs/fault-matrix.md "$committed_matrix"
+
 echo "== tests: unit and lab tiers"
 python -m pytest "${pytest_args[@]}" -m "not heavy and not vm"
 
@@ -38,15 +45,9 @@ if [ "$heavy" = "0" ] || { [ "$heavy" = "auto" ] && [ "$elapsed" -ge "$budget" ]
   echo "== heavy tier SKIPPED (elapsed ${elapsed}s, budget ${budget}s, PROVISION_TEST_HEAVY=${heavy})"
 else
   echo "== tests: heavy tier (elapsed so far ${elapsed}s)"
-  # The heavy tier regenerates docs/fault-matrix.md; the committed copy must agree with it (same cells, same
-  # outcomes, a passing baseline): a stale document fails the run.
-  committed_matrix=$(mktemp)
-  trap 'rm -f "$committed_matrix"' EXIT
-  cp docs/fault-matrix.md "$committed_matrix"
-  heavy_started=$(date +%s)
   python -m pytest "${pytest_args[@]}" -m "heavy and not vm"
   echo "== generated documents in step"
-  python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$heavy_started"
+  python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$started"
 fi
 
 # The vm tier (boot_raid1 on a real md RAID1 in a qemu VM under TCG, ~15 min here) runs last: always with
