@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -269,6 +270,20 @@ def test_hosts_gone_from_the_inventory_are_refused(store: CampaignStore, source:
         engine(cat, store, FakeBmcs(NODES, OLD)).resume()
 
 
+@pytest.fixture
+def ctrl_c_handled() -> Iterator[None]:
+    """Python's own Ctrl-C handler, as an operator's terminal has: a shell's background job (a CI runner's
+    step, nohup) starts with SIGINT ignored, and then _thread.interrupt_main() does nothing."""
+    import signal
+
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
+
+@pytest.mark.usefixtures("ctrl_c_handled")
 def test_ctrl_c_finishes_nodes_in_flight_and_leaves_the_rest_pending(store: CampaignStore, source: Path) -> None:
     import _thread
 
