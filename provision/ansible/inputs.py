@@ -23,6 +23,7 @@ from typing import Any
 
 from provision import __version__
 from provision.errors import InventoryError
+from provision.spec.loader import plain_data
 
 # Magic variables that say where things are (or are empty/unknown outside a play), not what is applied.
 LOCATION_VARS = frozenset({
@@ -80,7 +81,7 @@ class HostVariables:
 
             hv = vm.get_vars(host=entry, include_hostvars=False)
             templar = Templar(loader=loader, variables=hv)
-            return {k: _plain(templar.template(v)) for k, v in hv.items() if k not in LOCATION_VARS}
+            return {k: plain_data(templar.template(v)) for k, v in hv.items() if k not in LOCATION_VARS}
         except AnsibleError as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise InventoryError(f"{self.inventory}: host {host}: variables cannot be templated: {first}") from None
@@ -116,14 +117,3 @@ def inputs_digest(variables: dict[str, Any], content: str, environ: dict[str, st
     }
     text = json.dumps(blob, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _plain(value: Any) -> Any:
-    """Ansible's tagged containers and strings as plain JSON-able data."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool | int | float) or value is None:
-        return value
-    return str(value)

@@ -158,7 +158,7 @@ def _slurm_settings(inventory: Path, host: str, hv: dict[str, Any]) -> SlurmSett
     if not isinstance(raw, dict):
         raise InventoryError(f"{inventory}: host {host}: {SLURM_VAR}: must be a mapping (drain_on_fail, scontrol, ...)")
     try:
-        return SlurmSettings.model_validate(_plain(raw))
+        return SlurmSettings.model_validate(plain_data(raw))
     except ValidationError as exc:
         raise InventoryError(f"{inventory}: host {host}: {_describe(exc, SLURM_VAR)}") from None
 
@@ -204,17 +204,17 @@ def _build_spec(where: str, host: str, profile: str, raw: Any) -> NodeSpec:
     if not isinstance(raw, dict):
         raise SpecError(f"{where}: host {host}: {PROFILE_PREFIX}{profile}: must be a mapping")
     try:
-        return NodeSpec.model_validate(_plain(raw))
+        return NodeSpec.model_validate(plain_data(raw))
     except ValidationError as exc:
         raise SpecError(f"{where}: host {host}: {_describe(exc, PROFILE_PREFIX + profile)}") from None
 
 
-def _plain(value: Any) -> Any:
-    """Ansible's tagged containers and strings become plain Python data."""
+def plain_data(value: Any) -> Any:
+    """Ansible's tagged containers and strings become plain Python data (JSON-able)."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_data(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain_data(v) for v in value]
     if isinstance(value, bool | int | float) or value is None:
         return value
     return str(value)
