@@ -8,6 +8,7 @@ APT_PACKAGES=(debootstrap systemd-container iproute2 dpkg-dev openssh-client pro
 APT_PACKAGES+=(slurm-wlm munge)   # tests/lab/test_slurm.py: slurmctld+munged on the host, slurmd's debs for the twins
 # report and metrics validators the tests run: xmllint (JUnit vs junit-10.xsd), promtool (verify/campaign --prom)
 APT_PACKAGES+=(libxml2-utils prometheus)
+APT_PACKAGES+=(postgresql)   # a PostgreSQL journal: tests start a throwaway cluster with its initdb/pg_ctl (tests/pgcluster.py)
 APT_OPTIONAL=(chromium)   # headless browser for the HTML report test; the test skips cleanly without it
 if [ "${PROVISION_TEST_VM:-0}" != "0" ]; then
   APT_PACKAGES+=(qemu-system-x86)   # the vm tier only (PROVISION_TEST_VM=1 or auto): a real kernel under qemu
@@ -28,6 +29,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
     systemctl disable --now prometheus.service >/dev/null 2>&1 || true
   fi
+  # nor Debian's own PostgreSQL cluster: the tests make throwaway ones, an operator points PROVISION_JOURNAL_URL
+  if [[ " ${missing[*]} " == *" postgresql "* ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now postgresql.service >/dev/null 2>&1 || true
+  fi
 fi
 
 PY=${PYTHON:-python3}
@@ -35,7 +40,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/pip install -q -e '.[test,fast]' 2>&1 | grep -v -E "^WARNING: Location|^$" || true
-.venv/bin/python -c "import provision, redfish, ansible_runner, testinfra, pydantic" \
+.venv/bin/pip install -q -e '.[test,fast,postgres]' 2>&1 | grep -v -E "^WARNING: Location|^$" || true
+.venv/bin/python -c "import provision, redfish, ansible_runner, testinfra, pydantic, psycopg" \
   || { echo "bootstrap: python dependencies did not install" >&2; exit 1; }
 echo "bootstrap: ready"

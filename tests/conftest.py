@@ -31,3 +31,46 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
         check_written(tmp)
     return result
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[object]:
+    """One throwaway PostgreSQL cluster for the session (tests/pgcluster.py); a test takes a schema of its own.
+    Without PostgreSQL installed the test is skipped, except under CI, where that is an error."""
+    import os
+
+    from tests.pgcluster import cluster, pg_bindir
+
+    if pg_bindir() is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL (initdb) is not installed: scripts/bootstrap.sh installs it")
+        pytest.skip("PostgreSQL (initdb) is not installed: scripts/bootstrap.sh installs it")
+    with cluster() as c:
+        yield c
+
+
+@pytest.fixture
+def pg_url(pg_cluster: object, monkeypatch: pytest.MonkeyPatch) -> str:
+    """PROVISION_JOURNAL_URL (and its password) set to a fresh, empty schema of the session's cluster."""
+    import secrets
+
+    from tests.pgcluster import Cluster
+
+    assert isinstance(pg_cluster, Cluster)
+    schema = f"t_{secrets.token_hex(6)}"
+    with pg_cluster.admin() as db:  # type: ignore[attr-defined]
+        db.execute(f"CREATE SCHEMA {schema}")
+    url = pg_cluster.url(options=f"-csearch_path%3D{schema}")
+    monkeypatch.setenv("PROVISION_JOURNAL_URL", url)
+    monkeypatch.setenv("PROVISION_JOURNAL_PASSWORD", pg_cluster.password)
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """A journal location for `Journal(...)`: a SQLite file, or None with PROVISION_JOURNAL_URL set to a
+    fresh PostgreSQL schema. Tests parametrized by it run on both engines."""
+    if request.param == "sqlite":
+        return str(tmp_path / "state" / "journal.db")
+    request.getfixturevalue("pg_url")
+    return None

@@ -28,7 +28,7 @@ def resolve(store: CampaignStore, campaign: str) -> Resolved:
         return Resolved(catalog, path.resolve(), store.find(catalog.name))
     record = store.find(campaign)
     if record is None:
-        raise InputError(f"{campaign}: neither a campaign file nor a campaign in {store.journal.path}")
+        raise InputError(f"{campaign}: neither a campaign file nor a campaign in {store.journal.where}")
     return Resolved(load_catalog(Path(record.source)), Path(record.source), record)
 
 

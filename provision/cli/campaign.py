@@ -94,7 +94,7 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
         store = CampaignStore(jr)
         resolved = control.resolve(store, campaign)
         if resolved.record is not None:
-            raise InputError(f"campaign {resolved.catalog.name} already exists in {jr.path}; use resume")
+            raise InputError(f"campaign {resolved.catalog.name} already exists in {jr.where}; use resume")
         catalog = resolved.catalog
         targets = control.targets(load_fleet(inventory), catalog, limit)
         with _images(catalog, image_bind, image_advertise) as images:

@@ -1,4 +1,5 @@
-"""The state journal: one embedded SQLite store for bring-up runs and firmware campaigns."""
+"""The state journal of bring-up runs and firmware campaigns: an embedded SQLite file (the default) or a
+PostgreSQL database shared by several controllers (provision.journal.location)."""
 
 from provision.journal.paths import default_path
 from provision.journal.records import ActionRecord, RunRecord, StageRecord

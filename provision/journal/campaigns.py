@@ -102,7 +102,7 @@ class CampaignStore:
         now = time.time()
         with self.journal.transaction() as db:
             if db.execute("SELECT 1 FROM campaigns WHERE name = ?", (name,)).fetchone():
-                raise InputError(f"campaign {name!r} already exists in {self.journal.path}; use resume")
+                raise InputError(f"campaign {name!r} already exists in {self.journal.where}; use resume")
             db.execute(
                 "INSERT INTO campaigns(name, source, digest, state, waves, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -130,7 +130,7 @@ class CampaignStore:
     def get(self, name: str) -> CampaignRecord:
         found = self.find(name)
         if found is None:
-            raise InputError(f"campaign {name!r} is not in the journal {self.journal.path}; start it first")
+            raise InputError(f"campaign {name!r} is not in the journal {self.journal.where}; start it first")
         return found
 
     def names(self) -> list[str]:

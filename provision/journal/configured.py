@@ -39,8 +39,10 @@ def configured(journal: Journal, node: str) -> ConfiguredRecord | None:
 def record_configured(journal: Journal, node: str, run_id: int | None, digest: str,
                       manifest: dict[str, list[str]], fingerprint: str) -> None:
     journal.execute(
-        "INSERT OR REPLACE INTO configured(node, run_id, digest, manifest, fingerprint, recorded_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO configured(node, run_id, digest, manifest, fingerprint, recorded_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (node) DO UPDATE SET run_id = excluded.run_id, "
+        "digest = excluded.digest, manifest = excluded.manifest, fingerprint = excluded.fingerprint, "
+        "recorded_at = excluded.recorded_at",
         (node, run_id, digest, json.dumps(manifest, sort_keys=True), fingerprint, time.time()),
     )
 

@@ -4,9 +4,10 @@ A lease row names its holder (owner, pid, host, since) and expires `ttl_s` after
 a thread renews every lease this process holds while it runs, and the lease is deleted on exit, error or
 not. A lease is taken over when it has expired, or at once when its holder ran on this host and that
 process is gone (killed with -9: nothing released it). Taking several nodes is all or none, in one
-transaction (BEGIN IMMEDIATE), so two processes never both win.
+transaction under the journal's writer lock (SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock), so two
+processes never both win, on one machine or, with a PostgreSQL journal, on several.
 
-Never tried across hosts sharing one journal file over a network filesystem: SQLite's locking there is
+A SQLite journal was never tried across hosts sharing one file over a network filesystem: SQLite's locking there is
 only as good as the filesystem's, and a dead holder on another host is known only by its lease expiring.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import threading
 import time
 import uuid
@@ -97,9 +97,12 @@ class NodeLocks:
                     raise NodeLocked(f"{lease.node}: locked by {current.describe()}; "
                                      "it is released when that run ends, or expires if it died")
             for lease in leases:
-                db.execute("INSERT OR REPLACE INTO node_locks(node, owner, token, pid, host, since, expires_at) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)", (lease.node, lease.owner, lease.token, lease.pid, lease.host,
-                                                     lease.since, lease.expires_at))
+                db.execute("INSERT INTO node_locks(node, owner, token, pid, host, since, expires_at) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (node) DO UPDATE SET owner = excluded.owner, "
+                           "token = excluded.token, pid = excluded.pid, host = excluded.host, "
+                           "since = excluded.since, expires_at = excluded.expires_at",
+                           (lease.node, lease.owner, lease.token, lease.pid, lease.host, lease.since,
+                            lease.expires_at))
         with self._mutex:
             self._held.update({lease.node: lease for lease in leases})
             self._lost.difference_update(lease.node for lease in leases)
@@ -161,10 +164,11 @@ class NodeLocks:
         thread.start()
 
     def _renew_loop(self, stop: threading.Event) -> None:
+        errors: tuple[type[BaseException], ...] = (ProvisionError, *self.journal.dialect.errors)
         while not stop.wait(self.ttl_s / 3):
             try:
                 self.renew()
-            except (ProvisionError, sqlite3.Error):  # the journal is busy or closing: again at the next tick
+            except errors:  # the journal is busy, closing or unreachable: again at the next tick
                 continue
 
     def _stop_renewer_when_idle(self) -> None:

@@ -1,9 +1,11 @@
-"""The journal store: one SQLite file in WAL mode, safe to kill at any moment.
+"""The journal store: one SQLite file in WAL mode (the default), or one PostgreSQL database that
+several controllers share (provision.journal.location says which); safe to kill at any moment.
 
 Every write is one transaction (committed before the call returns), so a kill -9 leaves
 the last committed state and nothing half-written. One connection is shared by the
 threads of a process behind a lock; other processes (e.g. `campaign pause`) may write at
-the same time (WAL plus a busy timeout).
+the same time (SQLite: WAL plus a busy timeout; PostgreSQL: its own concurrency). What differs
+between the two engines is in provision.journal.dialect, and nowhere else.
 """
 
 from __future__ import annotations
@@ -14,63 +16,108 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from provision.errors import InputError, ProvisionError
-from provision.journal.paths import ENV_STATE_DIR, default_path, prepare
+from provision.journal.dialect import Connection, Dialect, PgConnection, PostgresDialect, SqliteDialect
+from provision.journal.location import Backend, Location, resolve
+from provision.journal.paths import ENV_STATE_DIR, prepare
 from provision.journal.records import ActionRecord, RunRecord, StageRecord
 from provision.journal.schema import MIGRATIONS, SCHEMA_VERSION
+from provision.redfish.redact import scrub
 
 BUSY_TIMEOUT_MS = 15000
+CONNECT_TIMEOUT_S = 10
 
 
 class JournalError(ProvisionError):
     """The journal could not be read or written."""
 
 
+class JournalUnreachable(JournalError):
+    """The journal's database server cannot be reached (connection lost or refused)."""
+
+
 class Journal:
     """Runs, node stages and applied actions; campaigns extend it (provision.journal.campaigns)."""
 
-    def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
         """Open (and create, migrate) the journal; with `read_only`, open an existing one as it is.
 
-        Read-only is SQLite's `mode=ro` URI: nothing is created (no file, no directory) and nothing is
-        written; a missing journal, or one this provision would have to migrate, is an InputError naming it.
+        `path` is a SQLite file; None is PROVISION_JOURNAL_URL's PostgreSQL database when set, else the
+        default file. Read-only is SQLite's `mode=ro` URI (nothing created, nothing written) or a PostgreSQL
+        session whose transactions are read only; a missing journal, or one this provision would have to
+        migrate, is an InputError naming it.
         """
-        self.path = Path(path) if path is not None else default_path()
+        self.location: Location = resolve(path)
+        self.where = self.location.shown
+        """The journal as messages name it: the file, or the URL with its password masked."""
         self.read_only = read_only
         self._lock = threading.RLock()
+        self.dialect: Dialect
+        if self.location.backend is Backend.POSTGRESQL:
+            self.path: Path | None = None
+            self.dialect = PostgresDialect()
+            self._db: Connection = self._connect_postgres()
+            if read_only:
+                self._check_readable()
+            else:
+                self._migrate()
+            return
+        assert self.location.path is not None
+        self.path = self.location.path
+        self.dialect = SqliteDialect()
         if read_only:
             self._db = _connect_read_only(self.path)
             self._check_readable()
             return
         prepare(self.path)
         try:
-            self._db = sqlite3.connect(
+            db = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
-            self._db.row_factory = sqlite3.Row
+            db.row_factory = sqlite3.Row
+            self._db = db
             self._pragmas()
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: not a usable journal: {exc}") from None
 
+    @property
+    def backend(self) -> Backend:
+        return self.location.backend
+
+    def _connect_postgres(self) -> PgConnection:
+        try:
+            import psycopg
+        except ImportError:
+            raise InputError(f"{self.where}: a PostgreSQL journal needs psycopg: install provision[postgres]") from None
+        try:
+            conn = psycopg.connect(self.location.url or "", password=self.location.password, autocommit=True,
+                                   connect_timeout=CONNECT_TIMEOUT_S, application_name="provision")
+            if self.read_only:
+                conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        except psycopg.Error as exc:
+            reason = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            raise JournalUnreachable(f"{self.where}: cannot connect to the journal: {reason}") from None
+        return PgConnection(conn)
+
     def _check_readable(self) -> None:
         try:
-            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        except sqlite3.DatabaseError as exc:
+            version = self.dialect.version(self._db)
+        except self.dialect.errors as exc:
             self._db.close()
-            raise InputError(f"{self.path}: not a usable journal: {exc}") from None
+            raise InputError(f"{self.where}: not a usable journal: {exc}") from None
         if version != SCHEMA_VERSION:
             self._db.close()
             if version > SCHEMA_VERSION:
-                raise JournalError(f"{self.path}: journal schema {version} is newer than this provision "
+                raise JournalError(f"{self.where}: journal schema {version} is newer than this provision "
                                    f"({SCHEMA_VERSION})")
             what = "empty (nothing recorded yet)" if version == 0 else f"at schema {version} of {SCHEMA_VERSION}"
-            raise InputError(f"{self.path}: journal is {what}; a bring-up or campaign brings it up to date")
+            raise InputError(f"{self.where}: journal is {what}; a bring-up or campaign brings it up to date")
 
     # -- lifecycle ----------------------------------------------------------------------
     def _pragmas(self) -> None:
@@ -86,16 +133,18 @@ class Journal:
         self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
     def _migrate(self) -> None:
+        """Apply the migrations not yet applied, in one transaction under the writer lock (on PostgreSQL,
+        two controllers starting at once: the second finds the schema up to date)."""
         with self.transaction() as db:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
+            version = self.dialect.version(db)
             if version > SCHEMA_VERSION:
                 raise JournalError(
-                    f"{self.path}: journal schema {version} is newer than this provision ({SCHEMA_VERSION})"
+                    f"{self.where}: journal schema {version} is newer than this provision ({SCHEMA_VERSION})"
                 )
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-                for statement in _statements(script):
+                for statement in _statements(self.dialect.ddl(script)):
                     db.execute(statement)
-                db.execute(f"PRAGMA user_version={number}")
+                self.dialect.set_version(db, number)
 
     def close(self) -> None:
         with self._lock:
@@ -109,33 +158,66 @@ class Journal:
 
     @property
     def schema_version(self) -> int:
-        return int(self.query("PRAGMA user_version")[0][0])
+        with self._lock:
+            return self.dialect.version(self._db)
 
     # -- primitives -----------------------------------------------------------------------
+    def _connection(self) -> Connection:
+        """The connection; a PostgreSQL one lost since the last call is opened again (once per call)."""
+        if isinstance(self._db, PgConnection) and self._db.broken:
+            self._db = self._connect_postgres()
+        return self._db
+
+    def _unreachable(self, exc: BaseException) -> JournalUnreachable:
+        return JournalUnreachable(f"{self.where}: lost the journal database: {scrub(str(exc).strip())}")
+
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT under the process lock; rolled back on any error."""
+    def transaction(self, *, exclusive: bool = True) -> Iterator[Any]:
+        """One transaction under the process lock; rolled back on any error.
+
+        `exclusive` (the default) is SQLite's BEGIN IMMEDIATE: one writer at a time, so what the block
+        read is still true when it writes. Without it (PostgreSQL only; SQLite is always exclusive) the block
+        takes its own row locks (SELECT ... FOR UPDATE [SKIP LOCKED], provision.journal.claims)."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                db = self._connection()
+                self.dialect.begin(db, exclusive=exclusive)
+            except self.dialect.lost as exc:
+                raise self._unreachable(exc) from None
+            try:
+                yield db
+            except BaseException as exc:
+                with suppress(*self.dialect.errors):  # a connection gone: the server rolled back
+                    db.execute("ROLLBACK")
+                if isinstance(exc, self.dialect.lost):
+                    raise self._unreachable(exc) from None
                 raise
-            self._db.execute("COMMIT")
+            try:
+                db.execute("COMMIT")
+            except self.dialect.lost as exc:
+                raise self._unreachable(exc) from None
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        """One statement in its own transaction (SQLite's autocommit: one call, where BEGIN ...
-        COMMIT took three, each giving up the GIL with the lock held); returns lastrowid."""
+        """One statement in its own transaction (autocommit: one call, where BEGIN ... COMMIT took three,
+        each giving up the GIL with the lock held); returns the new row's id for an INSERT."""
         with self._lock:
-            cur = self._db.execute(sql, params)
+            try:
+                cur = self._connection().execute(sql, params)
+            except self.dialect.lost as exc:
+                raise self._unreachable(exc) from None
             return int(cur.lastrowid or 0)
 
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Rows read by name (dict(row)) or position (row[0])."""
         with self._lock:
-            return list(self._db.execute(sql, params).fetchall())
+            try:
+                return list(self._connection().execute(sql, params).fetchall())
+            except self.dialect.lost as exc:
+                raise self._unreachable(exc) from None
 
     def integrity_ok(self) -> bool:
+        if self.backend is Backend.POSTGRESQL:  # the server keeps its own integrity; reading works or raises
+            return self.schema_version == SCHEMA_VERSION
         return str(self.query("PRAGMA integrity_check")[0][0]) == "ok"
 
     # -- runs -------------------------------------------------------------------------------
@@ -226,7 +308,7 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _run(row: sqlite3.Row) -> RunRecord:
+def _run(row: Any) -> RunRecord:
     data = dict(row)
     data["args"] = json.loads(data["args"])
     return RunRecord(**data)

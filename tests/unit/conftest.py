@@ -10,4 +10,6 @@ import pytest
 def _private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
+    for name in ("PROVISION_JOURNAL_URL", "PROVISION_JOURNAL_PASSWORD", "PROVISION_JOURNAL_PASSWORD_FILE"):
+        monkeypatch.delenv(name, raising=False)  # nor a PostgreSQL journal named in the environment
     return state

@@ -23,8 +23,8 @@ NODES = [f"n{i:02d}" for i in range(1, 11)]
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> CampaignStore:
-    journal = Journal(tmp_path / "j.db")
+def store(backend: str | None) -> CampaignStore:
+    journal = Journal(backend)  # every engine test on SQLite and on PostgreSQL (tests/conftest.py: backend)
     yield CampaignStore(journal)
     journal.close()
 

@@ -1,0 +1,114 @@
+"""Which journal a command opens: a SQLite file (the default) or a PostgreSQL database shared by controllers.
+
+`--journal PATH` is a SQLite file. Without it, `PROVISION_JOURNAL_URL=postgresql://user@host:port/db` (or
+`postgres://`) names a PostgreSQL journal; else the SQLite file under $PROVISION_STATE_DIR.
+
+The PostgreSQL password follows the rules of BMC secrets: never in argv, never printed. It is read from
+`PROVISION_JOURNAL_PASSWORD`, or the file named by `PROVISION_JOURNAL_PASSWORD_FILE`, or left to libpq
+(`PGPASSWORD`, `~/.pgpass`, `PGPASSFILE`). A password written in the URL itself works but is redacted from
+every message, as is every password read here (provision.redfish.redact).
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provision.errors import InputError
+from provision.journal.paths import default_path
+from provision.redfish.redact import MASK, register_secret
+
+ENV_URL = "PROVISION_JOURNAL_URL"
+ENV_PASSWORD = "PROVISION_JOURNAL_PASSWORD"
+ENV_PASSWORD_FILE = "PROVISION_JOURNAL_PASSWORD_FILE"
+SCHEMES = ("postgresql", "postgres")
+
+
+class Backend(StrEnum):
+    SQLITE = "sqlite"
+    POSTGRESQL = "postgresql"
+
+
+class Location(BaseModel):
+    """Where the journal is; `shown` is what messages print (never a password)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: Backend
+    path: Path | None = None
+    url: str | None = Field(default=None, repr=False)
+    password: str | None = Field(default=None, repr=False, exclude=True)
+
+    @property
+    def shown(self) -> str:
+        if self.backend is Backend.SQLITE:
+            return str(self.path)
+        return redact_url(self.url or "")
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password (in the authority or a `password=` parameter) masked."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":" + MASK
+        netloc = f"{userinfo}@{host}"
+    query = "&".join(
+        f"{kv.split('=', 1)[0]}={MASK}" if kv.lower().startswith("password=") else kv
+        for kv in parts.query.split("&")
+    ) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def resolve(path: Path | str | None) -> Location:
+    """The journal for a `--journal` value (None: the environment's, else the default file)."""
+    if path is not None:
+        text = str(path)
+        if text.split(":", 1)[0] in SCHEMES and ":/" in text:
+            raise InputError(f"--journal {redact_url(text)}: --journal takes a SQLite file; name a PostgreSQL "
+                             f"journal with {ENV_URL}")
+        return Location(backend=Backend.SQLITE, path=Path(path))
+    url = os.environ.get(ENV_URL, "").strip()
+    if not url:
+        return Location(backend=Backend.SQLITE, path=default_path())
+    return postgres(url)
+
+
+def postgres(url: str) -> Location:
+    """A PostgreSQL location from a URL, with its password resolved (never printed)."""
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES or (not parts.netloc and not parts.query):
+        raise InputError(f"{ENV_URL}={redact_url(url)}: expected postgresql://[user@]host[:port]/database")
+    if parts.password:
+        register_secret(parts.password)
+    try:
+        parts.port  # noqa: B018 -- validates the port
+    except ValueError:
+        raise InputError(f"{ENV_URL}={redact_url(url)}: the port is not a number") from None
+    return Location(backend=Backend.POSTGRESQL, url=url, password=_password())
+
+
+def _password() -> str | None:
+    value = os.environ.get(ENV_PASSWORD)
+    file = os.environ.get(ENV_PASSWORD_FILE)
+    if value:
+        register_secret(value)
+        return value
+    if file:
+        try:
+            value = Path(file).read_text().strip()
+        except OSError as exc:
+            raise InputError(f"{ENV_PASSWORD_FILE}={file}: cannot read it: {exc.strerror}") from None
+        if not value:
+            raise InputError(f"{ENV_PASSWORD_FILE}={file}: the file is empty")
+        register_secret(value)
+        return value
+    if os.environ.get("PGPASSWORD"):
+        register_secret(os.environ["PGPASSWORD"])
+    return None  # libpq's own: PGPASSWORD, ~/.pgpass
