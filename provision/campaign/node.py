@@ -105,6 +105,11 @@ def _turn(ctx: NodeContext, target: Target) -> NodeState:
 
 def _take_and_flash(ctx: NodeContext, target: Target, todo: list[Component], before: FirmwareState) -> str:
     """Drain, then flash what is not already staged; returns an error text or ''."""
+    if ctx.locks is not None:  # a lease not renewed in time may be another controller's now: change nothing
+        try:
+            ctx.locks.check(target.name)
+        except NodeLocked as exc:
+            return str(exc)
     error = _hook(ctx, "drain", ctx.catalog.policy.hooks.drain, target.name)
     if error:
         return error

@@ -1,4 +1,4 @@
-"""`provision campaign plan|start|status|pause|resume|abort|report CAMPAIGN`.
+"""`provision campaign plan|start|join|status|pause|resume|abort|report CAMPAIGN`.
 
 CAMPAIGN is a campaign file (e.g. campaigns/ml_prod_v4_2026q4.yml) or the name of a campaign
 already in the journal. Exit 0: done (or paused/nothing to do); 1: halted or a node failed; 2: bad input.
@@ -21,6 +21,8 @@ from provision.campaign.gates import GateRunner
 from provision.campaign.plan import CampaignPlan, build_plan, observe_all
 from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
 from provision.campaign.report import build_report, render_html
+from provision.campaign.shared import SharedEngine
+from provision.campaign.updater import Target
 from provision.cli import events
 from provision.cli.firmware import AdvertiseOpt, BindOpt
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, LimitOpt
@@ -39,6 +41,8 @@ from provision.cli.output import (
 from provision.errors import CheckFailed, InputError
 from provision.journal import Journal, default_path
 from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
+from provision.journal.location import ENV_URL
+from provision.journal.locks import LEASE_TTL_S
 from provision.private import write_private
 from provision.redfish.image_server import ImageServer
 from provision.spec import load_fleet
@@ -85,11 +89,28 @@ def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, lim
     _print_plan(result, fmt)
 
 
+LeaseOpt = Annotated[float, typer.Option(
+    "--lease-seconds", min=1.0,
+    help="Node and leader leases of a shared (PostgreSQL) journal expire this long after a controller dies")]
+
+
+def _engine(jr: Journal, catalog: Catalog, store: CampaignStore, targets: dict[str, Target],
+            updater: RedfishUpdater, poll_s: float, lease_s: float) -> Engine:
+    """The one-controller engine on a SQLite journal; on a PostgreSQL one, a controller others can join."""
+    gate = GateRunner(RedfishHealth(updater))
+    if jr.dialect.row_claims:
+        return SharedEngine(catalog, store, targets, updater, gate, poll_s=poll_s, on_node=_node_event,
+                            lease_s=lease_s)
+    return Engine(catalog, store, targets, updater, gate, poll_s=poll_s, on_node=_node_event)
+
+
 @app.command("start")
 def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, limit: LimitOpt = None,
           journal: JournalOpt = None, insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0,
-          image_bind: BindOpt = "127.0.0.1", image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False) -> None:
-    """Plan, record the waves in the journal, and run the campaign in the foreground."""
+          image_bind: BindOpt = "127.0.0.1", image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False,
+          lease_seconds: LeaseOpt = LEASE_TTL_S) -> None:
+    """Plan, record the waves in the journal, and run the campaign in the foreground (on a PostgreSQL journal,
+    other controllers may `join` it)."""
     with Journal(journal) as jr:
         store = CampaignStore(jr)
         resolved = control.resolve(store, campaign)
@@ -103,9 +124,42 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
             if not planned.waves:
                 console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do", markup=False)
                 return
-            engine = Engine(catalog, store, targets, updater, GateRunner(RedfishHealth(updater)), poll_s=poll_seconds,
-                            on_node=_node_event)
+            engine = _engine(jr, catalog, store, targets, updater, poll_seconds, lease_seconds)
             outcome = engine.start(resolved.source, planned.waves)
+    _finish(outcome, as_json)
+
+
+@app.command("join")
+def join(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
+         shard: Annotated[str | None, typer.Option(
+             "--shard", help="Take only these hosts (a group or host pattern: the BMCs this controller reaches)")]
+         = None,
+         insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0, image_bind: BindOpt = "127.0.0.1",
+         image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False, lease_seconds: LeaseOpt = LEASE_TTL_S) -> None:
+    """Take part in a running campaign from another controller: claim nodes of its current wave that no other
+    controller holds (a PostgreSQL journal: PROVISION_JOURNAL_URL)."""
+    with Journal() as jr:
+        if not jr.dialect.row_claims:
+            raise InputError(f"{jr.where}: campaign join needs a journal shared by the controllers "
+                             f"(PostgreSQL: set {ENV_URL}); a SQLite journal has one controller, the one that "
+                             "started the campaign")
+        store = CampaignStore(jr)
+        resolved = control.resolve(store, campaign)
+        if resolved.record is None:
+            raise InputError(f"campaign {resolved.catalog.name} has not been started in {jr.where}; start it first")
+        control.check_unchanged(resolved)
+        fleet = load_fleet(inventory)
+        targets = control.planned_targets(fleet, store, resolved.record.name)
+        if shard is not None:
+            wanted = {h.name for h in fleet.select(["all"], shard)}
+            targets = {n: t for n, t in targets.items() if n in wanted}
+            if not targets:
+                raise InputError(f"--shard {shard}: no host of campaign {resolved.record.name} matches it")
+        with _images(resolved.catalog, image_bind, image_advertise) as images:
+            updater = _updater(resolved.source, insecure, poll_seconds, images)
+            engine = SharedEngine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)),
+                                  poll_s=poll_seconds, on_node=_node_event, lease_s=lease_seconds)
+            outcome = engine.join()
     _finish(outcome, as_json)
 
 
@@ -113,7 +167,8 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
 def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, journal: JournalOpt = None,
            retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Try failed nodes again")] = False,
            insecure: InsecureOpt = False, poll_seconds: PollOpt = 1.0, image_bind: BindOpt = "127.0.0.1",
-           image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False) -> None:
+           image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False,
+           lease_seconds: LeaseOpt = LEASE_TTL_S) -> None:
     """Continue a paused, halted or interrupted campaign; every node is observed again first."""
     with Journal(journal) as jr:
         store = CampaignStore(jr)
@@ -127,8 +182,7 @@ def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, j
         targets = control.planned_targets(load_fleet(inventory), store, record.name)
         with _images(resolved.catalog, image_bind, image_advertise) as images:
             updater = _updater(resolved.source, insecure, poll_seconds, images)
-            engine = Engine(resolved.catalog, store, targets, updater, GateRunner(RedfishHealth(updater)),
-                            poll_s=poll_seconds, on_node=_node_event)
+            engine = _engine(jr, resolved.catalog, store, targets, updater, poll_seconds, lease_seconds)
             outcome = engine.resume(retry_failed=retry_failed)
     _finish(outcome, as_json)
 

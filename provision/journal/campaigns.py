@@ -73,6 +73,10 @@ class CampaignNode(BaseModel):
     started_at: float | None
     ended_at: float | None
     error: str
+    gate: list[str] | None = None
+    """The health gate's problems once run on the node ([] passed); None not run yet."""
+    controller: str = ""
+    """The controller that last took the node (several controllers on one campaign)."""
 
     @property
     def duration_s(self) -> float | None:
@@ -218,6 +222,26 @@ class CampaignStore:
             )
             return int(cur.rowcount)
 
+    def node_gated(self, name: str, node: str, problems: list[str]) -> None:
+        self.journal.execute("UPDATE campaign_nodes SET gate = ? WHERE campaign = ? AND node = ?",
+                             (json.dumps(problems), name, node))
+
+    def halt(self, name: str, reason: str) -> bool:
+        """Halted, if it is still running (the first controller to see a reason wins; others keep it)."""
+        now = time.time()
+        with self.journal.transaction() as db:
+            cur = db.execute("UPDATE campaigns SET state = ?, reason = ?, updated_at = ? WHERE name = ? AND state = ?",
+                             (CampaignState.HALTED, reason, now, name, CampaignState.RUNNING))
+            return bool(cur.rowcount)
+
+    def failed_count(self, name: str) -> tuple[int, int]:
+        """(failed, finished) nodes of the campaign."""
+        rows = self.journal.query(
+            "SELECT state, COUNT(*) FROM campaign_nodes WHERE campaign = ? GROUP BY state", (name,))
+        count = {str(r[0]): int(r[1]) for r in rows}
+        failed = count.get(NodeState.FAILED.value, 0)
+        return failed, failed + count.get(NodeState.DONE.value, 0)
+
     # -- waves ------------------------------------------------------------------------------------
     def waves(self, name: str) -> list[WaveRecord]:
         rows = self.journal.query("SELECT * FROM campaign_waves WHERE campaign = ? ORDER BY wave", (name,))
@@ -238,4 +262,5 @@ def _node(row: object) -> CampaignNode:
     data = dict(row)  # type: ignore[call-overload]
     for key in ("before", "after", "flashed"):
         data[key] = json.loads(data[key])
+    data["gate"] = None if data.get("gate") is None else json.loads(data["gate"])
     return CampaignNode(**data)

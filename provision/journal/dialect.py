@@ -150,6 +150,10 @@ class Dialect:
         """The clause that makes a SELECT take row locks, skipping rows another transaction holds."""
         raise NotImplementedError
 
+    def for_update(self) -> str:
+        """The clause that makes a SELECT lock its rows until the transaction ends."""
+        raise NotImplementedError
+
 
 class SqliteDialect(Dialect):
     name = "sqlite"
@@ -171,6 +175,9 @@ class SqliteDialect(Dialect):
 
     def skip_locked(self) -> str:
         return ""
+
+    def for_update(self) -> str:
+        return ""  # BEGIN IMMEDIATE already holds the file's write lock
 
 
 class PostgresDialect(Dialect):
@@ -205,6 +212,9 @@ class PostgresDialect(Dialect):
 
     def skip_locked(self) -> str:
         return " FOR UPDATE SKIP LOCKED"
+
+    def for_update(self) -> str:
+        return " FOR UPDATE"
 
 
 Connector = Callable[[], Connection]

@@ -50,7 +50,7 @@ class Lease(BaseModel):
         return f"{self.owner} (pid {self.pid} on {self.host}, since {since})"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -81,7 +81,7 @@ class NodeLocks:
         return [lease for lease in rows if not self._stale(lease, now)]
 
     def _stale(self, lease: Lease, now: float) -> bool:
-        return lease.expires_at <= now or (lease.host == self.host and not _alive(lease.pid))
+        return lease.expires_at <= now or (lease.host == self.host and not alive(lease.pid))
 
     # -- taking and giving back ---------------------------------------------------------------------------
     def take(self, nodes: Sequence[str], owner: str) -> list[Lease]:
@@ -108,6 +108,17 @@ class NodeLocks:
             self._lost.difference_update(lease.node for lease in leases)
         return leases
 
+    def adopt(self, leases: Sequence[Lease]) -> None:
+        """Leases taken elsewhere for this process (a campaign controller's claims): renewed from now on."""
+        with self._mutex:
+            self._held.update({lease.node: lease for lease in leases})
+            self._lost.difference_update(lease.node for lease in leases)
+        self._start_renewer()
+
+    def holds(self, node: str) -> bool:
+        with self._mutex:
+            return node in self._held
+
     def release(self, leases: Sequence[Lease]) -> None:
         with self._mutex:
             for lease in leases:
@@ -122,12 +133,12 @@ class NodeLocks:
             held = list(self._held.values())
         expires = self.clock() + self.ttl_s
         lost = []
-        for lease in held:
-            with self.journal.transaction() as db:
+        with self.journal.transaction() as db:  # all in one transaction: one round trip per lease, one commit
+            for lease in held:
                 cur = db.execute("UPDATE node_locks SET expires_at = ? WHERE node = ? AND token = ?",
                                  (expires, lease.node, lease.token))
-            if cur.rowcount == 0:
-                lost.append(lease.node)
+                if cur.rowcount == 0:
+                    lost.append(lease.node)
         with self._mutex:
             for node in lost:
                 self._held.pop(node, None)
@@ -144,8 +155,12 @@ class NodeLocks:
 
     @contextmanager
     def hold(self, nodes: Sequence[str], owner: str) -> Iterator[list[Lease]]:
-        """Leases on `nodes` for the duration of the block, renewed meanwhile, released however it ends."""
-        leases = self.take(nodes, owner)
+        """Leases on `nodes` for the duration of the block, renewed meanwhile, released however it ends.
+        Nodes this object already holds (adopted claims) are not taken again; they are released too."""
+        with self._mutex:
+            mine = [self._held[n] for n in nodes if n in self._held]
+        leases = mine + (self.take([n for n in nodes if n not in {x.node for x in mine}], owner)
+                         if len(mine) < len(set(nodes)) else [])
         self._start_renewer()
         try:
             yield leases

@@ -118,6 +118,23 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX nvme_readings_drive ON nvme_readings(node, serial, at);
     """,
+    # 6: several controllers on one campaign (provision.journal.claims): the leader lease that decides wave
+    # starts and gates, and each node's health gate as recorded by whichever controller ran its turn
+    """
+    CREATE TABLE campaign_leases (
+        campaign TEXT NOT NULL REFERENCES campaigns(name),
+        role TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        token TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        since REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        PRIMARY KEY (campaign, role)
+    );
+    ALTER TABLE campaign_nodes ADD COLUMN gate TEXT;
+    ALTER TABLE campaign_nodes ADD COLUMN controller TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

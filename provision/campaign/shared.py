@@ -1,0 +1,215 @@
+"""One of several controllers on one campaign, through a shared PostgreSQL journal.
+
+`provision campaign start` (on a PostgreSQL journal) and `provision campaign join CAMPAIGN [--shard GROUP]`
+both run this loop, every `poll_s`:
+
+1. take or renew the leader lease (provision.journal.claims); the leader alone starts a wave (after the
+   pause/abort request and the maintenance window, as the one-controller engine does), runs the gate of a
+   wave whose every node is finished (on nodes no controller gated, e.g. one killed after a turn), marks it
+   done or halts the campaign, and marks the campaign done after the last wave;
+2. read the campaign: halted, paused, aborted or done, or a pause/abort asked, and it claims nothing more;
+3. claim nodes of the active wave, among those it reaches (its shard), up to its free workers and the
+   campaign's max unavailable, and run each node's turn (provision.campaign.node: observe first) under the
+   claim's lease, then its health gate; a failure past max_failures halts the campaign for every controller.
+
+Everything that more than one controller decides is decided in a journal transaction. A controller killed at
+any moment leaves leases that expire; a controller that loses the journal stops claiming, lets the turns in
+flight end (their writes fail; their leases expire and another controller re-observes those nodes) and
+exits with JournalUnreachable.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import Future, wait
+from contextlib import suppress
+from pathlib import Path
+
+from provision.campaign.catalog import file_digest
+from provision.campaign.engine import Engine, Outcome, _requested
+from provision.campaign.node import NodeContext, process_node
+from provision.campaign.waves import resolve_count
+from provision.campaign.workers import Workers
+from provision.errors import InputError
+from provision.journal.campaigns import CampaignState, NodeState, WaveRecord, WaveState
+from provision.journal.claims import Claims
+from provision.journal.locks import LEASE_TTL_S, NodeLocks
+from provision.journal.store import JournalError, JournalUnreachable
+
+
+class SharedEngine(Engine):
+    """The campaign engine for a controller that shares the campaign with others."""
+
+    def __init__(self, *args: object, lease_s: float = LEASE_TTL_S, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lease_s = lease_s
+        self.leader_seen = False
+        """Whether this controller led at any moment (tests and the report)."""
+        self._errors: list[BaseException] = []
+
+    # -- entry points ----------------------------------------------------------------------------------
+    def start(self, source: Path, waves: list[list[str]]) -> Outcome:
+        self.store.create(self.catalog.name, str(source), file_digest(source), waves)
+        return self._shared("start")
+
+    def join(self) -> Outcome:
+        record = self.store.get(self.catalog.name)
+        if record.state is not CampaignState.RUNNING:
+            raise InputError(f"campaign {record.name} is {record.state}; join takes part in a running campaign "
+                             "(resume it first)")
+        return self._shared("join")
+
+    def resume(self, retry_failed: bool = False) -> Outcome:
+        record = self.store.get(self.catalog.name)
+        if record.state in (CampaignState.DONE, CampaignState.ABORTED) and not retry_failed:
+            raise InputError(f"campaign {record.name} is {record.state}; nothing to resume")
+        if retry_failed:
+            self.store.reset_failed(self.catalog.name)
+        self.store.claim(self.catalog.name, os.getpid())
+        return self._shared("resume")
+
+    # -- the loop ----------------------------------------------------------------------------------------
+    def _shared(self, how: str) -> Outcome:
+        name, journal = self.catalog.name, self.store.journal
+        claims = Claims(journal, name, ttl_s=self.lease_s)
+        locks = NodeLocks(journal, ttl_s=self.lease_s)
+        run_id = journal.start_run("campaign", name, {"how": how, "controller": claims.owner})
+        ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s,
+                          locks=locks)
+        largest = max((len(w) for w in self.store.get(name).waves), default=1)
+        inflight: dict[str, Future[object]] = {}
+        lost: JournalUnreachable | None = None
+        try:
+            with Workers(min(self.catalog.policy.concurrency, largest), prefix="node") as pool:
+                try:
+                    self._loop(ctx, claims, locks, pool, inflight)
+                except JournalUnreachable as exc:  # stop taking nodes; the turns in flight end below
+                    lost = exc
+                except KeyboardInterrupt:
+                    wait(list(inflight.values()))
+                    raise
+                wait(list(inflight.values()))
+        finally:
+            self.updater.release()
+            with suppress(JournalError):
+                claims.resign()
+        if lost is not None or any(isinstance(e, JournalUnreachable) for e in self._errors):
+            raise lost or next(e for e in self._errors if isinstance(e, JournalUnreachable))
+        if self._errors:
+            raise self._errors[0]
+        record = self.store.get(name)
+        journal.finish_run(run_id, record.state.value)
+        return self.outcome(record.state, record.reason)
+
+    def _loop(self, ctx: NodeContext, claims: Claims, locks: NodeLocks, pool: Workers,
+              inflight: dict[str, Future[object]]) -> None:
+        name = self.catalog.name
+        reachable = sorted(self.targets)
+        budget = self._budget()
+        while True:
+            for node in [n for n, f in inflight.items() if f.done()]:
+                del inflight[node]
+            if self._errors:
+                return
+            leading = claims.lead()
+            self.leader_seen |= leading
+            record = self.store.get(name)
+            if record.state is not CampaignState.RUNNING:
+                return
+            if record.request is not None:
+                if not inflight:
+                    if leading and not self._any_active():
+                        state, reason = _requested(record.request)
+                        self.store.set_state(name, state, reason)
+                    return
+                time.sleep(self.poll_s)
+                continue
+            wave = next((w for w in self.store.waves(name) if w.state is not WaveState.DONE), None)
+            if wave is None:
+                if leading:
+                    failed, _ = self.store.failed_count(name)
+                    self.store.set_state(name, CampaignState.DONE, f"{failed} node(s) failed" if failed else "")
+                    return
+            elif wave.state is WaveState.GATE_FAILED:
+                return
+            elif wave.state is WaveState.PENDING:
+                if leading:
+                    stop = self._before_wave(wave.wave)
+                    if stop:
+                        self.store.set_state(name, *stop)
+                        return
+                    self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
+                    continue
+            else:
+                free = pool.size - len(inflight)
+                for lease in claims.claim(wave.wave, reachable, free, budget):
+                    locks.adopt([lease])
+                    inflight[lease.node] = pool.submit(lambda n: self._turn(ctx, n), [lease.node])[0]
+                if leading and not inflight:
+                    self._close_wave(wave)
+            time.sleep(self.poll_s)
+
+    def _budget(self) -> int | None:
+        waves = self.catalog.policy.waves
+        if waves.max_unavailable is None:
+            return None
+        total = len(self.store.nodes(self.catalog.name))
+        return max(1, resolve_count(waves.max_unavailable, total, round_up=False))
+
+    def _any_active(self) -> bool:
+        return any(n.state is NodeState.ACTIVE for n in self.store.nodes(self.catalog.name))
+
+    def _turn(self, ctx: NodeContext, node: str) -> None:
+        name = self.catalog.name
+        started = time.monotonic()
+        try:
+            target = self.targets[node]
+            with self.updater.session(target):
+                state = process_node(ctx, target)  # under the adopted lease; released as it ends
+                if state is NodeState.DONE:
+                    self.store.node_gated(name, node, self.gate.run([target], self.catalog))
+            if state is NodeState.FAILED:
+                failed, _ = self.store.failed_count(name)
+                limit = self.catalog.policy.halt.max_failures
+                if failed > limit:
+                    self.store.halt(name, f"{failed} node(s) failed (max_failures {limit}); last: {node}")
+            if self._on_node is not None:
+                self._on_node(self.store.node(name, node), time.monotonic() - started)
+        except JournalError as exc:  # the journal is gone: this node's lease expires; another re-observes it
+            self._errors.append(exc)
+        except BaseException as exc:
+            self._errors.append(exc)
+            raise
+
+    def _close_wave(self, wave: WaveRecord) -> None:
+        """The leader, once every node of the wave is finished: gate what nobody gated, then done or halt."""
+        name = self.catalog.name
+        nodes = self.store.nodes(name, wave.wave)
+        if any(n.state in (NodeState.PENDING, NodeState.ACTIVE) for n in nodes):
+            return
+        failed, finished = self.store.failed_count(name)
+        limit = self.catalog.policy.halt.max_fail_percentage
+        if limit is not None and finished and 100 * failed / finished > limit:
+            self.store.halt(name, f"wave {wave.wave}: {failed} of {finished} node(s) failed "
+                                  f"({100 * failed / finished:.1f}% > {limit:g}%)")
+            return
+        problems: list[str] = []
+        for n in nodes:
+            if n.state is not NodeState.DONE:
+                continue
+            found = n.gate
+            if found is None:
+                if n.node in self.targets:
+                    found = self.gate.run([self.targets[n.node]], self.catalog)
+                    self.store.node_gated(name, n.node, found)
+                else:
+                    found = [f"{n.node}: not gated (its controller is gone and this one does not reach it)"]
+            problems += found
+        if problems:
+            self.store.wave_state(name, wave.wave, WaveState.GATE_FAILED, "; ".join(problems))
+            self.store.halt(name, f"health gate failed after wave {wave.wave}: {problems[0]}" + (
+                f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+            return
+        self.store.wave_state(name, wave.wave, WaveState.DONE, "ok")
+

@@ -1,0 +1,170 @@
+"""Several controllers on one campaign (provision.campaign.shared) against fake BMCs on a real PostgreSQL
+journal: nodes split by claims, max unavailable never exceeded across controllers, halt for everyone, a dead
+controller's node re-observed (not flashed twice), the leader lease taken over; SQLite refuses a second one."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from provision.campaign.catalog import Catalog, Component
+from provision.campaign.engine import waves_for
+from provision.campaign.gates import GateRunner
+from provision.campaign.shared import SharedEngine
+from provision.campaign.updater import Target
+from provision.cli import main
+from provision.journal import Journal
+from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
+from provision.journal.claims import Claims
+from tests.unit.campaign.fakes import FakeBmcs, FakeHealth, at_baseline, catalog, targets
+
+OLD = {"bmc": "1.0", "bios": "2.0"}
+NODES = [f"n{i:02d}" for i in range(1, 31)]
+
+
+class CountingBmcs(FakeBmcs):
+    """Records the most nodes flashing at one instant (what max unavailable bounds)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.now_flashing = 0
+        self.peak = 0
+
+    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+        with self.lock:
+            self.now_flashing += 1
+            self.peak = max(self.peak, self.now_flashing)
+        try:
+            super().update(target, flash, reset)
+        finally:
+            with self.lock:
+                self.now_flashing -= 1
+
+
+def _source(tmp_path: Path) -> Path:
+    path = tmp_path / "campaign.yml"
+    path.write_text("name: test\n")
+    return path
+
+
+def _engine(cat: Catalog, bmcs: FakeBmcs, nodes: Sequence[str] = NODES, **kw: object) -> SharedEngine:
+    store = CampaignStore(Journal())
+    return SharedEngine(cat, store, targets(nodes), bmcs, GateRunner(FakeHealth()), poll_s=0.02,
+                        lease_s=kw.pop("lease_s", 5.0), **kw)  # type: ignore[arg-type]
+
+
+def _run_all(engines: list[SharedEngine], first: object) -> list[object]:
+    """The first engine's start/resume in this thread's company: the others join as soon as it exists."""
+    out: list[object] = [None] * len(engines)
+
+    def go(i: int) -> None:
+        try:
+            out[i] = first() if i == 0 else _join_when_started(engines[i])  # type: ignore[operator]
+        except BaseException as exc:
+            out[i] = exc
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(engines))]
+    threads[0].start()
+    for t in threads[1:]:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    for e in engines:
+        e.store.journal.close()
+    return out
+
+
+def _join_when_started(engine: SharedEngine) -> object:
+    deadline = time.monotonic() + 30
+    while engine.store.find(engine.catalog.name) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return engine.join()
+
+
+@pytest.mark.postgres
+def test_three_controllers_split_the_nodes_within_max_unavailable(pg_url: str, tmp_path: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 6}, "concurrency": 4})
+    bmcs = CountingBmcs(NODES, OLD, flash_s=0.05)
+    engines = [_engine(cat, bmcs) for _ in range(3)]
+    out = _run_all(engines, lambda: engines[0].start(_source(tmp_path), waves_for(NODES, cat)))
+    assert all(getattr(o, "state", o) is CampaignState.DONE for o in out), out
+    assert at_baseline(bmcs, cat) == NODES
+    assert set(bmcs.flashes.values()) == {1} and len(bmcs.flashes) == 2 * len(NODES)  # none flashed twice
+    assert bmcs.peak <= 6
+    with Journal() as j:
+        nodes = CampaignStore(j).nodes("test")
+    assert len({n.controller for n in nodes}) >= 2  # the work was shared (4 workers each, 6 per wave)
+    assert all(n.gate == [] for n in nodes)  # every node gated by whoever ran its turn
+
+
+@pytest.mark.postgres
+def test_a_failure_halts_every_controller(pg_url: str, tmp_path: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}, "halt": {"max_failures": 0}})
+    bmcs = FakeBmcs(NODES, OLD)
+    bmcs.faults["n04"] = "fail"  # in wave 1
+    engines = [_engine(cat, bmcs) for _ in range(3)]
+    out = _run_all(engines, lambda: engines[0].start(_source(tmp_path), waves_for(NODES, cat)))
+    assert all(getattr(o, "state", o) is CampaignState.HALTED for o in out), out
+    with Journal() as j:
+        store = CampaignStore(j)
+        assert "max_failures 0" in store.get("test").reason
+        assert all(n.state is NodeState.PENDING for n in store.nodes("test") if n.wave >= 2)
+    assert not any(node in {"n12", "n20", "n30"} for node, _ in bmcs.flashes)
+
+
+@pytest.mark.postgres
+def test_a_dead_controllers_node_is_observed_again_not_flashed_twice(pg_url: str, tmp_path: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}})
+    nodes = NODES[:6]
+    bmcs = FakeBmcs(nodes, OLD)
+    with Journal() as j:
+        store = CampaignStore(j)
+        store.create("test", str(_source(tmp_path)), "x", waves_for(nodes, cat))
+        store.wave_state("test", 0, WaveState.ACTIVE)
+        dead = Claims(j, "test", ttl_s=0.3)
+        assert dead.lead()
+        (lease,) = dead.claim(0, nodes, 5, 5)  # the canary, taken by a controller that then dies
+    bmcs.versions["n01"] = {"bmc": "2.0", "bios": "3.0"}  # its flash had finished before it died
+    engine = _engine(cat, bmcs, nodes)
+    time.sleep(0.4)  # both of the dead controller's leases expire
+    out = engine.join()
+    assert out.ok and at_baseline(bmcs, cat) == nodes
+    assert not any(node == "n01" for node, _ in bmcs.flashes)  # re-observed: at the baseline already
+    assert engine.leader_seen and lease.node == "n01"
+    engine.store.journal.close()
+
+
+@pytest.mark.postgres
+def test_max_unavailable_counts_a_stranded_node(pg_url: str, tmp_path: Path) -> None:
+    with Journal() as j:
+        store = CampaignStore(j)
+        store.create("test", str(_source(tmp_path)), "x", [NODES[:5]])
+        a, b = Claims(j, "test", ttl_s=60), Claims(j, "test", ttl_s=60)
+        assert [x.node for x in a.claim(0, NODES, 1, 2)] == ["n01"]
+        assert [x.node for x in b.claim(0, NODES, 10, 2)] == ["n02"]  # n01 is a's: skipped; budget 2 in all
+        assert b.claim(0, NODES, 10, 2) == []
+        store.request("test", Request.PAUSE)
+        assert Claims(j, "test", ttl_s=60).claim(0, NODES, 10, None) == []  # a pause asked: nothing claimed
+
+
+@pytest.mark.postgres
+def test_the_leader_lease_is_taken_over_when_it_expires(pg_url: str, tmp_path: Path) -> None:
+    now = [1000.0]
+    with Journal() as j:
+        CampaignStore(j).create("test", str(_source(tmp_path)), "x", [["n1"]])
+        a = Claims(j, "test", ttl_s=10, clock=lambda: now[0])
+        b = Claims(j, "test", ttl_s=10, clock=lambda: now[0])
+        assert a.lead() and not b.lead()
+        now[0] += 8
+        assert a.lead() and not b.lead()  # renewed
+        now[0] += 11
+        assert b.lead() and not a.lead() and b.leader() == b.owner
+
+
+def test_join_on_sqlite_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["campaign", "join", "test"]) == 2
+    assert "campaign join needs a journal shared by the controllers" in capsys.readouterr().err
