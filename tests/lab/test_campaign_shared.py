@@ -1,0 +1,148 @@
+"""Three controller processes on one campaign through a real PostgreSQL journal, over 300 simulated BMCs: one
+controller killed -9 mid-wave, then the leader killed -9; the last one finishes. Checked from the simulator's
+own event log: one update task per component per node, one host reset each, never more nodes down at once
+than max unavailable; every node's BMC at the baseline."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from provision.campaign.labkit import LAB_COMPONENTS, SimLog, write_lab_campaign
+from provision.lab import manager
+
+pytestmark = [pytest.mark.lab, pytest.mark.postgres]
+ROOT = Path(__file__).resolve().parents[2]
+CLI = (sys.executable, "-c", "from provision.cli import run; run()")
+NODES = 300
+COMPONENTS = 2  # bmc + bios: one BMC reboot and one host reset per node
+MAX_UNAVAILABLE = 75  # 25% of 300
+LEASE_S = 10.0
+
+
+@pytest.fixture
+def lab300(tmp_path: Path) -> Iterator[manager.LabState]:
+    state = manager.up(manager.UpOptions(lab_dir=tmp_path / "lab", nodes=NODES, bmc_only=True, speed=40,
+                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
+    try:
+        yield state
+    finally:
+        manager.down(tmp_path / "lab")
+
+
+def _db(pg_cluster: object, url: str) -> object:
+    import psycopg
+
+    schema = url.rsplit("%3D", 1)[1]
+    conn = psycopg.connect(host="127.0.0.1", port=pg_cluster.port, user="provision",  # type: ignore[attr-defined]
+                           password=pg_cluster.password, dbname="postgres", autocommit=True,  # type: ignore[attr-defined]
+                           options=f"-csearch_path={schema}")
+    return conn
+
+
+def _active_by_pid(db: object) -> dict[int, int]:
+    rows = db.execute("SELECT controller, COUNT(*) FROM campaign_nodes WHERE state = 'active' "  # type: ignore[attr-defined]
+                      "GROUP BY controller").fetchall()
+    return {int(c.split(":")[-1].split("/")[0]): n for c, n in rows if c}
+
+
+def _leader_pid(db: object) -> int | None:
+    row = db.execute("SELECT owner FROM campaign_leases WHERE role = 'leader'").fetchone()  # type: ignore[attr-defined]
+    return int(row[0].split(":")[-1].split("/")[0]) if row else None
+
+
+def _wave_active(db: object) -> int | None:
+    row = db.execute("SELECT MIN(wave) FROM campaign_waves WHERE state = 'active'").fetchone()  # type: ignore[attr-defined]
+    return None if row[0] is None else int(row[0])
+
+
+def _peak_down(log: SimLog) -> int:
+    """Most nodes between their first update task and their last power On at one instant (the sim's clock)."""
+    first: dict[str, float] = {}
+    last_on: dict[str, float] = {}
+    for e in log.events:
+        if e["event"] == "task.start":
+            first.setdefault(e["node"], float(e["t"]))
+        elif e["event"] == "power" and e.get("state") == "On" and e["node"] in first:
+            last_on[e["node"]] = float(e["t"])
+    edges = sorted([(t, 1) for t in first.values()] + [(last_on.get(n, float("inf")), -1) for n in first])
+    peak = down = 0
+    for _, step in edges:
+        down += step
+        peak = max(peak, down)
+    return peak
+
+
+def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: manager.LabState, tmp_path: Path,
+                                                                    pg_url: str, pg_cluster: object) -> None:
+    policy = {"waves": {"canary": 3, "max_unavailable": "25%"}, "halt": {"max_failures": 0}, "concurrency": 30}
+    camp = write_lab_campaign(tmp_path / "campaign", "shared", policy, components=COMPONENTS)
+    env = {**os.environ, "PROVISION_STATE_DIR": str(tmp_path / "state")}
+    common = ["-i", str(lab300.inventory), "--poll-seconds", "0.3", "--lease-seconds", str(LEASE_S), "--json"]
+    logs = [open(tmp_path / f"controller{i}.log", "w") for i in range(3)]  # noqa: SIM115 -- closed below
+    procs = [subprocess.Popen([*CLI, "campaign", "start", str(camp), *common], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=logs[0])]
+    db = _db(pg_cluster, pg_url)
+    try:
+        deadline = time.monotonic() + 180
+        while _wave_active(db) is None:
+            assert procs[0].poll() is None and time.monotonic() < deadline, (tmp_path / "controller0.log").read_text()
+            time.sleep(0.2)
+        for i in (1, 2):
+            procs.append(subprocess.Popen([*CLI, "campaign", "join", "shared", *common], env=env, text=True,
+                                          stdout=subprocess.PIPE, stderr=logs[i]))
+        by_pid = {p.pid: p for p in procs}
+        # 1. a controller that is not the leader, killed while it has nodes of wave >= 1 in flight
+        victim = _kill_when(db, by_pid, lambda pid, leader, wave: pid != leader and wave >= 1, deadline + 300)
+        # 2. the leader, killed while it has nodes in flight in a later wave
+        leader = _kill_when(db, by_pid, lambda pid, leader, wave: pid == leader and pid != victim and wave >= 2,
+                            deadline + 600)
+        (last,) = [p for p in procs if p.pid not in (victim, leader)]
+        out, _ = last.communicate(timeout=900)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for f in logs:
+            f.close()
+        db.close()  # type: ignore[attr-defined]
+    result = json.loads(out)
+    assert last.returncode == 0 and result["state"] == "done", out + (tmp_path / "controller2.log").read_text()
+    assert (result["done"], result["failed"], result["pending"]) == (NODES, 0, 0)
+    log = SimLog(lab300.lab_dir / "bmcsim.log")
+    names = [n.name for n in lab300.nodes]
+    assert log.update_tasks() == {n: COMPONENTS for n in names}  # one task per component per node
+    baseline = {image: version for _, image, version, *_ in LAB_COMPONENTS[:COMPONENTS]}
+    flashes = log.flashes()
+    assert set(flashes.values()) == {1} and len(flashes) == NODES * COMPONENTS
+    assert log.host_resets() == {n: 1 for n in names}
+    assert _peak_down(log) <= MAX_UNAVAILABLE
+    # every node at the baseline: the last "Firmware X updated to V" of each node and firmware is the baseline
+    final = {}
+    for e in log.events:
+        msg = str(e.get("message", ""))
+        if e["event"] == "sel" and msg.startswith("Firmware ") and " updated to " in msg:
+            final[(e["node"], msg.split()[1])] = msg.rsplit(" ", 1)[1]
+    assert {k: v for k, v in final.items()} == {(n, image): baseline[image] for n in names for image in baseline}
+
+
+def _kill_when(db: object, procs: dict[int, subprocess.Popen[str]], wanted: object, deadline: float) -> int:
+    while time.monotonic() < deadline:
+        leader, wave = _leader_pid(db), _wave_active(db)
+        active = _active_by_pid(db)
+        for pid, proc in procs.items():
+            if proc.poll() is None and wave is not None and active.get(pid, 0) >= 3 and wanted(pid, leader, wave):  # type: ignore[operator]
+                os.kill(pid, signal.SIGKILL)
+                proc.wait()
+                return pid
+        time.sleep(0.1)
+    raise AssertionError("no controller matched in time")
