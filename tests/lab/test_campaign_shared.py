@@ -60,7 +60,12 @@ def _leader_pid(db: object) -> int | None:
 
 
 def _wave_active(db: object) -> int | None:
-    row = db.execute("SELECT MIN(wave) FROM campaign_waves WHERE state = 'active'").fetchone()  # type: ignore[attr-defined]
+    import psycopg
+
+    try:
+        row = db.execute("SELECT MIN(wave) FROM campaign_waves WHERE state = 'active'").fetchone()  # type: ignore[attr-defined]
+    except psycopg.errors.UndefinedTable:  # the starting controller has not migrated the journal yet
+        return None
     return None if row[0] is None else int(row[0])
 
 
