@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from provision.journal.campaigns import CampaignState, NodeState
-from provision.journal.locks import Lease, alive
+from provision.journal.locks import Lease, alive, swap
 from provision.journal.store import Journal
 
 LEADER = "leader"
@@ -111,23 +111,10 @@ class Claims:
                     continue
                 lease = Lease(node=node, owner=self.owner, token=token, pid=self.pid, host=self.host, since=now,
                               expires_at=now + self.ttl_s)
-                if not self._swap(db, lease, None if old is None else str(old["token"])):
+                if not swap(db, lease, None if old is None else str(old["token"])):
                     continue
                 db.execute("UPDATE campaign_nodes SET state = ?, controller = ? WHERE campaign = ? AND node = ?",
                            (NodeState.ACTIVE, self.owner, self.campaign, node))
                 active += pending
                 taken.append(lease)
             return taken
-
-    @staticmethod
-    def _swap(db: object, lease: Lease, old_token: str | None) -> bool:
-        values = (lease.owner, lease.token, lease.pid, lease.host, lease.since, lease.expires_at)
-        if old_token is None:
-            cur = db.execute(  # type: ignore[attr-defined]
-                "INSERT INTO node_locks(owner, token, pid, host, since, expires_at, node) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (node) DO NOTHING", (*values, lease.node))
-        else:
-            cur = db.execute(  # type: ignore[attr-defined]
-                "UPDATE node_locks SET owner = ?, token = ?, pid = ?, host = ?, since = ?, expires_at = ?"
-                " WHERE node = ? AND token = ?", (*values, lease.node, old_token))
-        return int(cur.rowcount) == 1

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +61,18 @@ def alive(pid: int) -> bool:
     return True
 
 
+def swap(db: Any, lease: Lease, old_token: str | None) -> bool:
+    """Write `lease` only if the node's lease row is still the one read (`old_token`; None: no row)."""
+    values = (lease.owner, lease.token, lease.pid, lease.host, lease.since, lease.expires_at)
+    if old_token is None:
+        cur = db.execute("INSERT INTO node_locks(owner, token, pid, host, since, expires_at, node)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (node) DO NOTHING", (*values, lease.node))
+    else:
+        cur = db.execute("UPDATE node_locks SET owner = ?, token = ?, pid = ?, host = ?, since = ?, expires_at = ?"
+                         " WHERE node = ? AND token = ?", (*values, lease.node, old_token))
+    return int(cur.rowcount) == 1
+
+
 class NodeLocks:
     """Take, renew and release node leases in one journal; one renewer thread for all this object holds."""
 
@@ -91,18 +104,16 @@ class NodeLocks:
         leases = [Lease(node=n, owner=owner, token=token, pid=os.getpid(), host=self.host, since=now,
                         expires_at=now + self.ttl_s) for n in dict.fromkeys(nodes)]
         with self.journal.transaction() as db:
+            stale: dict[str, str | None] = {}
             for lease in leases:
                 row = db.execute("SELECT * FROM node_locks WHERE node = ?", (lease.node,)).fetchone()
                 if row is not None and not self._stale(current := Lease(**dict(row)), now):
                     raise NodeLocked(f"{lease.node}: locked by {current.describe()}; "
                                      "it is released when that run ends, or expires if it died")
-            for lease in leases:
-                db.execute("INSERT INTO node_locks(node, owner, token, pid, host, since, expires_at) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (node) DO UPDATE SET owner = excluded.owner, "
-                           "token = excluded.token, pid = excluded.pid, host = excluded.host, "
-                           "since = excluded.since, expires_at = excluded.expires_at",
-                           (lease.node, lease.owner, lease.token, lease.pid, lease.host, lease.since,
-                            lease.expires_at))
+                stale[lease.node] = None if row is None else str(row["token"])
+            for lease in leases:  # compare-and-swap: a campaign controller's claim (no writer lock) may race
+                if not swap(db, lease, stale[lease.node]):
+                    raise NodeLocked(f"{lease.node}: taken by another run meanwhile")
         with self._mutex:
             self._held.update({lease.node: lease for lease in leases})
             self._lost.difference_update(lease.node for lease in leases)
