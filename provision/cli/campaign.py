@@ -39,9 +39,9 @@ from provision.cli.output import (
     show,
 )
 from provision.errors import CheckFailed, InputError
-from provision.journal import Journal, default_path
+from provision.journal import Journal
 from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
-from provision.journal.location import ENV_URL
+from provision.journal.location import ENV_URL, recorded, resolve
 from provision.journal.locks import LEASE_TTL_S
 from provision.private import write_private
 from provision.redfish.image_server import ImageServer
@@ -272,7 +272,7 @@ def _resolve_read_only(campaign: str, journal: Path | None) -> control.Resolved:
     """CAMPAIGN for a command that only reads: the journal is opened read-only, and a campaign file needs none
     (planning before any campaign ran creates no journal)."""
     path = Path(campaign)
-    if not (journal or default_path()).exists() and (path.suffix in (".yml", ".yaml") or path.exists()):
+    if not recorded(resolve(journal)) and (path.suffix in (".yml", ".yaml") or path.exists()):
         return control.Resolved(load_catalog(path), path.resolve(), None)
     with Journal(journal, read_only=True) as jr:
         return control.resolve(CampaignStore(jr), campaign)

@@ -13,15 +13,14 @@ def last_bringup(node: str, journal_path: Path | None = None) -> datetime | None
 
     Never creates a journal: verify is read-only.
     """
-    from provision.journal.paths import default_path
+    from provision.journal.location import recorded, resolve
 
-    path = journal_path or default_path()
-    if not path.is_file():
+    if not recorded(resolve(journal_path)):
         return None
     from provision.journal.store import Journal
 
     try:
-        with Journal(path, read_only=True) as journal:
+        with Journal(journal_path, read_only=True) as journal:
             stages = journal.stages(node)
             bringups = {r.id for r in journal.runs(kind="bringup", limit=1000)}
     except ProvisionError:

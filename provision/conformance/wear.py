@@ -18,19 +18,20 @@ from provision.errors import ProvisionError
 
 def keep_wear(ctx: Context, journal_path: Path | None = None, now: float | None = None) -> None:
     """Project every drive's endurance date from the journal's readings and keep today's there."""
-    from provision.journal.paths import default_path
+    from provision.journal.location import recorded, resolve
     from provision.journal.store import Journal
     from provision.journal.wear import readings, record_readings
 
     if ctx.level is Level.QUICK:
         return
     when = time.time() if now is None else now
-    path = journal_path or default_path()
-    if not path.is_file():
+    location = resolve(journal_path)
+    path = location.shown
+    if not recorded(location):
         project_endurance(ctx, [], when, f"no journal at {path} (bring-up creates it): readings are not kept")
         return
     try:
-        journal = Journal(path)
+        journal = Journal(journal_path)
     except ProvisionError as exc:
         project_endurance(ctx, [], when, f"journal {path} unusable ({exc}): readings are not kept")
         return

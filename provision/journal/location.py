@@ -50,6 +50,12 @@ class Location(BaseModel):
         return redact_url(self.url or "")
 
 
+def recorded(location: Location) -> bool:
+    """Whether a read-only command should open it: a SQLite file that exists, or a PostgreSQL database (the
+    server answers whether the journal's tables are there)."""
+    return location.backend is Backend.POSTGRESQL or (location.path is not None and location.path.is_file())
+
+
 def redact_url(url: str) -> str:
     """The URL with any password (in the authority or a `password=` parameter) masked."""
     parts = urlsplit(url)
