@@ -99,8 +99,11 @@ class SharedEngine(Engine):
         if self._errors:
             raise self._errors[0]
         record = self.store.get(name)
-        journal.finish_run(run_id, record.state.value)
-        return self.outcome(record.state, record.reason)
+        state, reason = record.state, record.reason
+        if state is CampaignState.RUNNING and record.request is not None:  # the leader records it as it ends
+            state, reason = _requested(record.request)
+        journal.finish_run(run_id, state.value)
+        return self.outcome(state, reason)
 
     def _loop(self, ctx: NodeContext, claims: Claims, locks: NodeLocks, pool: Workers,
               inflight: dict[str, Future[object]]) -> None:

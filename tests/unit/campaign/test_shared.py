@@ -168,3 +168,27 @@ def test_the_leader_lease_is_taken_over_when_it_expires(pg_url: str, tmp_path: P
 def test_join_on_sqlite_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["campaign", "join", "test"]) == 2
     assert "campaign join needs a journal shared by the controllers" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_a_pause_asked_mid_wave_stops_every_controller_after_its_turns(pg_url: str, tmp_path: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}})
+
+    class PausingBmcs(FakeBmcs):
+        def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+            if target.name == "n03":  # wave 1: the operator pauses while it flashes
+                with Journal() as j:
+                    CampaignStore(j).request("test", Request.PAUSE)
+            super().update(target, flash, reset)
+
+    bmcs = PausingBmcs(NODES, OLD)
+    engines = [_engine(cat, bmcs) for _ in range(3)]
+    out = _run_all(engines, lambda: engines[0].start(_source(tmp_path), waves_for(NODES, cat)))
+    assert all(getattr(o, "state", o) is CampaignState.PAUSED for o in out), out
+    with Journal() as j:
+        store = CampaignStore(j)
+        assert store.get("test").state is CampaignState.PAUSED
+        nodes = store.nodes("test")
+    assert not any(n.state is NodeState.ACTIVE for n in nodes)  # turns in flight ended, none stranded
+    assert all(n.state is NodeState.PENDING for n in nodes if n.wave >= 2)
+    assert not any(node in {"n07", "n20"} for node, _ in bmcs.flashes)
