@@ -47,6 +47,7 @@ class SharedEngine(Engine):
         self.leader_seen = False
         """Whether this controller led at any moment (tests and the report)."""
         self._errors: list[BaseException] = []
+        self._prepared: set[int] = set()
 
     # -- entry points ----------------------------------------------------------------------------------
     def start(self, source: Path, waves: list[list[str]]) -> Outcome:
@@ -145,6 +146,7 @@ class SharedEngine(Engine):
                     self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
                     continue
             else:
+                self._look_ahead(record.waves, wave.wave, pool.size)
                 free = pool.size - len(inflight)
                 for lease in claims.claim(wave.wave, reachable, free, budget):
                     locks.adopt([lease])
@@ -152,6 +154,17 @@ class SharedEngine(Engine):
                 if leading and not inflight:
                     self._close_wave(wave)
             time.sleep(self.poll_s)
+
+    def _look_ahead(self, waves: list[list[str]], wave: int, slots: int) -> None:
+        """Once per wave: the next wave's BMCs this controller reaches are logged in to and observed while
+        this wave waits on its hosts (provision.campaign.ahead), as the one-controller engine does."""
+        if wave in self._prepared or wave + 1 >= len(waves):
+            return
+        self._prepared.add(wave)
+        mine = [n for n in waves[wave] if n in self.targets]
+        ahead = [self.targets[n] for n in waves[wave + 1] if n in self.targets]
+        if ahead:
+            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=min(slots, len(mine)))
 
     def _budget(self) -> int | None:
         waves = self.catalog.policy.waves

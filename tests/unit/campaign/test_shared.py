@@ -95,6 +95,7 @@ def test_three_controllers_split_the_nodes_within_max_unavailable(pg_url: str, t
     assert at_baseline(bmcs, cat) == NODES
     assert set(bmcs.flashes.values()) == {1} and len(bmcs.flashes) == 2 * len(NODES)  # none flashed twice
     assert bmcs.peak <= 6
+    assert set(NODES[1:]) <= set(bmcs.prepared)  # each wave's BMCs observed ahead, during the wave before
     with Journal() as j:
         nodes = CampaignStore(j).nodes("test")
     assert len({n.controller for n in nodes}) >= 2  # the work was shared (4 workers each, 6 per wave)
