@@ -23,7 +23,7 @@ class Resolved:
 def resolve(store: CampaignStore, campaign: str) -> Resolved:
     """CAMPAIGN is a campaign file, or the name of a campaign in the journal (its file is re-read)."""
     path = Path(campaign)
-    if path.suffix in (".yml", ".yaml") or path.exists():
+    if path.suffix in (".yml", ".yaml") or path.is_file():
         catalog = load_catalog(path)
         return Resolved(catalog, path.resolve(), store.find(catalog.name))
     record = store.find(campaign)

@@ -272,7 +272,7 @@ def _resolve_read_only(campaign: str, journal: Path | None) -> control.Resolved:
     """CAMPAIGN for a command that only reads: the journal is opened read-only, and a campaign file needs none
     (planning before any campaign ran creates no journal)."""
     path = Path(campaign)
-    if not recorded(resolve(journal)) and (path.suffix in (".yml", ".yaml") or path.exists()):
+    if not recorded(resolve(journal)) and (path.suffix in (".yml", ".yaml") or path.is_file()):
         return control.Resolved(load_catalog(path), path.resolve(), None)
     with Journal(journal, read_only=True) as jr:
         return control.resolve(CampaignStore(jr), campaign)
@@ -280,7 +280,7 @@ def _resolve_read_only(campaign: str, journal: Path | None) -> control.Resolved:
 
 def _name(store: CampaignStore, campaign: str) -> str:
     path = Path(campaign)
-    if path.suffix in (".yml", ".yaml") or path.exists():
+    if path.suffix in (".yml", ".yaml") or path.is_file():
         return control.resolve(store, campaign).catalog.name
     return store.get(campaign).name
 

@@ -81,3 +81,18 @@ def test_controller_alive() -> None:
         proc.kill()
         proc.wait()
     assert not controller_alive(_record(proc.pid))  # gone (as after kill -9)
+
+
+def test_a_campaign_named_like_a_directory_is_looked_up_by_name(tmp_path, monkeypatch) -> None:
+    """`campaign join bench` run where a bench/ directory exists: the name, not the directory."""
+    import pytest as _pytest
+
+    from provision.campaign import control
+    from provision.errors import InputError
+    from provision.journal import Journal
+    from provision.journal.campaigns import CampaignStore
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bench").mkdir()
+    with Journal(tmp_path / "j.db") as j, _pytest.raises(InputError, match="neither a campaign file nor a campaign"):
+        control.resolve(CampaignStore(j), "bench")
