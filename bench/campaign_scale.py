@@ -78,7 +78,8 @@ class LoadSampler:
         return {"min": round(min(s), 1), "mean": round(sum(s) / len(s), 1), "max": round(max(s), 1)}
 
 
-def run_controller(args: list[str], env: dict[str, str], profile: str | None = None) -> dict[str, float | int]:
+def run_controller(args: list[str], env: dict[str, str], profile: str | None = None,
+                   pids: list[int] | None = None) -> dict[str, float | int]:
     """Run the CLI as a child; wall time, exit code, peak RSS (MiB) and CPU seconds from wait4.
     With `profile`, py-spy samples every thread of it into that file (figures then include py-spy)."""
     cmd = [*CLI, *args]
@@ -87,6 +88,8 @@ def run_controller(args: list[str], env: dict[str, str], profile: str | None = N
         cmd = [spy, "record", "--gil", "-r", "50", "-f", "raw", "-o", profile, "--", *cmd]
     start = time.monotonic()
     pid = os.posix_spawn(cmd[0], cmd, env)
+    if pids is not None:
+        pids.append(pid)
     _, status, usage = os.wait4(pid, 0)
     return {
         "rc": os.waitstatus_to_exitcode(status), "wall_s": round(time.monotonic() - start, 2),
@@ -106,11 +109,15 @@ def main() -> int:
     p.add_argument("--journal", choices=("sqlite", "postgresql"), default="sqlite")
     p.add_argument("--controllers", type=int, default=1, help="controllers (more than 1: postgresql only)")
     p.add_argument("--lease", type=float, default=60.0, help="node and leader lease seconds (postgresql)")
+    p.add_argument("--kill", action="store_true",
+                   help="kill -9 a controller that is not the leader mid-wave, then the leader (3 controllers)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (and the lab up)")
     p.add_argument("--profile", metavar="FILE", help="sample the controller with py-spy (raw folded stacks)")
     opts = p.parse_args()
     if opts.controllers > 1 and opts.journal != "postgresql":
         p.error("--controllers above 1 needs --journal postgresql")
+    if opts.kill and opts.controllers < 3:
+        p.error("--kill needs --controllers 3 or more (two are killed)")
     with ExitStack() as stack:
         if opts.journal == "postgresql":
             from tests.pgcluster import cluster
@@ -137,14 +144,21 @@ def bench(opts: argparse.Namespace) -> int:
         if opts.journal == "postgresql":
             common += ["--lease-seconds", str(opts.lease)]
         joined: list[dict[str, float | int]] = []
-        with LoadSampler() as sampler, ThreadPoolExecutor(max(1, opts.controllers - 1)) as pool:
-            joins = [pool.submit(_join_soon, common, env) for _ in range(opts.controllers - 1)]
-            ctl = run_controller(["campaign", "start", str(camp), *common], env, opts.profile)
+        pids: list[int] = []
+        killed: list[int] = []
+        with LoadSampler() as sampler, ThreadPoolExecutor(opts.controllers) as pool:
+            joins = [pool.submit(_join_soon, common, env, pids) for _ in range(opts.controllers - 1)]
+            killer = pool.submit(_killer, pids, opts.controllers, killed) if opts.kill else None
+            ctl = run_controller(["campaign", "start", str(camp), *common], env, opts.profile, pids)
             joined = [f.result() for f in joins]
+            if killer is not None:
+                killer.result()
         result = summarise(work, opts, ctl, lab_up_s)
         result["journal"] = opts.journal
         result["joined_controllers"] = joined
-        result["ok"] = result["ok"] and all(j["rc"] == 0 for j in joined)
+        rcs = [int(ctl["rc"]), *(int(j["rc"]) for j in joined)]
+        result["killed"] = len(killed)
+        result["ok"] = result["ok"] and rcs.count(0) == len(rcs) - len(killed) and len(killed) == 2 * opts.kill
         result["loadavg_1m_before_after"] = [round(load, 1), round(os.getloadavg()[0], 1)]
         result["loadavg_1m_during"] = sampler.summary()
     finally:
@@ -158,7 +172,38 @@ def bench(opts: argparse.Namespace) -> int:
     return 0 if result["ok"] else 1
 
 
-def _join_soon(common: list[str], env: dict[str, str]) -> dict[str, float | int]:
+def _killer(pids: list[int], controllers: int, killed: list[int]) -> None:
+    """kill -9 a controller that is not the leader while it has nodes of wave >= 1 in flight, then the leader
+    while it has nodes of wave >= 2 in flight (read from the journal, as an operator would)."""
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline and len(killed) < 2:
+        time.sleep(0.2)
+        try:
+            with Journal(read_only=True) as j:
+                lead = j.query("SELECT owner FROM campaign_leases WHERE role = 'leader'")
+                wave = j.query("SELECT MIN(wave) FROM campaign_waves WHERE state = 'active'")[0][0]
+                active = {r[0]: int(r[1]) for r in j.query(
+                    "SELECT controller, COUNT(*) FROM campaign_nodes WHERE state = 'active' GROUP BY controller")}
+        except ProvisionError:
+            continue  # not migrated yet
+        if len(pids) < controllers or wave is None or not lead:
+            continue
+        leader = _pid_of(str(lead[0][0]))
+        busy = {_pid_of(c): n for c, n in active.items() if c}
+        for pid in list(pids):
+            if pid in killed or busy.get(pid, 0) < 3:
+                continue
+            if (not killed and pid != leader and wave >= 1) or (killed and pid == leader and wave >= 2):
+                os.kill(pid, 9)
+                killed.append(pid)
+                break
+
+
+def _pid_of(owner: str) -> int:
+    return int(owner.split(":")[-1].split("/")[0])
+
+
+def _join_soon(common: list[str], env: dict[str, str], pids: list[int]) -> dict[str, float | int]:
     """`campaign join bench` once the starting controller has recorded the campaign."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -169,7 +214,7 @@ def _join_soon(common: list[str], env: dict[str, str]) -> dict[str, float | int]
         except ProvisionError:
             pass  # not migrated yet
         time.sleep(0.5)
-    return run_controller(["campaign", "join", "bench", *common], env)
+    return run_controller(["campaign", "join", "bench", *common], env, pids=pids)
 
 
 def summarise(work: Path, opts: argparse.Namespace, ctl: dict[str, float | int], lab_up_s: float) -> dict:
@@ -196,6 +241,8 @@ def summarise(work: Path, opts: argparse.Namespace, ctl: dict[str, float | int],
         "all_done": all(n.state.value == "done" for n in nodes),
         "one_task_per_component": all(tasks[n] == opts.components for n in names),
         "one_host_reset": all(resets[n] == 1 for n in names) if opts.components > 1 else True,
+        "one_activation_per_firmware": set(log.flashes().values()) == {1},
+        "max_unavailable_held": log.peak_unavailable() <= len(max(record.waves, key=len)),
     }
     return {
         "nodes": opts.nodes, "speed": opts.speed, "components": opts.components, "poll_s": opts.poll,

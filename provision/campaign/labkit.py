@@ -63,3 +63,19 @@ class SimLog:
 
     def host_resets(self) -> Counter[str]:
         return self._count(lambda e: e["event"] == "sel" and str(e.get("message", "")).startswith("Host reset"))
+
+    def peak_unavailable(self) -> int:
+        """Most nodes down at one instant: from a node's first update task to its last power On after it."""
+        first: dict[str, float] = {}
+        last_on: dict[str, float] = {}
+        for e in self.events:
+            if e["event"] == "task.start":
+                first.setdefault(e["node"], float(e["t"]))
+            elif e["event"] == "power" and e.get("state") == "On" and e["node"] in first:
+                last_on[e["node"]] = float(e["t"])
+        edges = sorted([(t, 1) for t in first.values()] + [(last_on.get(n, float("inf")), -1) for n in first])
+        peak = down = 0
+        for _, step in edges:
+            down += step
+            peak = max(peak, down)
+        return peak

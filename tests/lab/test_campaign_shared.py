@@ -69,23 +69,6 @@ def _wave_active(db: object) -> int | None:
     return None if row[0] is None else int(row[0])
 
 
-def _peak_down(log: SimLog) -> int:
-    """Most nodes between their first update task and their last power On at one instant (the sim's clock)."""
-    first: dict[str, float] = {}
-    last_on: dict[str, float] = {}
-    for e in log.events:
-        if e["event"] == "task.start":
-            first.setdefault(e["node"], float(e["t"]))
-        elif e["event"] == "power" and e.get("state") == "On" and e["node"] in first:
-            last_on[e["node"]] = float(e["t"])
-    edges = sorted([(t, 1) for t in first.values()] + [(last_on.get(n, float("inf")), -1) for n in first])
-    peak = down = 0
-    for _, step in edges:
-        down += step
-        peak = max(peak, down)
-    return peak
-
-
 def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: manager.LabState, tmp_path: Path,
                                                                     pg_url: str, pg_cluster: object) -> None:
     policy = {"waves": {"canary": 3, "max_unavailable": "25%"}, "halt": {"max_failures": 0}, "concurrency": 30}
@@ -130,7 +113,7 @@ def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: mana
     flashes = log.flashes()
     assert set(flashes.values()) == {1} and len(flashes) == NODES * COMPONENTS
     assert log.host_resets() == {n: 1 for n in names}
-    assert _peak_down(log) <= MAX_UNAVAILABLE
+    assert log.peak_unavailable() <= MAX_UNAVAILABLE
     # every node at the baseline: the last "Firmware X updated to V" of each node and firmware is the baseline
     final = {}
     for e in log.events:
