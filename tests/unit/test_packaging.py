@@ -23,6 +23,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 OPTIONAL_IMPORTS = {
     "aiohttp": ("lab", "provision/lab/bmcsim/"),  # the simulator runs as its own process
     "ansible_mitogen": ("fast", "provision/ansible/project.py"),  # strategy_env, inside a function
+    "psycopg": ("postgres", "provision/journal/"),  # a PostgreSQL journal only, imported when one is opened
 }
 
 
