@@ -11,6 +11,7 @@ APT_PACKAGES+=(libxml2-utils prometheus)
 APT_OPTIONAL=(chromium)   # headless browser for the HTML report test; the test skips cleanly without it
 if [ "${PROVISION_TEST_VM:-0}" != "0" ]; then
   APT_PACKAGES+=(qemu-system-x86)   # the vm tier only (PROVISION_TEST_VM=1 or auto): a real kernel under qemu
+  APT_PACKAGES+=(ovmf)              # UEFI firmware of the VM lab node (a BMC-driven qemu host)
 fi
 
 missing=()
