@@ -309,3 +309,9 @@ def test_vm_host_reports_the_guest_powering_off_and_a_failed_fetch(tmp_path: Pat
     assert [e.kind for e in events] == [HostEventKind.MEDIA_FAILED, HostEventKind.POWERED_OFF]
     assert "missing.iso" in events[0].detail
     host.close()
+
+
+def test_a_bmc_with_a_vm_host_starts_with_the_host_off_a_twin_host_on(tmp_path: Path) -> None:
+    assert make(tmp_path, VmHost("node01", vm_cfg(tmp_path), ("127.0.0.1",))).power[SYS].state == "Off"
+    assert make(tmp_path, Recorder()).power[SYS].state == "On"
+    assert not (tmp_path / "vm").exists()  # nothing made before the first power-on

@@ -64,6 +64,9 @@ class Bmc:
                       for s in seed.systems}
         if host is not None:
             host.bind(self._from_host())
+            if not host.starts_on:  # a VM with blank drives is off until the BMC powers it on
+                for power in self.power.values():
+                    power.start_off()
         self.bmc_reboot_s = sim.timings.bmc_reboot
         self.down_until = 0.0
         self._personalise()

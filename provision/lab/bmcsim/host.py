@@ -69,6 +69,8 @@ def next_boot(boot: Json) -> BootTarget:
 class HostBackend:
     """One host. Subclasses implement the `_do_*` methods; calls run in order on the host's own thread."""
 
+    starts_on = True  # the power state the BMC shows at start (a twin is up; a blank VM is not)
+
     def __init__(self, node: str) -> None:
         self.node = node
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"host-{node}")

@@ -124,6 +124,10 @@ class Power:
             self._sel.add("Host powered on; reset complete")
             self._on_boot()
 
+    def start_off(self) -> None:
+        """The host is off when the BMC starts (whatever the captured tree says)."""
+        self._set("Off")
+
     def host_off(self, why: str) -> None:
         """The host turned itself off (its OS powered down, or it died): Off now, whatever was planned."""
         for handle in self._pending:

@@ -100,6 +100,8 @@ def media_refusal(url: str, allowed_hosts: tuple[str, ...]) -> str | None:
 class VmHost(HostBackend):
     """One qemu VM per BMC; see the module docstring for what each call does."""
 
+    starts_on = False
+
     def __init__(self, node: str, cfg: VmHostConfig, allowed_hosts: tuple[str, ...]) -> None:
         super().__init__(node)
         self.cfg = cfg
