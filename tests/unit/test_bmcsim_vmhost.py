@@ -129,7 +129,8 @@ def test_qemu_argv_has_uefi_nvme_serials_and_the_cd_first_for_a_cd_boot(tmp_path
         "nvme,drive=boot0,serial=BOOT-A,bootindex=1",
         "nvme,drive=boot1,serial=BOOT-B,bootindex=2",
         "nvme,drive=scratch0,serial=SCRATCH-0",  # never a boot device
-        "ide-cd,drive=cd,bus=ide.0,bootindex=0",
+        "virtio-scsi-pci,id=scsi0",
+        "scsi-cd,bus=scsi0.0,drive=cd,bootindex=0",
     ]
     assert f"file={drive_file(cfg, 'BOOT-A')},if=none,id=boot0,format=raw" in argv
     assert f"file={tmp_path / 'os.iso'},if=none,id=cd,media=cdrom,readonly=on,format=raw" in argv
@@ -139,7 +140,7 @@ def test_qemu_argv_has_uefi_nvme_serials_and_the_cd_first_for_a_cd_boot(tmp_path
 def test_qemu_argv_without_media_has_no_cd_and_pxe_puts_the_nic_first(tmp_path: Path) -> None:
     argv = qemu_argv(vm_cfg(tmp_path), BootTarget.PXE, None, tmp_path / "c.log")
     assert devices(argv)[0] == "virtio-net-pci,netdev=net0,bootindex=0"
-    assert not any(d.startswith("ide-cd") for d in devices(argv))
+    assert not any(d.startswith("scsi-cd") for d in devices(argv))
 
 
 @pytest.mark.parametrize(
@@ -252,11 +253,12 @@ def image_server(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """qemu-system-x86_64 on PATH that writes its argv to argv-<pid> and lives while `stay` exists."""
+    """qemu-system-x86_64 on PATH that writes its argv to argv-<pid> (whole, by a rename) and lives while
+    `stay` exists."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     script = bindir / "qemu-system-x86_64"
-    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv-$$\n'
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/.argv-$$ && mv {tmp_path}/.argv-$$ {tmp_path}/argv-$$\n'
                       f"while [ -e {tmp_path}/stay ]; do sleep 0.05; done\n")  # fmt: skip
     script.chmod(0o755)
     (tmp_path / "stay").touch()
@@ -284,7 +286,7 @@ def test_vm_host_fetches_the_image_and_boots_it_first_then_stops(tmp_path: Path,
     media = tmp_path / "vm/media/os.iso.media"
     assert media.read_bytes() == b"CD001" * 1000
     assert f"file={media},if=none,id=cd,media=cdrom,readonly=on,format=raw" in argv
-    assert "ide-cd,drive=cd,bus=ide.0,bootindex=0" in argv
+    assert "scsi-cd,bus=scsi0.0,drive=cd,bootindex=0" in argv
     for serial in ("BOOT-A", "BOOT-B", "SCRATCH-0"):  # blank sparse drives, made at the first power-on
         assert drive_file(host.cfg, serial).stat().st_size > 0 and drive_file(host.cfg, serial).stat().st_blocks == 0
     assert (tmp_path / "vm/OVMF_VARS.fd").stat().st_size == host.cfg.firmware_vars.stat().st_size
@@ -303,7 +305,7 @@ def test_vm_host_reports_the_guest_powering_off_and_a_failed_fetch(tmp_path: Pat
     host.insert_media(f"{image_server}/missing.iso")
     host.power(True, BootTarget.CD)
     wait(lambda: list(fake_qemu.glob("argv-*")))
-    assert "ide-cd" not in " ".join(next(fake_qemu.glob("argv-*")).read_text().splitlines())  # nothing fetched
+    assert "scsi-cd" not in " ".join(next(fake_qemu.glob("argv-*")).read_text().splitlines())  # nothing fetched
     (fake_qemu / "stay").unlink()  # the guest powers off
     wait(lambda: len(events) == 2)
     assert [e.kind for e in events] == [HostEventKind.MEDIA_FAILED, HostEventKind.POWERED_OFF]

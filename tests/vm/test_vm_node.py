@@ -101,7 +101,7 @@ def test_reset_starts_the_vm_off_stops_it_and_cd_once_boots_the_cd_first_once(no
     pid = until("qemu running", node.qemu_pid)
     until("PowerState On", lambda: redfish(node, "GET", SYS)["PowerState"] == "On")
     first = boot_attempts(node.host.work_dir / "console-0001.log", 2)
-    assert "DVD-ROM" in first[0] and "NVMe" in first[1] and boot0[0] in first[1], first
+    assert "CD-ROM" in first[0] and "NVMe" in first[1] and boot0[0] in first[1], first
     assert redfish(node, "GET", SYS)["Boot"]["BootSourceOverrideEnabled"] == "Disabled"  # Once is spent
 
     redfish(node, "POST", f"{SYS}/Actions/ComputerSystem.Reset", {"ResetType": "ForceOff"})

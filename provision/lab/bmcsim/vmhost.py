@@ -7,7 +7,8 @@ new boot order applies, as the firmware reads it at every start). The VM has:
 - UEFI firmware (Debian's ovmf), with its own copy of the variable store kept across power cycles;
 - the spec's boot pair and scratch drives as emulated NVMe controllers (`-device nvme,serial=...`),
   sparse raw files in the node's work directory that persist like real disks;
-- the virtual CD (ide-cd on the q35 AHCI controller) holding the last image InsertMedia fetched;
+- the virtual CD (a SCSI CD on virtio-scsi: Debian's cloud kernel, which the lab's images boot, has no
+  AHCI and no USB storage driver) holding the last image InsertMedia fetched;
 - user-mode networking, the guest's port 22 forwarded to 127.0.0.1:<ssh_port>;
 - its serial console written to console-NNNN.log (one file per power-on, numbered): the lab reads what
   an installer prints there, a channel the guest's network cannot reach.
@@ -82,7 +83,8 @@ def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console
     if media is not None:
         argv += [
             "-drive", f"file={media},if=none,id=cd,media=cdrom,readonly=on,format=raw",
-            "-device", f"ide-cd,drive=cd,bus=ide.0{at('cd')}",
+            "-device", "virtio-scsi-pci,id=scsi0",
+            "-device", f"scsi-cd,bus=scsi0.0,drive=cd{at('cd')}",
         ]  # fmt: skip
     return argv
 
