@@ -55,11 +55,12 @@ OS_PACKAGES = [*image.IMAGE_PACKAGES, "mdadm", "fdisk", "dosfstools", "grub-efi-
 HOST_TOOLS = {"xorriso": "xorriso", "grub-mkstandalone": "grub-common", "mkfs.vfat": "dosfstools",
               "mcopy": "mtools"}  # fmt: skip
 # What the installer's own kernel needs, loaded in dependency order (modules.dep): the virtual CD (a
-# SCSI CD on virtio-scsi), its filesystem, the ESPs' filesystem, md RAID1 and the NIC (unused).
+# SCSI CD on virtio-scsi), its filesystem, the ESPs' filesystem (vfat loads its iocharset, ascii in
+# Debian's config, even with utf8 on), md RAID1.
 INSTALLER_MODULES = ("virtio_pci", "virtio_scsi", "sr_mod", "isofs", "vfat", "nls_cp437", "nls_iso8859-1",
-                     "raid1")  # fmt: skip
+                     "nls_ascii", "nls_utf8", "raid1")  # fmt: skip
 # The installed system's initramfs (MODULES=list: plain emulation makes MODULES=most take minutes).
-TARGET_MODULES = ("md_mod", "raid1", "virtio_pci", "virtio_net", "vfat", "nls_cp437", "nls_iso8859-1")
+TARGET_MODULES = ("md_mod", "raid1", "virtio_pci", "virtio_net", "vfat", "nls_cp437", "nls_ascii", "nls_utf8")
 TARGET_INITRAMFS = "# written by provision's installer builder\nMODULES=list\nCOMPRESS=gzip\n"
 GRUB_DEFAULT = """# written by provision's installer builder: the serial console is the lab's only screen
 GRUB_DEFAULT=0
