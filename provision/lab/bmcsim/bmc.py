@@ -15,6 +15,7 @@ from provision.lab.bmcsim.bios import Bios
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
 from provision.lab.bmcsim.faults import Faults
+from provision.lab.bmcsim.host import HostBackend, HostEvent, HostEventKind, next_boot
 from provision.lab.bmcsim.metadata import metadata_xml, service_document
 from provision.lab.bmcsim.power import Power
 from provision.lab.bmcsim.reply import Reply, error, no_content, success
@@ -41,7 +42,7 @@ class Bmc:
     """State and behaviour of one simulated BMC."""
 
     def __init__(self, cfg: BmcConfig, sim: SimConfig, seed: Seed, clock: SimClock,
-                 power_hook: Callable[[str, bool], None] | None = None) -> None:
+                 host: HostBackend | None = None) -> None:
         self.name = cfg.name
         self.cfg = cfg
         self.seed = seed
@@ -55,10 +56,17 @@ class Bmc:
         self.tasks = Tasks(cfg.name, self.res, clock, self.faults)
         self.updater = Updater(cfg.name, self.res, self.tasks, self.sel, self.faults, sim, self.reboot)
         self.bios = {s: Bios(cfg.name, self.res, self.sel, lay) for s, lay in seed.bios.items()}
-        self._power_hook = power_hook
+        self.host = host
+        self._cds: list[str] | None = None
         self.power = {s: Power(cfg.name, s, self.res, clock, self.sel, sim.timings,
                                on_boot=lambda s=s: self._host_booted(s),  # type: ignore[misc]
-                               on_power=self._power_changed) for s in seed.systems}
+                               on_power=lambda on, s=s: self._power_changed(s, on))  # type: ignore[misc]
+                      for s in seed.systems}
+        if host is not None:
+            host.bind(self._from_host())
+            if not host.starts_on:  # a VM with blank drives is off until the BMC powers it on
+                for power in self.power.values():
+                    power.start_off()
         self.bmc_reboot_s = sim.timings.bmc_reboot
         self.down_until = 0.0
         self._personalise()
@@ -83,9 +91,62 @@ class Bmc:
         self.updater.apply_staged()
         self.power[system].consume_boot_once()
 
-    def _power_changed(self, on: bool) -> None:
-        if self._power_hook is not None:
-            self._power_hook(self.name, on)
+    def _power_changed(self, system: str, on: bool) -> None:
+        if self.host is not None:
+            boot = (self.res.get(system) or {}).get("Boot") or {}
+            self.host.power(on, next_boot(boot))
+
+    def _from_host(self) -> Callable[[HostEvent], None]:
+        """What the host reports (from its own thread) is handled on the simulator's loop."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+
+        def report(event: HostEvent) -> None:
+            if loop is None:
+                self._host_event(event)
+            else:
+                loop.call_soon_threadsafe(self._host_event, event)
+
+        return report
+
+    def _host_event(self, event: HostEvent) -> None:
+        events.record(self.name, "host.event", kind=event.kind.value, detail=event.detail)
+        if event.kind is HostEventKind.POWERED_OFF:
+            for power in self.power.values():
+                power.host_off(event.detail)
+        elif event.kind is HostEventKind.MEDIA_FAILED:
+            for uri in self._cd_media():
+                if (self.res.get(uri) or {}).get("Inserted"):
+                    vmedia.eject(self.name, self.res, self.sel, uri)
+            self.sel.add(f"Virtual media image could not be fetched: {event.detail}", severity="Warning")
+
+    def _cd_media(self) -> list[str]:
+        """URIs of the tree's CD/DVD virtual media (the host's virtual CD drive), found once."""
+        if self._cds is None:
+            found = ((uri, self.res.get(uri) or {}) for uri in self.seed.tree.uris())
+            self._cds = [uri for uri, res in found if str(res.get("@odata.type", "")).startswith("#VirtualMedia.")
+                         and any(t in ("CD", "DVD") for t in res.get("MediaTypes") or [])]
+        return self._cds
+
+    def _media_changed(self, uri: str) -> None:
+        """Tell the host what its virtual CD now holds (CD/DVD media only; USB sticks are not modelled)."""
+        if self.host is None or uri not in self._cd_media():
+            return
+        media = self.res.get(uri) or {}
+        if media.get("Inserted") and media.get("Image"):
+            self.host.insert_media(str(media["Image"]))
+        else:
+            self.host.eject_media()
+
+    def _media_refused(self, body: Json) -> Reply | None:
+        image = body.get("Image")
+        why = self.host.check_media(image) if self.host is not None and isinstance(image, str) and image else None
+        if why is None:
+            return None
+        self.sel.add(f"Virtual media refused: {why}", severity="Warning")
+        return error(400, "ActionParameterValueNotInList", str(image), "Image", "VirtualMedia.InsertMedia")
 
     def reboot(self, why: str) -> None:
         """The BMC itself restarts: unreachable for a while, every session gone."""
@@ -201,7 +262,10 @@ class Bmc:
                 return bios.patch_settings(body)
         kind = str((self.res.get(path) or {}).get("@odata.type", ""))
         if kind.startswith("#VirtualMedia."):
-            reply = vmedia.patch(self.name, self.res, self.sel, path, body)
+            refused = self._media_refused(body)
+            reply = refused or vmedia.patch(self.name, self.res, self.sel, path, body)
+            if reply.status < 300:
+                self._media_changed(path)
             return [] if reply.status < 300 else (reply.body or {}).get("error", {}).get("@Message.ExtendedInfo")
         return None
 
@@ -236,9 +300,14 @@ class Bmc:
         if name == "UpdateService.SimpleUpdate":
             return self.updater.simple_update(body)
         if name == "VirtualMedia.InsertMedia":
-            return vmedia.insert(self.name, self.res, self.sel, owner, body)
+            reply = self._media_refused(body) or vmedia.insert(self.name, self.res, self.sel, owner, body)
+            if reply.status < 300:
+                self._media_changed(owner)
+            return reply
         if name == "VirtualMedia.EjectMedia":
-            return vmedia.eject(self.name, self.res, self.sel, owner)
+            reply = vmedia.eject(self.name, self.res, self.sel, owner)
+            self._media_changed(owner)
+            return reply
         if name == "Manager.Reset":
             asyncio.get_running_loop().call_soon(self.reboot, f"Manager.Reset {body.get('ResetType', '')}")
             return no_content()

@@ -49,6 +49,34 @@ class Timings(BaseModel):
     session_timeout: float = 1800.0
 
 
+class VmDrive(BaseModel):
+    """One emulated NVMe drive of a VM host: its serial (what /dev/disk/by-id shows) and size."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    serial: str = Field(pattern=r"^[A-Za-z0-9._-]{1,20}$")
+    size_mib: int = Field(ge=16, le=1024 * 1024)
+
+
+class VmHostConfig(BaseModel):
+    """A BMC whose host is a qemu VM (plain emulation, UEFI): its drives, firmware and SSH port.
+
+    The drives are sparse raw files in `work_dir`, kept across power cycles like real disks; the boot
+    pair is the spec's RAID1 pair, far smaller than the spec's drives (TCG writes every byte slowly).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    work_dir: Path
+    boot_drives: tuple[VmDrive, ...] = Field(min_length=1)
+    scratch_drives: tuple[VmDrive, ...] = ()
+    firmware_code: Path = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
+    firmware_vars: Path = Path("/usr/share/OVMF/OVMF_VARS_4M.fd")
+    memory_mib: int = Field(default=1024, ge=256, le=8192)
+    cpus: int = Field(default=2, ge=1, le=8)
+    ssh_port: int = Field(ge=1024, le=65535, description="127.0.0.1 port forwarded to the guest's port 22")
+
+
 class BmcConfig(BaseModel):
     """One simulated BMC."""
 
@@ -62,6 +90,7 @@ class BmcConfig(BaseModel):
     password: SecretStr
     http: bool = True
     https: bool = True
+    vm: VmHostConfig | None = None
 
     @field_serializer("password")
     def _password(self, value: SecretStr, info: FieldSerializationInfo) -> str:

@@ -124,6 +124,19 @@ class Power:
             self._sel.add("Host powered on; reset complete")
             self._on_boot()
 
+    def start_off(self) -> None:
+        """The host is off when the BMC starts (whatever the captured tree says)."""
+        self._set("Off")
+
+    def host_off(self, why: str) -> None:
+        """The host turned itself off (its OS powered down, or it died): Off now, whatever was planned."""
+        for handle in self._pending:
+            handle.cancel()
+        self._pending.clear()
+        if self.state != "Off":
+            self._sel.add(f"Host powered off by itself ({why})")
+            self._enter("Off")
+
     def patch(self, body: Json) -> list[Json]:
         """PATCH of the system: boot override and a few plain properties; errors, nothing applied if any."""
         errors: list[Json] = []

@@ -10,8 +10,6 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from aiohttp import web
@@ -19,9 +17,11 @@ from aiohttp import web
 from provision.lab.bmcsim import events
 from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
-from provision.lab.bmcsim.config import NodePorts, Ready, SimConfig
+from provision.lab.bmcsim.config import BmcConfig, NodePorts, Ready, SimConfig
+from provision.lab.bmcsim.host import HostBackend, TwinHost
 from provision.lab.bmcsim.http import Dispatcher
 from provision.lab.bmcsim.seed import get_seed
+from provision.lab.bmcsim.vmhost import VmHost
 
 MAX_BODY = 512 * 1024 * 1024
 
@@ -50,32 +50,17 @@ def _ssl(cfg: SimConfig) -> ssl.SSLContext | None:
     return ctx
 
 
-def _twins_hook(cfg: SimConfig) -> Callable[[str, bool], None] | None:
-    if not cfg.twins:
-        return None
-
-    def call(node: str, on: bool) -> None:
-        try:
-            import importlib
-
-            twins = importlib.import_module("provision.lab.twins")
-            twins.power(cfg.lab_dir, node, on)
-            events.record(node, "twin.power", on=on)
-        except Exception as exc:  # the twin failing must not take the BMC down
-            events.record(node, "twin.power_failed", on=on, error=f"{exc.__class__.__name__}: {exc}")
-
-    lanes: dict[str, ThreadPoolExecutor] = {}  # one worker per node: its power events apply in order
-
-    def hook(node: str, on: bool) -> None:
-        lane = lanes.setdefault(node, ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"twin-{node}"))
-        asyncio.get_running_loop().run_in_executor(lane, call, node, on)
-
-    return hook
+def host_backend(cfg: SimConfig, node: BmcConfig) -> HostBackend | None:
+    """The node's host: its qemu VM when it has one, else its twin when the lab has twins, else none."""
+    if node.vm is not None:
+        return VmHost(node.name, node.vm, cfg.allow_image_hosts)
+    if cfg.twins:
+        return TwinHost(node.name, cfg.lab_dir)
+    return None
 
 
 def build_bmcs(cfg: SimConfig, clock: SimClock) -> list[Bmc]:
-    hook = _twins_hook(cfg)
-    bmcs = [Bmc(n, cfg, get_seed(n.tree, n.as_captured, cfg.parts), clock, hook) for n in cfg.nodes]
+    bmcs = [Bmc(n, cfg, get_seed(n.tree, n.as_captured, cfg.parts), clock, host_backend(cfg, n)) for n in cfg.nodes]
     for seed in {id(b.seed): b.seed for b in bmcs}.values():
         for line in seed.warnings:  # once per tree, at start: what is served as captured and why
             events.record("-", "capture.warning", tree=seed.tree.name, detail=line)
@@ -94,7 +79,8 @@ async def serve(cfg: SimConfig) -> None:
     await runner.setup()
     ctx = _ssl(cfg)
     ports = []
-    for bmc in build_bmcs(cfg, clock):
+    bmcs = build_bmcs(cfg, clock)
+    for bmc in bmcs:
         dispatcher.add(bmc)
         https = await _site(runner, dispatcher, bmc, ctx) if bmc.cfg.https and ctx else None
         http = await _site(runner, dispatcher, bmc, None) if bmc.cfg.http else None
@@ -110,6 +96,9 @@ async def serve(cfg: SimConfig) -> None:
     await dispatcher.stop.wait()
     events.record("-", "stopping")
     await runner.cleanup()
+    for bmc in bmcs:  # a VM host is stopped with the simulator: nothing is left running
+        if bmc.host is not None:
+            await loop.run_in_executor(None, bmc.host.close)
     with contextlib.suppress(FileNotFoundError):
         cfg.ready_file.unlink()
 

@@ -138,7 +138,7 @@ def _add_kernel(tree: Path, kernel_deb: Path, work: Path) -> str:
     return version
 
 
-def _install(tree: Path, files: list[Path]) -> None:
+def _install(tree: Path, files: list[Path], dpkg_options: tuple[str, ...] = ()) -> None:
     """dpkg -i the packages inside the root (no service is started: policy-rc.d says no)."""
     staging = tree / "tmp/provision-debs"
     staging.mkdir(parents=True, exist_ok=True)
@@ -149,7 +149,7 @@ def _install(tree: Path, files: list[Path]) -> None:
     policy.chmod(0o755)
     try:
         names = [f"/tmp/provision-debs/{f.name}" for f in files]
-        run([*_chroot(tree), "dpkg", "-i", *names], timeout=900)
+        run([*_chroot(tree), "dpkg", *dpkg_options, "-i", *names], timeout=900)
     finally:
         policy.unlink(missing_ok=True)
         shutil.rmtree(staging, ignore_errors=True)
