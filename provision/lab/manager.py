@@ -190,6 +190,7 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
     parts = Parts(
         cpus=spec.cpu.sockets, cpu_model=spec.cpu.model, cpu_cores=spec.cpu.cores_per_socket,
         dimms=spec.memory.dimm_count, dimm_mib=spec.memory.dimm_size_gb * 1024, dimm_type=spec.memory.type,
+        channels_per_socket=spec.memory.channels_per_socket, dimms_per_channel=spec.memory.dimms_per_channel,
         gpus=spec.gpu.count, gpu_model=spec.gpu.model, boot_drives=spec.storage.boot.count,
         scratch_drives=spec.storage.scratch.count, psus=spec.power.psu_count,
         psu_watts=spec.power.psu_watts, boot_drive_tb=spec.storage.boot.size_tb,
