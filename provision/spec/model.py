@@ -677,6 +677,14 @@ class LabDeclaration(BaseModel):
     standins: tuple[str, ...] = Field(default=(), description="provision_lab_standins: the twin's stand-in tools")
 
 
+class Rack(BaseModel):
+    """One rack of `provision_racks` (inventory): what its circuits and cooling are sized for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    power_budget_w: PositiveInt = Field(description="The most its nodes may draw together (their peak_draw_w summed)")
+
+
 class HostEntry(BaseModel):
     """One inventory host with its resolved spec and endpoints."""
 
@@ -690,6 +698,7 @@ class HostEntry(BaseModel):
     ssh: SshEndpoint | None = None
     lab: LabDeclaration = LabDeclaration()
     slurm: SlurmSettings | None = Field(default=None, description="provision_slurm: drain/resume in Slurm")
+    rack: str | None = Field(default=None, description="provision_rack: the rack (of provision_racks) it sits in")
 
 
 class Fleet(BaseModel):
@@ -700,6 +709,7 @@ class Fleet(BaseModel):
     inventory: Path
     hosts: dict[str, HostEntry]
     profiles: dict[str, NodeSpec] = Field(default_factory=dict)
+    racks: dict[str, Rack] = Field(default_factory=dict, description="provision_racks: rack name -> its budget")
     _patterns: HostPatterns | None = PrivateAttr(default=None)
 
     def select(self, pattern: str | Sequence[str] | None = None, limit: str | None = None) -> list[HostEntry]:

@@ -308,6 +308,22 @@ def test_bmc_fault_at_verify(lab: FaultLab, fault: Fault, expected: str, note: s
     _expect("verify", outcome, expected, rerun or None)
 
 
+@pytest.mark.parametrize(("fault", "check"), [
+    (Fault("inlet-hot", 41), "bmc.inlet"),          # above the spec's max_inlet_c 35
+    (Fault("psu-lost"), "bmc.psu_redundancy"),      # 2N with one of two PSUs offline (its group still OK)
+    (Fault("fan-failed"), "bmc.fan_redundancy"),    # N+1: the spare fan is spent
+    (Fault("dimm-missing"), "bmc.memory_population"),  # a channel of socket 1 one DIMM short
+], ids=lambda v: v.kind if isinstance(v, Fault) else "")
+def test_bmc_hardware_fault_at_verify(lab: FaultLab, fault: Fault, check: str) -> None:
+    """What the BMC reports of the hardware: verify fails on the check that judges it, and passes once cleared."""
+    with injected(lab.lab_dir, NODE, fault):
+        run = run_stages(lab, NODE, ["verify"], SPEED)
+    rerun = _rerun(lab, "verify")
+    outcome = _record(lab, fault.describe(), "verify", run, rerun)
+    assert "failed" in run.error and check in run.error, run.error
+    _expect("verify", outcome, FAILED_CLEANLY, rerun)
+
+
 @pytest.mark.parametrize(("stage", "expected", "note"), [
     ("preflight", RECOVERED, "the BMC's drive list is the spec's: a drive lost inside the OS is not visible there"),
     ("configure", FAILED_CLEANLY, ""),

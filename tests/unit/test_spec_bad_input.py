@@ -114,6 +114,20 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
      ["node03", "provision_lab_waivers", "not a check id or pattern"]),
     ("duplicate-spec-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sockets: 3\n"),
      [PROFILE, "duplicate key 'sockets'"]),
+    ("rack-unknown", _edit("host_vars/node03.yml", "provision_rack: r01", "provision_rack: r09"),
+     ["node03", "provision_rack: rack 'r09' has no entry in provision_racks", r"known: r01, r02"]),
+    ("rack-not-a-name", _edit("host_vars/node03.yml", "provision_rack: r01", "provision_rack: [r01]"),
+     ["node03", "provision_rack: must be a rack name"]),
+    ("rack-budget-not-a-number", _edit("group_vars/all/main.yml", "power_budget_w: 25000", "power_budget_w: lots"),
+     [r"provision_racks\.r01\.power_budget_w", "integer", "lots"]),
+    ("rack-budget-zero", _edit("group_vars/all/main.yml", "power_budget_w: 25000", "power_budget_w: 0"),
+     [r"provision_racks\.r01\.power_budget_w", "greater than 0"]),
+    ("rack-unknown-key", _edit("group_vars/all/main.yml", "    power_budget_w: 25000\n",
+                               "    power_budget_w: 25000\n    cooling_kw: 25\n"),
+     [r"provision_racks\.r01\.cooling_kw", "unknown key"]),
+    ("racks-not-a-mapping", _edit("group_vars/all/main.yml", "provision_racks:\n  r01:\n    power_budget_w: 25000\n"
+                                  "  r02:\n    power_budget_w: 25000\n", "provision_racks: 5\n"),
+     ["provision_racks: must be a mapping"]),
 ]
 
 
