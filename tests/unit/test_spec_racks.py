@@ -80,3 +80,28 @@ def test_over_budget_is_one_error_line_naming_rack_sum_budget_and_file(
 
 def test_rack_load_is_pure() -> None:
     assert RackLoad("r", ("a",), 5501, 5500).over and not RackLoad("r", ("a",), 5500, 5500).over
+
+
+# psu_count, psu_watts, redundancy, peak_draw_w -> (severity, key) findings
+POWER = [
+    (2, 3200, "2N", 5500, [("warning", "power.peak_draw_w")]),   # the seed's ML-PROD-V4: 3200 W left of one feed
+    (2, 3200, "2N", 3200, []),
+    (4, 3200, "2N", 6400, []),
+    (4, 3200, "N+1", 9600, []),
+    (4, 3200, "N+1", 9601, [("warning", "power.peak_draw_w")]),
+    (2, 3200, "none", 6400, []),
+    (2, 3200, "none", 6401, [("error", "power.peak_draw_w")]),
+    (2, 3200, "2N", 7000, [("error", "power.peak_draw_w")]),      # more than every PSU together
+    (1, 3200, "N+1", 1000, [("error", "power.redundancy")]),
+    (8, 3000, "N+N", 10200, []),                                 # the captured SYS-821GE-TNHR profile
+]
+
+
+@pytest.mark.parametrize(("count", "watts", "redundancy", "peak", "want"), POWER)
+def test_psus_against_the_peak(count: int, watts: int, redundancy: str, peak: int, want: list[tuple[str, str]]) -> None:
+    from provision.spec.power_budget import check_power
+    from tests.unit.conformance.helpers import spec
+
+    s = spec(**{"power.psu_count": count, "power.psu_watts": watts, "power.redundancy": redundancy,
+                "power.peak_draw_w": peak})
+    assert [(str(f.severity), f.key) for f in check_power(s)] == want
