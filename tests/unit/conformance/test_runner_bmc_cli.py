@@ -449,3 +449,17 @@ def test_last_bringup_from_the_journal(tmp_path: Path) -> None:
     got = last_bringup("node01", path)
     assert got is not None and abs(got.timestamp() - started) < 1e-3
     assert last_bringup("node09", path) is None
+
+
+def test_thermal_subsystem_fan_redundancy_group_is_judged() -> None:
+    """ThermalSubsystem.FanRedundancy (Redfish 2020.4 RedundantGroup): its Health fails bmc.fan_redundancy."""
+    from provision.redfish.resources.power import thermal_from_subsystem
+
+    fans = [{"Name": f"Fan{i}", "Status": {"State": "Enabled", "Health": "OK"}} for i in range(6)]
+    metrics = {"TemperatureReadingsCelsius": [{"DeviceName": "Inlet", "Reading": 22, "PhysicalContext": "Intake"}]}
+    for health, outcome in (("OK", Outcome.PASS), ("Critical", Outcome.FAIL)):
+        group = [{"RedundancyType": "NPlusM", "MinNeededInGroup": 5, "Status": {"Health": health}}]
+        thermal = (thermal_from_subsystem("/redfish/v1/Chassis/1/ThermalSubsystem", metrics, fans, group),)
+        assert thermal[0].redundancy[0].min_num_needed == 5
+        row = bmc_run(bmc_facts(thermal=thermal))["bmc.fan_redundancy"]
+        assert row.outcome is outcome and "NPlusM " + health in row.found, row
