@@ -25,6 +25,7 @@ from provision.spec import load_fleet
 from provision.spec.loader import PROFILE_PREFIX, profile_file
 from provision.spec.memory_population import Severity, check_profile
 from provision.spec.model import Fleet
+from provision.spec.power_budget import check_power
 
 app = typer.Typer(help="Show and validate node specs.", no_args_is_help=True)
 
@@ -75,11 +76,12 @@ def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = Fal
     """Validate the spec of every host in the inventory (exit 2 on a problem).
 
     Past the schema: every profile's memory population against its CPU (provision/spec/memory_population.py);
-    a spec that cannot be true is an error line, a CPU the table does not know a warning line."""
+    a spec that cannot be true is an error line, a CPU the table does not know a warning line. Each rack of
+    provision_racks against its nodes' summed peak_draw_w (provision/spec/racks.py): over budget is an error."""
     fmt = choose(output, as_json)
     fleet = load_fleet(inventory)
     rows = [{"host": h.name, "profile": h.profile, "spec": h.spec.profile} for h in fleet.hosts.values()]
-    problems = _population_problems(inventory, fleet)
+    problems = _population_problems(inventory, fleet) + _rack_problems(inventory, fleet)
     errors = [p for p in problems if p["severity"] == Severity.ERROR]
     if fmt is Format.JSON:
         emit_json({"inventory": str(inventory), "valid": not errors, "profiles": sorted(fleet.profiles),
@@ -127,12 +129,28 @@ def _population_problems(inventory: Path, fleet: Fleet) -> list[dict[str, str]]:
         hosts = sorted(h.name for h in fleet.hosts.values() if h.profile == profile)
         users = f"hosts {', '.join(hosts)}" if hosts else "no host uses it"
         where = profile_file(inventory, profile)
-        for finding in check_profile(spec):
+        for finding in check_profile(spec) + check_power(spec):
             key = f"{PROFILE_PREFIX}{profile}.{finding.key}"
             out.append({"severity": finding.severity, "file": where, "key": key, "message": finding.message,
                         "hosts": users, "line": f"{where}: {key}: {finding.message} ({users})"})
     return out
 
+
+
+def _rack_problems(inventory: Path, fleet: Fleet) -> list[dict[str, str]]:
+    """One error per rack whose nodes' peak draw, summed, is above its power budget."""
+    from provision.spec.loader import RACKS_VAR, var_file
+    from provision.spec.racks import rack_loads
+
+    out: list[dict[str, str]] = []
+    for load in (r for r in rack_loads(fleet) if r.over):
+        where, key = var_file(inventory, RACKS_VAR), f"{RACKS_VAR}.{load.rack}.power_budget_w"
+        message = (f"rack {load.rack}: {len(load.hosts)} node(s) peak at {load.peak_w} W together, over its budget "
+                   f"of {load.budget_w} W")
+        users = f"hosts {', '.join(load.hosts)}"
+        out.append({"severity": Severity.ERROR, "file": where, "key": key, "message": message, "hosts": users,
+                    "line": f"{where}: {key}: {message} ({users})"})
+    return out
 
 
 def _add(node: Tree, value: object) -> None:

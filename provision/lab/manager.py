@@ -36,6 +36,8 @@ from provision.lab.ca import make_ca_and_server
 from provision.lab.twins.models import TwinInfo, TwinRequest
 
 STATE = "lab.json"
+# A twin fault that takes a part out of the server, and the BMC fault that shows the same part gone.
+TWIN_FAULTS_THE_BMC_SEES: dict[str, str] = {"dimm_missing": "dimm-missing"}
 SIM_CONFIG = "bmcsim.json"
 READY = "bmcsim.ready.json"
 SIM_LOG = "bmcsim.log"
@@ -190,6 +192,7 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
     parts = Parts(
         cpus=spec.cpu.sockets, cpu_model=spec.cpu.model, cpu_cores=spec.cpu.cores_per_socket,
         dimms=spec.memory.dimm_count, dimm_mib=spec.memory.dimm_size_gb * 1024, dimm_type=spec.memory.type,
+        channels_per_socket=spec.memory.channels_per_socket, dimms_per_channel=spec.memory.dimms_per_channel,
         gpus=spec.gpu.count, gpu_model=spec.gpu.model, boot_drives=spec.storage.boot.count,
         scratch_drives=spec.storage.scratch.count, psus=spec.power.psu_count,
         psu_watts=spec.power.psu_watts, boot_drive_tb=spec.storage.boot.size_tb,
@@ -450,7 +453,10 @@ def fault(lab_dir: Path, node: str, kind: str, clear: bool, value: float | None)
         twin_kinds = frozenset(getattr(twins, "FAULT_KINDS", frozenset()))
         if kind in twin_kinds:
             twins.fault(lab, node, kind, clear)
-            return {"node": node, "twin_fault": kind, "cleared": clear}
+            also = TWIN_FAULTS_THE_BMC_SEES.get(kind)
+            if also is not None:  # the part is gone from the server: its BMC shows it too, as a real one does
+                control(state, "POST", "/fault", {"node": node, "kind": also, "clear": clear, "value": None})
+            return {"node": node, "twin_fault": kind, "cleared": clear, **({"bmc_fault": also} if also else {})}
     known = sorted(BMC_FAULT_KINDS | twin_kinds)
     raise InputError(f"fault kind {kind!r}: unknown (known: {', '.join(known)})")
 

@@ -15,7 +15,16 @@ from pydantic import ValidationError
 from provision.errors import InventoryError, SpecError
 from provision.redfish.redact import register_secret
 from provision.scheduler.settings import SLURM_VAR, SlurmSettings
-from provision.spec.model import BmcEndpoint, Fleet, HostEntry, LabDeclaration, NodeSpec, SshEndpoint, Waiver
+from provision.spec.model import (
+    BmcEndpoint,
+    Fleet,
+    HostEntry,
+    LabDeclaration,
+    NodeSpec,
+    Rack,
+    SshEndpoint,
+    Waiver,
+)
 from provision.spec.patterns import HostPatterns, ansible_env
 from provision.spec.strict_yaml import load_strict, yaml_files
 
@@ -24,6 +33,8 @@ LAB_VAR = "provision_lab"
 WAIVERS_VAR = "provision_lab_waivers"
 STANDINS_VAR = "provision_lab_standins"
 PROFILE_PREFIX = "provision_profile_"
+RACK_VAR = "provision_rack"
+RACKS_VAR = "provision_racks"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 BMC_AUTH_MODES = ("auto", "session", "basic")
 
@@ -44,7 +55,9 @@ def load_fleet(inventory: Path) -> Fleet:
     base = inventory_dir(inventory)
     entries = {name: _host_entry(inventory, base, name, groups, hv) for name, (groups, hv) in hosts_vars.items()}
     _refuse_shared_bmcs(inventory, entries)
-    fleet = Fleet(inventory=inventory, hosts=entries, profiles=_all_profiles(base, hosts_vars))
+    racks = _racks(inventory, hosts_vars)
+    _refuse_unknown_racks(inventory, entries, racks)
+    fleet = Fleet(inventory=inventory, hosts=entries, profiles=_all_profiles(base, hosts_vars), racks=racks)
     fleet._patterns = HostPatterns(manager, str(inventory))  # node patterns: Ansible's own, on this inventory
     return fleet
 
@@ -147,7 +160,50 @@ def _host_entry(
         ssh=_ssh_endpoint(name, hv),
         lab=_lab_declaration(inventory, name, hv),
         slurm=_slurm_settings(inventory, name, hv),
+        rack=_rack_of(inventory, name, hv),
     )
+
+
+def _rack_of(inventory: Path, host: str, hv: dict[str, Any]) -> str | None:
+    """`provision_rack`: the name of the rack the host sits in (a string), or None when unset."""
+    raw = hv.get(RACK_VAR)
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise InventoryError(f"{inventory}: host {host}: {RACK_VAR}: must be a rack name (got {raw!r})")
+    return raw.strip()
+
+
+def _racks(inventory: Path, hosts_vars: dict[str, tuple[tuple[str, ...], dict[str, Any]]]) -> dict[str, Rack]:
+    """`provision_racks` (rack name -> {power_budget_w}) as every host sees it; one rack given two budgets
+    (by two groups' vars) is refused."""
+    racks: dict[str, tuple[Rack, str]] = {}
+    for host, (_groups, hv) in hosts_vars.items():
+        raw = hv.get(RACKS_VAR)
+        if raw is None:
+            continue
+        if not isinstance(raw, dict):
+            raise InventoryError(f"{inventory}: host {host}: {RACKS_VAR}: must be a mapping of rack name -> "
+                                 "{power_budget_w: W}")
+        for name, body in raw.items():
+            try:
+                rack = Rack.model_validate(plain_data(body))
+            except ValidationError as exc:
+                raise InventoryError(f"{inventory}: host {host}: {_describe(exc, f'{RACKS_VAR}.{name}')}") from None
+            seen = racks.get(str(name))
+            if seen is not None and seen[0] != rack:
+                raise InventoryError(f"{inventory}: {RACKS_VAR}.{name}: hosts {seen[1]} and {host} see different "
+                                     f"budgets ({seen[0].power_budget_w} W, {rack.power_budget_w} W)")
+            racks.setdefault(str(name), (rack, host))
+    return {name: rack for name, (rack, _host) in sorted(racks.items())}
+
+
+def _refuse_unknown_racks(inventory: Path, entries: dict[str, HostEntry], racks: dict[str, Rack]) -> None:
+    for name, entry in entries.items():
+        if entry.rack is not None and entry.rack not in racks:
+            known = ", ".join(racks) or "none"
+            raise InventoryError(f"{inventory}: host {name}: {RACK_VAR}: rack {entry.rack!r} has no entry in "
+                                 f"{RACKS_VAR} (known: {known})")
 
 
 def _slurm_settings(inventory: Path, host: str, hv: dict[str, Any]) -> SlurmSettings | None:
@@ -333,6 +389,15 @@ def _refuse_shared_bmcs(inventory: Path, entries: dict[str, HostEntry]) -> None:
         if addr in seen:
             raise InventoryError(f"{inventory}: hosts {seen[addr]} and {name} share BMC address {addr}")
         seen[addr] = name
+
+
+def var_file(inventory: Path, var: str) -> str:
+    """The YAML file that sets `var` (for messages), or the inventory directory."""
+    base = inventory_dir(inventory)
+    for path in yaml_files(base):
+        if f"{var}:" in path.read_text(encoding="utf-8", errors="replace"):
+            return str(path)
+    return str(base)
 
 
 def profile_file(inventory: Path, profile: str) -> str:

@@ -336,10 +336,31 @@ class Power(Frozen):
 
 class Cooling(Frozen):
     fan_redundancy: Literal["N+1", "N+2", "none"]
-    min_fans: PositiveInt
+    min_fans: PositiveInt = Field(description="Fans present and healthy; the redundancy's spare fans included")
     warn_internal_ambient_c: PositiveFloat
+    fail_internal_ambient_c: PositiveFloat | None = Field(
+        default=None, description="Internal ambient that fails verify (absent: critical_component_c)")
     max_inlet_c: PositiveFloat
     critical_component_c: PositiveFloat
+
+    @model_validator(mode="after")
+    def _ambient_tiers(self) -> Cooling:
+        fail = self.fail_internal_ambient_c
+        if self.warn_internal_ambient_c >= self.critical_component_c:
+            raise ValueError(f"warn_internal_ambient_c {self.warn_internal_ambient_c:g} must be below "
+                             f"critical_component_c {self.critical_component_c:g}")
+        if fail is not None and fail <= self.warn_internal_ambient_c:
+            raise ValueError(f"fail_internal_ambient_c {fail:g} must be above warn_internal_ambient_c "
+                             f"{self.warn_internal_ambient_c:g}")
+        if fail is not None and fail > self.critical_component_c:
+            raise ValueError(f"fail_internal_ambient_c {fail:g} must not be above critical_component_c "
+                             f"{self.critical_component_c:g}")
+        return self
+
+    @property
+    def ambient_fail_c(self) -> float:
+        """The internal ambient that fails: fail_internal_ambient_c, else critical_component_c."""
+        return self.fail_internal_ambient_c if self.fail_internal_ambient_c is not None else self.critical_component_c
 
 
 class BiosValue(StrEnum):
@@ -656,6 +677,14 @@ class LabDeclaration(BaseModel):
     standins: tuple[str, ...] = Field(default=(), description="provision_lab_standins: the twin's stand-in tools")
 
 
+class Rack(BaseModel):
+    """One rack of `provision_racks` (inventory): what its circuits and cooling are sized for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    power_budget_w: PositiveInt = Field(description="The most its nodes may draw together (their peak_draw_w summed)")
+
+
 class HostEntry(BaseModel):
     """One inventory host with its resolved spec and endpoints."""
 
@@ -669,6 +698,7 @@ class HostEntry(BaseModel):
     ssh: SshEndpoint | None = None
     lab: LabDeclaration = LabDeclaration()
     slurm: SlurmSettings | None = Field(default=None, description="provision_slurm: drain/resume in Slurm")
+    rack: str | None = Field(default=None, description="provision_rack: the rack (of provision_racks) it sits in")
 
 
 class Fleet(BaseModel):
@@ -679,6 +709,7 @@ class Fleet(BaseModel):
     inventory: Path
     hosts: dict[str, HostEntry]
     profiles: dict[str, NodeSpec] = Field(default_factory=dict)
+    racks: dict[str, Rack] = Field(default_factory=dict, description="provision_racks: rack name -> its budget")
     _patterns: HostPatterns | None = PrivateAttr(default=None)
 
     def select(self, pattern: str | Sequence[str] | None = None, limit: str | None = None) -> list[HostEntry]:

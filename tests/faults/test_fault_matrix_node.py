@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.twins, pytest.mark.heavy]
 SPEED = 60.0
 NODE = "node01"
 ROWS: list[Row] = []
-CELLS = 10
+CELLS = 14  # rows the section needs: every cell below (4 of them the BMC hardware faults at verify)
 BASELINE: dict[str, str] = {}  # stage -> "" when it passes without a fault, else the reason
 
 
@@ -306,6 +306,22 @@ def test_bmc_fault_at_verify(lab: FaultLab, fault: Fault, expected: str, note: s
     if expected == FAILED_CLEANLY:
         assert "could not be made" in run.error and "bmc." in run.error, run.error
     _expect("verify", outcome, expected, rerun or None)
+
+
+@pytest.mark.parametrize(("fault", "check"), [
+    (Fault("inlet-hot", 41), "bmc.inlet"),          # above the spec's max_inlet_c 35
+    (Fault("psu-lost"), "bmc.psu_redundancy"),      # 2N with one of two PSUs offline (its group still OK)
+    (Fault("fan-failed"), "bmc.fan_redundancy"),    # N+1: the spare fan is spent
+    (Fault("dimm-missing"), "bmc.memory_population"),  # a channel of socket 1 one DIMM short
+], ids=lambda v: v.kind if isinstance(v, Fault) else "")
+def test_bmc_hardware_fault_at_verify(lab: FaultLab, fault: Fault, check: str) -> None:
+    """What the BMC reports of the hardware: verify fails on the check that judges it, and passes once cleared."""
+    with injected(lab.lab_dir, NODE, fault):
+        run = run_stages(lab, NODE, ["verify"], SPEED)
+    rerun = _rerun(lab, "verify")
+    outcome = _record(lab, fault.describe(), "verify", run, rerun)
+    assert "failed" in run.error and check in run.error, run.error
+    _expect("verify", outcome, FAILED_CLEANLY, rerun)
 
 
 @pytest.mark.parametrize(("stage", "expected", "note"), [

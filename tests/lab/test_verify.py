@@ -221,10 +221,11 @@ def test_bmc_bios_checks_follow_bios_apply(lab: tuple[Path, Path, Path, TwinInfo
     assert all(r.outcome is Outcome.PASS for i, r in after.items() if i.startswith("bmc.bios.")), after
     # the Supermicro BIOS has no boot-mode attribute: boot_mode is judged from ComputerSystem.Boot, shown
     assert "BootSourceOverrideMode" in after["bmc.bios.boot_mode"].found
-    for cid in ("bmc.psu", "bmc.psu_redundancy", "bmc.fans", "bmc.power_draw"):
+    for cid in ("bmc.psu", "bmc.psu_redundancy", "bmc.fans", "bmc.fan_redundancy", "bmc.power_draw", "bmc.inlet",
+                "bmc.temperatures", "bmc.memory_population"):
         assert after[cid].outcome is Outcome.PASS, after[cid]
     # the seed's internal ambient ('System Temp' 37 C) is above warn_internal_ambient_c 35: a warning
-    temps = after["bmc.temperatures"]
+    temps = after["bmc.internal_ambient"]
     assert temps.outcome is Outcome.WARN and "System Temp 37 C" in temps.found, temps
 
 

@@ -357,3 +357,46 @@ def test_power_draw_follows_the_host_and_psus_match_the_spec(tmp_path: Path) -> 
         off = body(call(bmc, "GET", power))["PowerControl"][0]["PowerConsumedWatts"]
         assert off < on["PowerControl"][0]["PowerConsumedWatts"] / 10
     run(go)
+
+
+# ---- hardware faults: what the BMC reports changes, and is restored on clear -----------------------------------
+def _inlet(bmc: Bmc) -> list[float]:
+    temps = body(call(bmc, "GET", "/redfish/v1/Chassis/1/Thermal"))["Temperatures"]
+    return [t["ReadingCelsius"] for t in temps if t["Name"] == "Inlet Temp"]
+
+
+def _psu_states(bmc: Bmc) -> list[str]:
+    return [p["Status"]["State"] for p in body(call(bmc, "GET", "/redfish/v1/Chassis/1/Power"))["PowerSupplies"]]
+
+
+def _fan_health(bmc: Bmc) -> list[str]:
+    return [f["Status"]["Health"] for f in body(call(bmc, "GET", "/redfish/v1/Chassis/1/Thermal"))["Fans"]]
+
+
+def _dimms(bmc: Bmc) -> int:
+    members = body(call(bmc, "GET", f"{SYS}/Memory"))["Members"]
+    return sum(1 for m in members if body(call(bmc, "GET", m["@odata.id"])).get("CapacityMiB"))
+
+
+@pytest.mark.parametrize(("kind", "value", "read", "before", "during"), [
+    ("inlet-hot", 41.0, _inlet, [21], [41.0]),  # 'Inlet Temp' (SystemBoard); 'GPU Inlet Temp' (GPU) is left alone
+    ("psu-lost", None, lambda b: _psu_states(b).count("UnavailableOffline"), 0, 1),
+    ("fan-failed", None, lambda b: _fan_health(b).count("Critical"), 0, 1),
+    ("dimm-missing", None, _dimms, 32, 31),
+])
+def test_hardware_faults_change_what_the_bmc_reports_until_cleared(tmp_path: Path, kind: str, value: float | None,
+                                                                   read: Callable[[Bmc], Any], before: Any,
+                                                                   during: Any) -> None:
+    bmc = make_bmc(tmp_path)
+    assert read(bmc) == before
+    etag = call(bmc, "GET", "/redfish/v1/Chassis/1/Thermal").headers.get("ETag")
+    bmc.faults.set(kind, value)
+    assert read(bmc) == during
+    bmc.faults.set(kind, value)  # set again: applied once, not twice
+    assert read(bmc) == during
+    bmc.faults.clear(kind)
+    assert read(bmc) == before
+    assert call(bmc, "GET", "/redfish/v1/Chassis/1/Thermal").headers.get("ETag") == etag
+    gpu_inlet = [t for t in body(call(bmc, "GET", "/redfish/v1/Chassis/1/Thermal"))["Temperatures"]
+                 if t["Name"] == "GPU Inlet Temp"]
+    assert [t["ReadingCelsius"] for t in gpu_inlet] == [34]

@@ -120,6 +120,27 @@ def test_supermicro_complete_server_has_the_spec_parts() -> None:
     assert seed.invented, "the filled URIs are reported"
 
 
+def test_cloned_dimms_get_a_memory_location_each_as_the_spec_lays_them_out() -> None:
+    """The lab capture holds 2 of its 32 DIMMs (P1-DIMMA1 at Socket 0 Channel 0 Slot 0, P1-DIMME2 at Socket 0
+    Channel 4 Slot 1); the 30 clones used to repeat A1's MemoryLocation. Now the BMC-side population check
+    (the one verify runs) finds 2 sockets x 8 channels x 2 DIMMs, and each clone a place of its own."""
+    from provision.conformance.checks.memory_layout import layout, redfish_places
+    from provision.redfish.resources import Memory
+
+    tree = build(TREES_DIR / "supermicro", as_captured=False, parts=Parts()).tree
+    dimms = [Memory.parse(tree.get(m["@odata.id"])) for m in tree.get(f"{ROOT}/Systems/1/Memory")["Members"]]
+    places = {(d.memory_location.socket, d.memory_location.channel, d.memory_location.slot)
+              for d in dimms if d.memory_location}
+    assert len(dimms) == 32 and len(places) == 32
+    assert layout(redfish_places(dimms), 2, 8, 2).problems == ()
+    captured = {d.device_locator: d.memory_location for d in dimms if d.device_locator in ("P1-DIMMA1", "P1-DIMME2")}
+    assert captured["P1-DIMME2"] is not None and (captured["P1-DIMME2"].channel, captured["P1-DIMME2"].slot) == (4, 1)
+    # a clone on a captured DIMM's channel takes that DIMM's memory controller
+    e1 = next(d for d in dimms if d.memory_location and (d.memory_location.socket, d.memory_location.channel,
+                                                          d.memory_location.slot) == (0, 4, 0))
+    assert e1.memory_location is not None and e1.memory_location.memory_controller == 2
+
+
 def test_as_captured_serves_the_capture_only() -> None:
     seed = build(TREES_DIR / "supermicro", as_captured=True, parts=Parts())
     assert f"{ROOT}/Systems/1/Memory/17" not in seed.tree

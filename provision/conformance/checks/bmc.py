@@ -1,4 +1,5 @@
-"""BMC-side checks through the Redfish layer: BIOS, firmware baseline, PSUs, fans, temperatures, SEL.
+"""BMC-side checks through the Redfish layer: BIOS, firmware baseline, PSUs and their redundancy, fans and
+their redundancy, inlet / internal ambient / component temperatures, power draw, memory population, SEL.
 
 `observe_bmc` reads the BMC over a session of its own (bmc_read; a caller that already holds the node's
 session, as the bring-up does, passes `read`) into typed BmcFacts (bmc_facts); `evaluate_bmc` compares
@@ -14,6 +15,7 @@ from datetime import datetime
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.bmc_facts import BiosSetting, BmcFacts, FirmwareSeen
 from provision.conformance.checks.bmc_read import read_bmc
+from provision.conformance.checks.memory_layout import layout, redfish_places
 from provision.conformance.model import Outcome, Threshold, worst
 from provision.errors import ProvisionError
 from provision.redfish.resources.log import LogEntry
@@ -25,9 +27,10 @@ AREA = "bmc"
 BmcRead = Callable[[HostEntry], BmcFacts]
 """Reads a host's BMC facts (from a session the caller keeps, or one it opens); raises ProvisionError."""
 
-__all__ = ["AREA", "POWER_DESC", "BiosSetting", "BmcFacts", "BmcRead", "FirmwareSeen", "bmc_problem",
-           "draw_threshold", "error_all", "evaluate_bmc", "observe_bmc", "planned", "run_bmc_checks",
-           "sensor_threshold", "waive_all"]
+__all__ = ["AREA", "POWER_DESC", "BiosSetting", "BmcFacts", "BmcRead", "FirmwareSeen", "ambient_threshold",
+           "bmc_problem", "draw_threshold", "error_all", "evaluate_bmc", "fan_spares", "inlet_threshold",
+           "memory_expected", "observe_bmc", "planned", "psu_healthy", "run_bmc_checks", "sensor_threshold",
+           "waive_all"]
 
 
 def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -> None:
@@ -36,8 +39,12 @@ def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -
     _firmware(ctx, facts)
     _psus(ctx, facts)
     _fans(ctx, facts)
+    _fan_redundancy(ctx, facts)
+    _inlet(ctx, facts)
+    _internal_ambient(ctx, facts)
     _temperatures(ctx, facts)
     _power_draw(ctx, facts)
+    _memory_population(ctx, facts)
     _sel(ctx, facts, since)
 
 
@@ -50,8 +57,13 @@ def planned(spec: NodeSpec) -> list[tuple[str, str, str]]:
     if spec.power.redundancy != "none":
         rows.append(("bmc.psu_redundancy", "PSU redundancy", spec.power.redundancy))
     rows.append(("bmc.fans", "fans present and healthy", f">= {spec.cooling.min_fans}"))
-    rows.append(("bmc.temperatures", "temperatures within limits", "within limits"))
+    if spec.cooling.fan_redundancy != "none":
+        rows.append(("bmc.fan_redundancy", FAN_REDUNDANCY_DESC, spec.cooling.fan_redundancy))
+    rows.append(("bmc.inlet", INLET_DESC, inlet_threshold(spec.cooling).describe()))
+    rows.append(("bmc.internal_ambient", AMBIENT_DESC, ambient_threshold(spec.cooling).describe()))
+    rows.append(("bmc.temperatures", TEMPS_DESC, f"<= {spec.cooling.critical_component_c:g} C"))
     rows.append(("bmc.power_draw", POWER_DESC, draw_threshold(spec.power).describe()))
+    rows.append(("bmc.memory_population", MEMORY_DESC, memory_expected(spec)))
     rows.append(("bmc.sel", "no critical SEL entry since the last bring-up", "none"))
     return rows
 
@@ -119,63 +131,128 @@ def _healthy(status: object) -> bool:
     return health in (None, "OK")
 
 
+def psu_healthy(status: dict[str, object]) -> bool:
+    """A PSU that carries load: Health OK (or unreported) and State Enabled (or unreported); a PSU
+    UnavailableOffline, Disabled or StandbyOffline (Redfish Resource.State) has been lost."""
+    return _healthy(status) and status.get("State") in (None, "Enabled")
+
+
 def _psus(ctx: Context, facts: BmcFacts) -> None:
     power = ctx.spec.power
     psus = [p for pw in facts.power for p in pw.power_supplies if p.present]
-    good = [p for p in psus if _healthy(p.status)]
-    ctx.record("bmc.psu", AREA, "PSUs present and healthy", power.psu_count,
-               f"{len(good)} healthy of {len(psus)} present", len(good) >= power.psu_count)
-    groups = [r for pw in facts.power for r in pw.redundancy]
-    if power.redundancy == "none":
+    good = [p for p in psus if psu_healthy(p.status)]
+    lost = [p.name or p.member_id or "PSU" for p in psus if not psu_healthy(p.status)]
+    if not psus:
+        why = "the BMC reports no PSU (Power.PowerSupplies, PowerSubsystem/PowerSupplies)"
+        ctx.error("bmc.psu", AREA, "PSUs present and healthy", power.psu_count, why)
+        if power.redundancy != "none":
+            ctx.error("bmc.psu_redundancy", AREA, "PSU redundancy", power.redundancy, why)
         return
-    if groups:
-        bad = [r.name or "group" for r in groups if not _healthy(r.status)]
-        ctx.record("bmc.psu_redundancy", AREA, "PSU redundancy", power.redundancy,
-                   "; ".join(f"{r.mode or '?'} {r.status.get('Health', '?')}" for r in groups), not bad)
-    else:
-        # No Redundancy block: N+1/2N hold when every spec'd PSU is healthy (one can fail and power remains).
-        ctx.record("bmc.psu_redundancy", AREA, "PSU redundancy", power.redundancy,
-                   f"{len(good)} healthy PSUs (no Redundancy block)", len(good) >= power.psu_count >= 2)
+    ctx.record("bmc.psu", AREA, "PSUs present and healthy", power.psu_count,
+               f"{len(good)} healthy of {len(psus)} present", len(good) >= power.psu_count,
+               f"not carrying load: {', '.join(lost)}" if lost else "")
+    if power.redundancy != "none":
+        _psu_redundancy(ctx, facts, len(good), lost)
+
+
+def _psu_redundancy(ctx: Context, facts: BmcFacts, good: int, lost: list[str]) -> None:
+    """N+1, 2N, N+N hold only while every PSU the spec counts carries load: one lost PSU has spent the
+    redundancy (a 2-PSU 2N node runs on one), whatever the BMC's Redundancy group still says. The group
+    (Power.Redundancy, PowerSubsystem PowerSupplyRedundancy) fails the check when its Health is not OK."""
+    power = ctx.spec.power
+    groups = [r for pw in facts.power for r in pw.redundancy]
+    bad = [r.name or "group" for r in groups if not _healthy(r.status)]
+    said = "; ".join(f"{r.mode or '?'} {r.status.get('Health', '?')}" for r in groups) or "no Redundancy block"
+    why = [f"{', '.join(lost)} lost"] if lost else []
+    why += [f"{', '.join(bad)} not OK"] if bad else []
+    if good < power.psu_count and not lost:
+        why.append(f"{good} of {power.psu_count} PSUs present")
+    ctx.record("bmc.psu_redundancy", AREA, "PSU redundancy", power.redundancy,
+               f"{good} healthy PSUs; {said}", not why and good >= power.psu_count >= 2, "; ".join(why))
+
+
+FAN_REDUNDANCY_DESC = "fan redundancy (every fan healthy, the BMC's fan Redundancy group OK)"
 
 
 def _fans(ctx: Context, facts: BmcFacts) -> None:
     fans = [f for t in facts.thermal for f in t.fans if f.status.get("State") != "Absent"]
     good = [f for f in fans if _healthy(f.status)]
     want = ctx.spec.cooling.min_fans
+    if not fans:
+        ctx.error("bmc.fans", AREA, "fans present and healthy", f">= {want}", "the BMC reports no fan")
+        return
     ctx.record("bmc.fans", AREA, "fans present and healthy", f">= {want}", f"{len(good)} of {len(fans)}",
                len(good) >= want)
 
 
-def sensor_threshold(cool: Cooling, t: Temperature, ambient: bool) -> Threshold:
-    """The tiers of one temperature sensor: the spec's limits, tightened by the sensor's own thresholds.
+def fan_spares(redundancy: str) -> int:
+    """Spare fans a redundancy figure keeps: N+1 one, N+2 two, none zero."""
+    return {"N+1": 1, "N+2": 2}.get(redundancy, 0)
 
-    Inlet: fails above max_inlet_c. Internal ambient: warns above warn_internal_ambient_c. Every other
-    sensor: fails above critical_component_c. UpperThresholdCritical lowers the failure tier and
-    UpperThresholdNonCritical the warning tier (DMTF Thermal.v1 Temperatures).
-    """
-    inlet = "inlet" in (t.name or "").lower() or t.physical_context == "Intake"
-    fail = cool.max_inlet_c if inlet else cool.critical_component_c
+
+def _fan_redundancy(ctx: Context, facts: BmcFacts) -> None:
+    """N+k holds while min_fans (which counts the spares) are healthy and no present fan has failed: one
+    failed fan of an N+1 set has spent the spare. Thermal.Redundancy / ThermalSubsystem FanRedundancy,
+    where the BMC has it, fails the check when its Health is not OK."""
+    cool = ctx.spec.cooling
+    if cool.fan_redundancy == "none":
+        return
+    fans = [f for t in facts.thermal for f in t.fans if f.status.get("State") != "Absent"]
+    if not fans:
+        ctx.error("bmc.fan_redundancy", AREA, FAN_REDUNDANCY_DESC, cool.fan_redundancy, "the BMC reports no fan")
+        return
+    failed = [f.name or "fan" for f in fans if not _healthy(f.status)]
+    groups = [r for t in facts.thermal for r in t.redundancy]
+    bad = [r.name or "group" for r in groups if not _healthy(r.status)]
+    good = len(fans) - len(failed)
+    why = [f"failed: {', '.join(failed)}"] if failed else []
+    why += [f"{', '.join(bad)} not OK"] if bad else []
+    if good < cool.min_fans:
+        why.append(f"{good} healthy, {cool.min_fans} needed ({cool.fan_redundancy}: "
+                   f"{cool.min_fans - fan_spares(cool.fan_redundancy)} + {fan_spares(cool.fan_redundancy)} spare)")
+    said = "; ".join(f"{r.mode or '?'} {r.status.get('Health', '?')}" for r in groups) or "no fan Redundancy group"
+    ctx.record("bmc.fan_redundancy", AREA, FAN_REDUNDANCY_DESC, cool.fan_redundancy,
+               f"{good} of {len(fans)} fans healthy; {said}", not why, "; ".join(why))
+
+
+INLET_DESC = "inlet temperature (the chassis' intake air) within the spec's limit"
+AMBIENT_DESC = "internal ambient temperature within the spec's tiers"
+TEMPS_DESC = "component temperatures within limits"
+
+
+def inlet_threshold(cool: Cooling) -> Threshold:
+    """The inlet fails above max_inlet_c."""
+    return Threshold(fail=cool.max_inlet_c, unit="C")
+
+
+def ambient_threshold(cool: Cooling) -> Threshold:
+    """The internal ambient warns above warn_internal_ambient_c (seed 5.2: 35 C) and fails above
+    fail_internal_ambient_c (else critical_component_c)."""
+    return Threshold(warn=cool.warn_internal_ambient_c, fail=cool.ambient_fail_c, unit="C")
+
+
+def sensor_threshold(base: Threshold, t: Temperature) -> Threshold:
+    """One sensor's tiers: the spec's, tightened by the sensor's own thresholds (DMTF Thermal.v1
+    Temperatures): UpperThresholdCritical lowers the failure tier, UpperThresholdNonCritical the warning
+    tier (a sensor's warning at or above the failure tier is none)."""
+    fail = base.fail
     if t.upper_threshold_critical is not None:
         fail = min(fail, t.upper_threshold_critical)
-    tiers = [w for w in (t.upper_threshold_non_critical, None if inlet or not ambient
-                         else cool.warn_internal_ambient_c) if w is not None]
+    tiers = [w for w in (t.upper_threshold_non_critical, base.warn) if w is not None]
     warn = min(tiers) if tiers else None
     return Threshold(fail=fail, warn=warn if warn is not None and warn < fail else None, unit="C")
 
 
-def _temperatures(ctx: Context, facts: BmcFacts) -> None:
-    cool = ctx.spec.cooling
-    desc = "temperatures within limits"
-    expected = (f"inlet <= {cool.max_inlet_c:g} C, internal ambient warns above {cool.warn_internal_ambient_c:g} C, "
-                f"components <= {cool.critical_component_c:g} C")
-    readings = [t for th in facts.thermal for t in th.temperatures if t.reading_celsius is not None]
+def _judge(ctx: Context, cid: str, desc: str, base: Threshold, sensors: list[Temperature], absent: str) -> None:
+    """Record one row over `sensors` (each judged on its own tiers); none with a reading is an ERROR."""
+    readings = [t for t in sensors if t.reading_celsius is not None]
     if not readings:
-        ctx.error("bmc.temperatures", AREA, desc, expected, "the BMC reports no temperature reading")
+        ctx.error(cid, AREA, desc, base.describe(), absent)
         return
     findings: list[tuple[Outcome, str]] = []
     for t in readings:
         reading = t.reading_celsius or 0.0
-        tiers = sensor_threshold(cool, t, t.name in facts.ambient)
+        tiers = sensor_threshold(base, t)
         outcome = tiers.judge(reading)
         if outcome is Outcome.FAIL:
             findings.append((outcome, f"{t.name} {reading:g} C (limit {tiers.fail:g})"))
@@ -183,18 +260,49 @@ def _temperatures(ctx: Context, facts: BmcFacts) -> None:
             findings.append((outcome, f"{t.name} {reading:g} C (warn above {tiers.warn:g})"))
     verdict = worst(o for o, _ in findings)
     ordered = [text for o, text in findings if o is Outcome.FAIL] + [text for o, text in findings if o is Outcome.WARN]
-    ctx.result("bmc.temperatures", AREA, desc, expected, "; ".join(ordered) or f"{len(readings)} sensors within limits",
-               verdict, f"{len(ordered)} of {len(readings)} sensors beyond a tier" if ordered else "")
+    within = ", ".join(f"{t.name} {t.reading_celsius:g} C" for t in readings[:3]) if len(readings) <= 3 \
+        else f"{len(readings)} sensors within limits"
+    ctx.result(cid, AREA, desc, base.describe(), "; ".join(ordered) or within, verdict,
+               f"{len(ordered)} of {len(readings)} sensors beyond a tier" if ordered else "")
 
 
-POWER_DESC = "power draw (BMC PowerControl) vs the spec's peak and the PSUs' capacity"
+def _sensors(facts: BmcFacts) -> list[Temperature]:
+    return [t for th in facts.thermal for t in th.temperatures]
+
+
+def _inlet(ctx: Context, facts: BmcFacts) -> None:
+    inlet = [t for t in _sensors(facts) if t.name in facts.inlet]
+    _judge(ctx, "bmc.inlet", INLET_DESC, inlet_threshold(ctx.spec.cooling), inlet,
+           "the BMC reports no inlet reading (no sensor of PhysicalContext Intake, nor one named as the inlet)")
+
+
+def _internal_ambient(ctx: Context, facts: BmcFacts) -> None:
+    ambient = [t for t in _sensors(facts) if t.name in facts.ambient]
+    _judge(ctx, "bmc.internal_ambient", AMBIENT_DESC, ambient_threshold(ctx.spec.cooling), ambient,
+           f"the BMC reports no internal ambient reading ({facts.vendor}: no sensor its plugin maps to the "
+           "internal ambient)")
+
+
+def _temperatures(ctx: Context, facts: BmcFacts) -> None:
+    """Every sensor that is neither the inlet nor the internal ambient fails above critical_component_c."""
+    cool = ctx.spec.cooling
+    rest = [t for t in _sensors(facts) if t.name not in facts.inlet and t.name not in facts.ambient]
+    _judge(ctx, "bmc.temperatures", TEMPS_DESC, Threshold(fail=cool.critical_component_c, unit="C"), rest,
+           "the BMC reports no temperature reading")
+
+
+POWER_DESC = "power draw (BMC PowerControl) vs the spec's peak draw"
+NEAR_PEAK = 0.9
 
 
 def draw_threshold(power: PowerSpec) -> Threshold:
-    """Above the spec's peak draw warns; above the installed PSUs' capacity fails."""
-    capacity = float(power.psu_count * power.psu_watts)
+    """Above 90% of the spec's peak draw warns, above the peak fails.
+
+    peak_draw_w is what the rack's budget is summed from (`spec validate`) and what the node's circuits
+    are sized for (seed 5.1): a node drawing more breaks both, whatever its PSUs could still deliver, so
+    it fails. Within 10% of it the headroom is gone (a training job's load steps are that size): a warning."""
     peak = float(power.peak_draw_w)
-    return Threshold(warn=peak, fail=capacity, unit="W") if capacity > peak else Threshold(fail=peak, unit="W")
+    return Threshold(warn=round(peak * NEAR_PEAK, 1), fail=peak, unit="W")
 
 
 def _power_draw(ctx: Context, facts: BmcFacts) -> None:
@@ -213,6 +321,31 @@ def _power_draw(ctx: Context, facts: BmcFacts) -> None:
     if peak:
         detail += (", " if detail else "") + f"interval max {max(peak):g} W"
     ctx.tiered("bmc.power_draw", AREA, POWER_DESC, value, tiers, detail)
+
+
+MEMORY_DESC = "every memory channel populated as the spec says (Redfish MemoryLocation)"
+
+
+def memory_expected(spec: NodeSpec) -> str:
+    mem = spec.memory
+    return f"{spec.cpu.sockets} socket(s) x {mem.channels_per_socket} channel(s) x {mem.dimms_per_channel} DIMM(s)"
+
+
+def _memory_population(ctx: Context, facts: BmcFacts) -> None:
+    """The node-side layout judgement (memory_layout.layout) over the BMC's Memory members."""
+    spec, expected = ctx.spec, memory_expected(ctx.spec)
+    if not facts.memory:
+        ctx.error("bmc.memory_population", AREA, MEMORY_DESC, expected, "the BMC lists no Memory members")
+        return
+    found = layout(redfish_places(facts.memory), spec.cpu.sockets, spec.memory.channels_per_socket,
+                   spec.memory.dimms_per_channel)
+    if found.unmapped:
+        ctx.error("bmc.memory_population", AREA, MEMORY_DESC, expected,
+                  f"no MemoryLocation (Socket, Channel) for {', '.join(found.unmapped[:4])}"
+                  + (f" and {len(found.unmapped) - 4} more" if len(found.unmapped) > 4 else ""))
+        return
+    ctx.record("bmc.memory_population", AREA, MEMORY_DESC, expected, found.summary, not found.problems,
+               "; ".join(found.problems))
 
 
 def _sel(ctx: Context, facts: BmcFacts, since: datetime | None) -> None:

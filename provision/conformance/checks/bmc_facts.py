@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provision.redfish.resources import Power, Thermal
+from provision.redfish.resources import Memory, Power, Thermal
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.vendors.base import BiosProof
@@ -48,3 +48,5 @@ class BmcFacts(BaseModel):
     sel: tuple[LogEntry, ...]
     sel_read: bool = Field(default=True, description="False when the BMC exposes no SEL")
     ambient: tuple[str, ...] = Field(default=(), description="Thermal sensors that read the internal ambient")
+    inlet: tuple[str, ...] = Field(default=(), description="Thermal sensors that read the chassis inlet")
+    memory: tuple[Memory, ...] = Field(default=(), description="The system's Memory members (DIMM slots)")

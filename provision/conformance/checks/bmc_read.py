@@ -5,7 +5,8 @@ hands it to verify: no second login); `read_bmc` opens one session for `provisio
 --insecure and the host's CA file (provision_bmc_ca_file), and reads over it.
 
 BIOS: provision.redfish.ops.bios.observe (current values + registry) and the vendor plugin's
-neutral-key mapping; firmware: ops.firmware.observe/status; power and thermal: ops.inventory;
+neutral-key mapping; firmware: ops.firmware.observe/status; power, thermal (the sensors' roles from the
+vendor plugin's temperature_roles) and memory: ops.inventory;
 SEL: ops.sel.read.
 """
 
@@ -50,10 +51,10 @@ def read_connected(conn: Connector, spec: NodeSpec) -> BmcFacts:
                      entries=len(s.entries))
         for s in statuses
     )
-    ambient = tuple(t.name for th in inv.thermal for t in th.temperatures
-                    if t.name and node.vendor.is_internal_ambient(t.name))
+    inlet, ambient = node.vendor.temperature_roles([t for th in inv.thermal for t in th.temperatures])
     return BmcFacts(vendor=node.vendor.name, bios=bios, firmware=firmware, power=tuple(inv.power),
-                    thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read, ambient=ambient)
+                    thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read, ambient=ambient, inlet=inlet,
+                    memory=tuple(inv.memory))
 
 
 def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:

@@ -15,6 +15,7 @@ from provision.lab.bmcsim.bios import Bios
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
 from provision.lab.bmcsim.faults import Faults
+from provision.lab.bmcsim.hardware import Hardware
 from provision.lab.bmcsim.host import HostBackend, HostEvent, HostEventKind, next_boot
 from provision.lab.bmcsim.metadata import metadata_xml, service_document
 from provision.lab.bmcsim.power import Power
@@ -53,6 +54,7 @@ class Bmc:
         self.sessions = Sessions(self.res, clock, cfg.username, cfg.password.get_secret_value(),
                                  sim.timings.session_timeout)
         self.faults.on_change("session-expiry", self._expire_sessions)
+        self.hardware = Hardware(self.res, self.faults)
         self.tasks = Tasks(cfg.name, self.res, clock, self.faults)
         self.updater = Updater(cfg.name, self.res, self.tasks, self.sel, self.faults, sim, self.reboot)
         self.bios = {s: Bios(cfg.name, self.res, self.sel, lay) for s, lay in seed.bios.items()}

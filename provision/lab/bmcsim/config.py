@@ -21,6 +21,8 @@ class Parts(BaseModel):
     dimms: int = 32
     dimm_mib: int = 65536
     dimm_type: str = "DDR5"
+    channels_per_socket: int = 8
+    dimms_per_channel: int = 2
     gpus: int = 8
     gpu_model: str = "NVIDIA H100 80GB HBM3"
     boot_drives: int = 2

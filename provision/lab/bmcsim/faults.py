@@ -17,6 +17,11 @@ FAULTS: dict[str, tuple[float, str]] = {
     "update-noop": (0.0, "updates report success but leave the version unchanged"),
     "bmc-reset-mid-update": (0.0, "the BMC reboots halfway through an update; the update fails"),
     "bios-stuck-pending": (0.0, "pending BIOS settings stay pending after a host reset"),
+    # hardware (provision/lab/bmcsim/hardware.py): what the BMC reports, restored when cleared
+    "inlet-hot": (45.0, "every chassis inlet sensor reads VALUE C"),
+    "psu-lost": (0.0, "the last PSU goes UnavailableOffline/Critical (the Redundancy group left as it was)"),
+    "fan-failed": (0.0, "the first fan goes Critical, reading 0"),
+    "dimm-missing": (0.0, "the last populated DIMM of the first system is Absent, 0 MiB"),
 }
 BMC_FAULT_KINDS = frozenset(FAULTS)
 ONE_SHOT = frozenset({"session-expiry"})

@@ -150,11 +150,59 @@ def _memory(res: dict[str, Json], system: str, parts: Parts) -> list[str]:
     coll = str(res.get(system, {}).get("Memory", {}).get("@odata.id", "")).rstrip("/")
     dimms = [m for m in _members(res, coll) if m in res]
     added = _top_up(res, coll, dimms, parts.dimms)
+    _place_clones(res, *_located(res, dimms), parts)
     for uri in dimms:
         res[uri].update(CapacityMiB=parts.dimm_mib, MemoryDeviceType=parts.dimm_type, Status=dict(_OK))
     summary = res[system].setdefault("MemorySummary", {})
     summary["TotalSystemMemoryGiB"] = parts.dimms * parts.dimm_mib // 1024
     return added
+
+
+def _located(res: dict[str, Json], dimms: list[str]) -> tuple[list[str], list[str]]:
+    """(DIMMs that hold their MemoryLocation first, clones that repeat one): fill_listed and _top_up copy a
+    captured DIMM whole, its MemoryLocation with it."""
+    seen: set[tuple[object, ...]] = set()
+    first: list[str] = []
+    repeats: list[str] = []
+    for uri in sorted(dimms, key=_natural):
+        loc = res[uri].get("MemoryLocation")
+        key = tuple(loc.get(k) for k in ("Socket", "MemoryController", "Channel", "Slot")) if isinstance(loc, dict) \
+            else None
+        if key is None or key not in seen:
+            first.append(uri)
+            if key is not None:
+                seen.add(key)
+        else:
+            repeats.append(uri)
+    return first, repeats
+
+
+def _place_clones(res: dict[str, Json], captured: list[str], clones: list[str], parts: Parts) -> None:
+    """Each cloned DIMM gets a MemoryLocation of its own: the positions of the spec's layout (sockets x
+    channels x DIMMs per channel, numbered from the capture's own first socket, channel and slot) that no
+    captured DIMM holds, in order; the memory controller of a captured DIMM on the same channel, if any."""
+    locs = [loc for u in captured if isinstance(loc := res[u].get("MemoryLocation"), dict)]
+
+    def base(key: str) -> int:
+        return min((v for loc in locs if isinstance(v := loc.get(key), int)), default=0)
+
+    used = {(loc.get("Socket"), loc.get("Channel"), loc.get("Slot")) for loc in locs}
+    controllers = {(loc.get("Socket"), loc.get("Channel")): loc.get("MemoryController") for loc in locs}
+    free = [(base("Socket") + s, base("Channel") + c, base("Slot") + d) for s in range(parts.cpus)
+            for c in range(parts.channels_per_socket) for d in range(parts.dimms_per_channel)]
+    free = [pos for pos in free if pos not in used]
+    extra = max((v for loc in locs if isinstance(v := loc.get("Slot"), int)), default=0)
+    for uri in clones:
+        if free:
+            socket, channel, slot = free.pop(0)
+        else:  # more DIMMs than the layout has places (a spec `spec validate` flags): a slot number of its own
+            extra += 1
+            socket, channel, slot = base("Socket"), base("Channel"), extra
+        place: Json = {"Socket": socket, "Channel": channel, "Slot": slot}
+        if controllers.get((socket, channel)) is not None:
+            place["MemoryController"] = controllers[(socket, channel)]
+        res[uri]["MemoryLocation"] = place
+        res[uri]["DeviceLocator"] = f"Socket {socket} Channel {channel} Slot {slot}"
 
 
 def _is_cpu(obj: Json) -> bool:

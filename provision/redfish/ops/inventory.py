@@ -177,7 +177,8 @@ def _thermal_subsystem(conn: Connector, chassis: Json) -> Thermal | None:
     })
     if not parts["metrics"] and not parts["fans"]:
         return None
-    return thermal_from_subsystem(str(sub.get("@odata.id", "")), parts["metrics"], parts["fans"])
+    return thermal_from_subsystem(str(sub.get("@odata.id", "")), parts["metrics"], parts["fans"],
+                                  sub.get("FanRedundancy"))
 
 
 def _firmware_uri(conn: Connector) -> str:

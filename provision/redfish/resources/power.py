@@ -85,17 +85,24 @@ def power_from_subsystem(uri: str, supplies: list[dict[str, Any]], groups: Any =
     """PowerSubsystem/PowerSupplies (Redfish 2020.4+) in the shape of the legacy Power resource; its
     PowerSupplyRedundancy groups (MinNeededInGroup, MaxSupportedInGroup, RedundancyType) as Redundancy, and
     the chassis' EnvironmentMetrics power reading, when it has one, as its PowerControl."""
-    redundancy = [{"Name": "PowerSupplyRedundancy", "Mode": g.get("RedundancyType"),
-                   "MinNumNeeded": g.get("MinNeededInGroup"), "MaxNumSupported": g.get("MaxSupportedInGroup"),
-                   "Status": g.get("Status") or {}}
-                  for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)]
+    redundancy = _groups("PowerSupplyRedundancy", groups)
     control = [] if consumed_watts is None else [{"Name": "EnvironmentMetrics", "PowerConsumedWatts": consumed_watts}]
     return Power.parse({"@odata.id": uri, "Id": "PowerSubsystem", "PowerSupplies": supplies, "Redundancy": redundancy,
                         "PowerControl": control})
 
 
-def thermal_from_subsystem(uri: str, metrics: dict[str, Any] | None, fans: list[dict[str, Any]]) -> Thermal:
-    """ThermalSubsystem (ThermalMetrics readings and Fans) in the shape of the legacy Thermal resource."""
+def _groups(name: str, groups: Any) -> list[dict[str, Any]]:
+    """Redfish RedundantGroup entries (RedundancyType, MinNeededInGroup, MaxSupportedInGroup, Status) in the
+    shape of the legacy Redundancy objects."""
+    return [{"Name": name, "Mode": g.get("RedundancyType"), "MinNumNeeded": g.get("MinNeededInGroup"),
+             "MaxNumSupported": g.get("MaxSupportedInGroup"), "Status": g.get("Status") or {}}
+            for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)]
+
+
+def thermal_from_subsystem(uri: str, metrics: dict[str, Any] | None, fans: list[dict[str, Any]],
+                           groups: Any = None) -> Thermal:
+    """ThermalSubsystem (ThermalMetrics readings and Fans) in the shape of the legacy Thermal resource; its
+    FanRedundancy groups as Redundancy (none of the four whole captures fills it; the schema's shape)."""
     temps = []
     for r in (metrics or {}).get("TemperatureReadingsCelsius") or []:
         if not isinstance(r, dict):
@@ -110,4 +117,5 @@ def thermal_from_subsystem(uri: str, metrics: dict[str, Any] | None, fans: list[
         rpm = speed.get("SpeedRPM")
         out_fans.append({"Name": f.get("Name"), "Reading": rpm if rpm is not None else speed.get("Reading"),
                          "ReadingUnits": "RPM" if rpm is not None else "Percent", "Status": f.get("Status") or {}})
-    return Thermal.parse({"@odata.id": uri, "Id": "ThermalSubsystem", "Temperatures": temps, "Fans": out_fans})
+    return Thermal.parse({"@odata.id": uri, "Id": "ThermalSubsystem", "Temperatures": temps, "Fans": out_fans,
+                          "Redundancy": _groups("FanRedundancy", groups)})

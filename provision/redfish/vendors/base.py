@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -18,6 +19,7 @@ from provision.redfish.resources import (
     UpdateService,
 )
 from provision.redfish.resources.bios import AttrValue
+from provision.redfish.resources.power import Temperature
 from provision.redfish.vendors import versions
 
 ENABLED = ("Enabled", "Enable", True, "On")
@@ -155,10 +157,16 @@ class VendorPlugin:
     """DMTF Status.State values of a slot that is not the running image (Lenovo marks BMC-Backup StandbySpare and
     the -Pending slots Disabled)."""
 
-    internal_ambient: ClassVar[str] = r"(?i)(ambient|^system temp$)"
+    internal_ambient: ClassVar[str] = r"(?i)\bambient\b"
     """Thermal sensor names that read the air inside the chassis (judged against the spec's
-    warn_internal_ambient_c). 'System Temp' is the board ambient sensor of Supermicro BMCs (X13 capture:
-    Thermal 'System Temp', PhysicalContext SystemBoard); 'Ambient' is the DMTF mockups' and others' name."""
+    warn_internal_ambient_c / fail_internal_ambient_c), among the sensors that are not the inlet. 'Ambient' is
+    the DMTF mockups' and others' name; a vendor whose board ambient is named otherwise overrides this."""
+    inlet_name: ClassVar[str] = r"(?i)\binlet\b"
+    """Names of the chassis inlet sensor on a BMC that marks none PhysicalContext Intake (Supermicro 'Inlet Temp',
+    PhysicalContext SystemBoard)."""
+    inlet_contexts: ClassVar[frozenset[str | None]] = frozenset({None, "SystemBoard", "Chassis"})
+    """PhysicalContexts an inlet found by name may have: a GPU's or a GPU subsystem's 'Inlet' (Supermicro
+    'GPU Inlet Temp' PhysicalContext GPU, GH200 'InletSensor_0' GPUSubsystem) is a component's, not the chassis'."""
 
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
@@ -244,8 +252,20 @@ class VendorPlugin:
         return None
 
     def is_internal_ambient(self, sensor_name: str | None) -> bool:
-        """Is this Thermal sensor the chassis' internal ambient (see `internal_ambient`)?"""
+        """Does this sensor's name say internal ambient (see `internal_ambient`)? The inlet is excluded by
+        `temperature_roles`, which callers use."""
         return bool(sensor_name) and re.search(self.internal_ambient, sensor_name or "") is not None
+
+    def temperature_roles(self, temps: Sequence[Temperature]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(inlet, internal ambient) sensor names. Inlet: every sensor of PhysicalContext Intake (HPE
+        '01-Inlet Ambient', Lenovo 'Ambient Temp'); where none is, a name matching `inlet_name` in one of
+        `inlet_contexts`. Internal ambient: a name matching `internal_ambient` that is not an inlet."""
+        named = [t for t in temps if t.name]
+        inlet = [t.name for t in named if t.physical_context == "Intake"] or [
+            t.name for t in named
+            if t.physical_context in self.inlet_contexts and re.search(self.inlet_name, t.name or "")]
+        ambient = [t.name for t in named if t.name not in inlet and self.is_internal_ambient(t.name)]
+        return tuple(n for n in inlet if n), tuple(n for n in ambient if n)
 
     # ---- firmware --------------------------------------------------------------------------------
     def parse_version(self, raw: str | None) -> str | None:

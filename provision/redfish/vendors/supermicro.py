@@ -22,6 +22,9 @@ class SupermicroPlugin(VendorPlugin):
     manufacturers = ("supermicro",)
     oem_keys = ("Supermicro",)
     bios_pending_suffix = "SD"
+    internal_ambient: ClassVar[str] = r"(?i)(\bambient\b|^system temp$)"
+    """'System Temp' is the board ambient sensor of Supermicro BMCs (X13 capture: Thermal 'System Temp',
+    PhysicalContext SystemBoard, beside 'Inlet Temp')."""
     bios_patterns: ClassVar[dict[str, tuple[str, ...]]] = {
         "sriov": (r"^SR_IOVSupport" + _HEX,),
         "above_4g_decoding": (r"^Above4GDecoding" + _HEX,),

@@ -16,7 +16,7 @@ from provision.conformance.model import Level, NodeReport, Outcome, RunReport
 from provision.conformance.runner import verify
 from provision.errors import ProvisionError
 from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
-from provision.redfish.resources import LogEntry, Power, Thermal
+from provision.redfish.resources import LogEntry, Memory, Power, Thermal
 from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
 from tests.unit.conformance.helpers import ROOT, area, framed, run, spec
 from tests.unit.parsers._fixtures import H100_590, section
@@ -87,10 +87,18 @@ def bmc_facts(**over: object) -> BmcFacts:
     thermal = (Thermal.parse({
         "Fans": [{"Name": f"FAN{i}", "Status": {"State": "Enabled", "Health": "OK"}} for i in range(8)],
         "Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 24, "PhysicalContext": "Intake"},
+                         {"Name": "System Temp", "ReadingCelsius": 30, "PhysicalContext": "SystemBoard"},
                          {"Name": "GPU1 Temp", "ReadingCelsius": 61, "UpperThresholdCritical": 87}]}),)
     base = {"vendor": "supermicro", "bios": bios, "firmware": firmware, "power": power, "thermal": thermal,
-            "sel": (LogEntry.parse({"Severity": "OK", "Message": "boot", "Created": "2026-11-30T10:00:00Z"}),)}
+            "sel": (LogEntry.parse({"Severity": "OK", "Message": "boot", "Created": "2026-11-30T10:00:00Z"}),),
+            "inlet": ("Inlet Temp",), "ambient": ("System Temp",), "memory": capture_memory("supermicro")}
     return BmcFacts.model_validate(base | over)
+
+
+def capture_memory(vendor: str) -> tuple[Memory, ...]:
+    """The Systems/*/Memory members of one whole capture (tests/fixtures/redfish/full/VENDOR)."""
+    root = ROOT / "tests/fixtures/redfish/full" / vendor / "redfish/v1/Systems"
+    return tuple(Memory.parse(json.loads(p.read_text())) for p in sorted(root.glob("*/Memory/*/index.json")))
 
 
 def bmc_run(facts: BmcFacts, since=None):  # type: ignore[no-untyped-def]
@@ -104,7 +112,7 @@ def test_bmc_all_good() -> None:
     checks = bmc_run(bmc_facts())
     assert [r.id for r in checks.values() if not r.passed] == []
     bmc_side = [f for f in spec().firmware if f.updated_by == "bmc"]  # in-band firmware is checked on the node
-    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 6
+    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 10
 
 
 def test_bmc_faults_fail_their_checks() -> None:
@@ -123,9 +131,12 @@ def test_bmc_faults_fail_their_checks() -> None:
                                           "sel": sel}))
     failed = {r.id for r in checks.values() if not r.passed}
     assert failed == {f"bmc.bios.{bios[0].key}", "bmc.firmware.bios", "bmc.psu", "bmc.psu_redundancy", "bmc.fans",
-                      "bmc.temperatures", "bmc.sel", "bmc.power_draw"}
-    assert {r.outcome for r in checks.values() if not r.passed} == {Outcome.FAIL}
-    assert checks["bmc.firmware.bios"].found == "1.4" and "Inlet Temp 41 C" in checks["bmc.temperatures"].found
+                      "bmc.fan_redundancy", "bmc.inlet", "bmc.internal_ambient", "bmc.temperatures", "bmc.sel",
+                      "bmc.power_draw"}
+    assert {r.id for r in checks.values() if r.outcome is Outcome.ERROR} == {"bmc.internal_ambient",
+                                                                             "bmc.temperatures"}
+    assert {r.outcome for r in checks.values() if not r.passed} == {Outcome.FAIL, Outcome.ERROR}
+    assert checks["bmc.firmware.bios"].found == "1.4" and "Inlet Temp 41 C" in checks["bmc.inlet"].found
 
 
 def test_sel_since_last_bringup_and_no_sel_service() -> None:
@@ -208,66 +219,195 @@ def test_capture_internal_ambient_above_35_c_is_a_warning_and_exits_0() -> None:
     from provision.redfish.vendors import by_name
 
     thermal = capture_thermal()
-    ambient = tuple(t.name for t in thermal[0].temperatures if t.name and by_name("supermicro").is_internal_ambient(t.name))
-    assert ambient == ("System Temp",)
-    temps = bmc_run(bmc_facts(thermal=thermal, ambient=ambient))["bmc.temperatures"]
+    inlet, ambient = by_name("supermicro").temperature_roles(thermal[0].temperatures)
+    assert (inlet, ambient) == (("Inlet Temp",), ("System Temp",))
+    checks = bmc_run(bmc_facts(thermal=thermal, inlet=inlet, ambient=ambient))
+    temps = checks["bmc.internal_ambient"]
     assert temps.outcome is Outcome.WARN and temps.found == "System Temp 37 C (warn above 35)"
+    assert checks["bmc.inlet"].outcome is Outcome.PASS and checks["bmc.inlet"].found == "Inlet Temp 21 C"
+    # 'GPU Inlet Temp' (PhysicalContext GPU) is a component's sensor, judged with the others against 90 C
+    assert checks["bmc.temperatures"].outcome is Outcome.PASS
     node = NodeReport(node="n1", profile="ml_prod_v4", results=(temps,))
     assert node.ok and RunReport(level=Level.FULL, nodes=(node,)).exit_code == 0
-    # Without the ambient classification the same readings pass (37 C is far below the components' 90 C).
-    assert bmc_run(bmc_facts(thermal=thermal))["bmc.temperatures"].outcome is Outcome.PASS
+
+
+def test_no_inlet_or_ambient_sensor_is_an_error_never_a_pass() -> None:
+    thermal = capture_thermal()
+    checks = bmc_run(bmc_facts(thermal=thermal, inlet=(), ambient=()))
+    for cid, needle in (("bmc.inlet", "no inlet reading"), ("bmc.internal_ambient", "no internal ambient")):
+        assert checks[cid].outcome is Outcome.ERROR and needle in checks[cid].detail, checks[cid]
+    # the named sensors exist but read nothing (Lenovo's 'BoardAverageTemp' ReadingCelsius null): still an error
+    blank = (Thermal.parse({"Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": None},
+                                             {"Name": "System Temp", "ReadingCelsius": None},
+                                             {"Name": "CPU1 Temp", "ReadingCelsius": 40}]}),)
+    checks = bmc_run(bmc_facts(thermal=blank))
+    assert {checks[c].outcome for c in ("bmc.inlet", "bmc.internal_ambient")} == {Outcome.ERROR}
+
+
+ROLES = [  # (vendor plugin, sensors as (Name, PhysicalContext), inlet, internal ambient)
+    ("hpe", [("01-Inlet Ambient", "Intake"), ("15-Board Inlet", "SystemBoard"), ("24-BMC Zone", "SystemBoard")],
+     ("01-Inlet Ambient",), ()),
+    ("lenovo", [("Ambient Temp", "Intake"), ("Exhaust Temp", "Back"), ("BoardAverageTemp", "SystemBoard")],
+     ("Ambient Temp",), ()),
+    ("supermicro", [("Inlet Temp", "SystemBoard"), ("System Temp", "SystemBoard"), ("GPU Inlet Temp", "GPU")],
+     ("Inlet Temp",), ("System Temp",)),
+    ("nvidia_hgx", [("InletSensor_0", "GPUSubsystem"), ("HMC_TEMP", None)], (), ()),
+    # the DMTF mockups' names: an 'Ambient' that is not the intake is the internal ambient
+    ("generic", [("Intake", "Intake"), ("Chassis Ambient", "Chassis")], ("Intake",), ("Chassis Ambient",)),
+    # a generic BMC's 'System Temp' is no ambient (only the Supermicro plugin says so)
+    ("generic", [("Inlet Temp", None), ("System Temp", "SystemBoard")], ("Inlet Temp",), ()),
+]
+
+
+@pytest.mark.parametrize(("vendor", "sensors", "inlet", "ambient"), ROLES)
+def test_temperature_roles_by_physical_context_and_vendor(vendor: str, sensors: list, inlet: tuple,
+                                                          ambient: tuple) -> None:
+    from provision.redfish.resources.power import Temperature
+    from provision.redfish.vendors import by_name
+
+    temps = [Temperature.parse({"Name": n, "PhysicalContext": c, "ReadingCelsius": 30}) for n, c in sensors]
+    assert by_name(vendor).temperature_roles(temps) == (inlet, ambient)
 
 
 @pytest.mark.parametrize(
-    ("sensor", "ambient", "outcome", "found"),
+    ("sensor", "cid", "outcome", "found"),
     [
-        ({"Name": "Inlet Temp", "ReadingCelsius": 35, "PhysicalContext": "Intake"}, False, Outcome.PASS, ""),
-        ({"Name": "Inlet Temp", "ReadingCelsius": 36, "PhysicalContext": "Intake"}, False, Outcome.FAIL,
+        ({"Name": "Inlet Temp", "ReadingCelsius": 35, "PhysicalContext": "Intake"}, "bmc.inlet", Outcome.PASS,
+         "Inlet Temp 35 C"),
+        ({"Name": "Inlet Temp", "ReadingCelsius": 36, "PhysicalContext": "Intake"}, "bmc.inlet", Outcome.FAIL,
          "Inlet Temp 36 C (limit 35)"),
         # the sensor's own UpperThresholdNonCritical is a warning tier, its UpperThresholdCritical lowers the failure
         ({"Name": "CPU1 Temp", "ReadingCelsius": 43, "UpperThresholdNonCritical": 42, "UpperThresholdCritical": 45},
-         False, Outcome.WARN, "CPU1 Temp 43 C (warn above 42)"),
+         "bmc.temperatures", Outcome.WARN, "CPU1 Temp 43 C (warn above 42)"),
         ({"Name": "CPU1 Temp", "ReadingCelsius": 46, "UpperThresholdNonCritical": 42, "UpperThresholdCritical": 45},
-         False, Outcome.FAIL, "CPU1 Temp 46 C (limit 45)"),
+         "bmc.temperatures", Outcome.FAIL, "CPU1 Temp 46 C (limit 45)"),
+        ({"Name": "CPU1 Temp", "ReadingCelsius": 91}, "bmc.temperatures", Outcome.FAIL, "CPU1 Temp 91 C (limit 90)"),
         # Dell's inlet: UpperThresholdNonCritical 38 lies above the spec's 35 C limit: no warning tier, fails at 35
         ({"Name": "System Board Inlet Temp", "ReadingCelsius": 37, "UpperThresholdNonCritical": 38,
-          "UpperThresholdCritical": 42}, False, Outcome.FAIL, "System Board Inlet Temp 37 C (limit 35)"),
-        ({"Name": "System Temp", "ReadingCelsius": 36}, True, Outcome.WARN, "System Temp 36 C (warn above 35)"),
-        ({"Name": "System Temp", "ReadingCelsius": 91}, True, Outcome.FAIL, "System Temp 91 C (limit 90)"),
+          "UpperThresholdCritical": 42}, "bmc.inlet", Outcome.FAIL, "System Board Inlet Temp 37 C (limit 35)"),
+        # the internal ambient: 35 C passes, above warns (seed 5.2), above fail_internal_ambient_c (40) fails
+        ({"Name": "System Temp", "ReadingCelsius": 35}, "bmc.internal_ambient", Outcome.PASS, "System Temp 35 C"),
+        ({"Name": "System Temp", "ReadingCelsius": 36}, "bmc.internal_ambient", Outcome.WARN,
+         "System Temp 36 C (warn above 35)"),
+        ({"Name": "System Temp", "ReadingCelsius": 40}, "bmc.internal_ambient", Outcome.WARN,
+         "System Temp 40 C (warn above 35)"),
+        ({"Name": "System Temp", "ReadingCelsius": 41}, "bmc.internal_ambient", Outcome.FAIL,
+         "System Temp 41 C (limit 40)"),
     ],
 )
-def test_temperature_tiers(sensor: dict, ambient: bool, outcome: Outcome, found: str) -> None:
-    thermal = (Thermal.parse({"Temperatures": [sensor]}),)
-    temps = bmc_run(bmc_facts(thermal=thermal, ambient=(sensor["Name"],) if ambient else ()))["bmc.temperatures"]
-    assert temps.outcome is outcome and (temps.found == found if found else temps.found == "1 sensors within limits")
+def test_temperature_tiers(sensor: dict, cid: str, outcome: Outcome, found: str) -> None:
+    others = [{"Name": "Inlet Temp", "ReadingCelsius": 20}, {"Name": "System Temp", "ReadingCelsius": 25},
+              {"Name": "GPU1 Temp", "ReadingCelsius": 50}]
+    temps = [sensor, *(o for o in others if o["Name"] != sensor["Name"])]
+    inlet = (sensor["Name"],) if cid == "bmc.inlet" else ("Inlet Temp",)
+    ambient = (sensor["Name"],) if cid == "bmc.internal_ambient" else ("System Temp",)
+    row = bmc_run(bmc_facts(thermal=(Thermal.parse({"Temperatures": temps, "Fans": [{"Name": "F"}] * 6}),),
+                            inlet=inlet, ambient=ambient))[cid]
+    assert (row.outcome, row.found) == (outcome, found if outcome is not Outcome.PASS or cid != "bmc.temperatures"
+                                        else row.found)
+
+
+def test_ambient_fail_tier_defaults_to_the_component_limit() -> None:
+    ctx = run(spec(**{"cooling.fail_internal_ambient_c": None}), {}, Level.QUICK)
+    ctx.results.clear()
+    thermal = (Thermal.parse({"Temperatures": [{"Name": "Inlet Temp", "ReadingCelsius": 20},
+                                               {"Name": "System Temp", "ReadingCelsius": 60}]}),)
+    evaluate_bmc(ctx, bmc_facts(thermal=thermal))
+    row = next(r for r in ctx.results if r.id == "bmc.internal_ambient")
+    assert (row.outcome, row.expected) == (Outcome.WARN, "<= 90 C (warn above 35 C)")
 
 
 def test_no_temperature_or_power_reading_is_an_error() -> None:
     checks = bmc_run(bmc_facts(thermal=(Thermal.parse({"Fans": []}),), power=(Power.parse({}),)))
     assert checks["bmc.temperatures"].outcome is Outcome.ERROR and "no temperature" in checks["bmc.temperatures"].detail
     assert checks["bmc.power_draw"].outcome is Outcome.ERROR and "no power reading" in checks["bmc.power_draw"].detail
+    for cid in ("bmc.fans", "bmc.fan_redundancy", "bmc.psu", "bmc.psu_redundancy"):
+        assert checks[cid].outcome is Outcome.ERROR, checks[cid]
 
 
 @pytest.mark.parametrize(
     ("control", "outcome", "found"),
     [
         ({"PowerConsumedWatts": 2161, "PowerMetrics": {"MaxConsumedWatts": 2165}}, Outcome.PASS, "2165 W"),
-        ({"PowerConsumedWatts": 5600}, Outcome.WARN, "5600 W"),            # above the spec's 5500 W peak
-        ({"PowerConsumedWatts": 5000, "PowerMetrics": {"MaxConsumedWatts": 5900}}, Outcome.WARN, "5900 W"),
-        ({"PowerConsumedWatts": 6500}, Outcome.FAIL, "6500 W"),            # above 2 x 3200 W of PSUs
+        ({"PowerConsumedWatts": 4950}, Outcome.PASS, "4950 W"),            # 90% of the spec's 5500 W peak
+        ({"PowerConsumedWatts": 4951}, Outcome.WARN, "4951 W"),            # near the peak: the headroom is gone
+        ({"PowerConsumedWatts": 5500}, Outcome.WARN, "5500 W"),
+        ({"PowerConsumedWatts": 5501}, Outcome.FAIL, "5501 W"),            # above the peak the rack was budgeted for
+        ({"PowerConsumedWatts": 5000, "PowerMetrics": {"MaxConsumedWatts": 5900}}, Outcome.FAIL, "5900 W"),
     ],
 )
 def test_power_draw_tiers(control: dict, outcome: Outcome, found: str) -> None:
     power = (Power.parse({"PowerSupplies": [{"Status": {"State": "Enabled", "Health": "OK"}}] * 2,
                           "PowerControl": [control]}),)
     draw = bmc_run(bmc_facts(power=power))["bmc.power_draw"]
-    assert (draw.outcome, draw.found, draw.expected) == (outcome, found, "<= 6400 W (warn above 5500 W)")
+    assert (draw.outcome, draw.found, draw.expected) == (outcome, found, "<= 5500 W (warn above 4950 W)")
 
 
 def test_power_draw_of_the_capture_passes() -> None:
     data = json.loads((FULL_SMC / "Chassis/1/Power/index.json").read_text())
     draw = bmc_run(bmc_facts(power=(Power.parse(data),)))["bmc.power_draw"]
     assert draw.outcome is Outcome.PASS and draw.detail == "now 2161 W, interval max 2165 W"
+
+
+def _smc_power(lost: int | None = None, state: str = "UnavailableOffline", health: str = "Critical",
+               group: str = "OK") -> tuple[Power, ...]:
+    """The Supermicro capture's Power (8 PSUs, Redundancy Failover) with PSU `lost` (0-based) changed."""
+    data = json.loads((FULL_SMC / "Chassis/1/Power/index.json").read_text())
+    if lost is not None:
+        data["PowerSupplies"][lost]["Status"] = {"State": state, "Health": health}
+    data["Redundancy"][0]["Status"]["Health"] = group
+    return (Power.parse(data),)
+
+
+@pytest.mark.parametrize(
+    ("power", "redundancy", "psu", "redundant", "detail"),
+    [
+        (_smc_power(), "N+1", Outcome.PASS, Outcome.PASS, ""),
+        # a PSU offline while the BMC's group still says OK: the spare is spent, N+1 fails
+        (_smc_power(7), "N+1", Outcome.FAIL, Outcome.FAIL, "Power Supply Bay 8 lost"),
+        (_smc_power(7, state="Enabled", health="Warning"), "N+1", Outcome.FAIL, Outcome.FAIL,
+         "Power Supply Bay 8 lost"),
+        (_smc_power(7, state="Absent", health="OK"), "N+1", Outcome.FAIL, Outcome.FAIL, "7 of 8 PSUs present"),
+        (_smc_power(group="Critical"), "N+1", Outcome.PASS, Outcome.FAIL, "PowerSupply Redundancy Group 1 not OK"),
+        (_smc_power(7), "none", Outcome.FAIL, None, ""),
+    ],
+)
+def test_psu_redundancy_table(power: tuple[Power, ...], redundancy: str, psu: Outcome, redundant: Outcome | None,
+                              detail: str) -> None:
+    ctx = run(spec(**{"power.psu_count": 8, "power.redundancy": redundancy}), {}, Level.QUICK)
+    ctx.results.clear()
+    evaluate_bmc(ctx, bmc_facts(power=power))
+    rows = {r.id: r for r in ctx.results}
+    assert rows["bmc.psu"].outcome is psu
+    if redundant is None:
+        assert "bmc.psu_redundancy" not in rows
+    else:
+        assert rows["bmc.psu_redundancy"].outcome is redundant and rows["bmc.psu_redundancy"].detail == detail
+
+
+def _fans(n: int, failed: int = 0, group: str | None = None) -> tuple[Thermal, ...]:
+    fans = [{"Name": f"FAN{i + 1}", "Status": {"State": "Enabled", "Health": "Critical" if i < failed else "OK"}}
+            for i in range(n)]
+    temps = [{"Name": "Inlet Temp", "ReadingCelsius": 22}, {"Name": "System Temp", "ReadingCelsius": 30}]
+    red = [{"Name": "Fan Redundancy", "Mode": "N+m", "Status": {"Health": group}}] if group else []
+    return (Thermal.parse({"Fans": fans, "Temperatures": temps, "Redundancy": red}),)
+
+
+@pytest.mark.parametrize(
+    ("thermal", "fans", "redundant", "detail"),
+    [
+        (_fans(6), Outcome.PASS, Outcome.PASS, ""),
+        (_fans(7, failed=1), Outcome.PASS, Outcome.FAIL, "failed: FAN1"),          # 6 left, but the spare is spent
+        (_fans(6, failed=1), Outcome.FAIL, Outcome.FAIL, "failed: FAN1; 5 healthy, 6 needed (N+1: 5 + 1 spare)"),
+        (_fans(5), Outcome.FAIL, Outcome.FAIL, "5 healthy, 6 needed (N+1: 5 + 1 spare)"),
+        (_fans(6, group="Critical"), Outcome.PASS, Outcome.FAIL, "Fan Redundancy not OK"),
+        (_fans(6, group="OK"), Outcome.PASS, Outcome.PASS, ""),
+    ],
+)
+def test_fan_redundancy_table(thermal: tuple[Thermal, ...], fans: Outcome, redundant: Outcome, detail: str) -> None:
+    rows = bmc_run(bmc_facts(thermal=thermal))
+    assert rows["bmc.fans"].outcome is fans
+    assert (rows["bmc.fan_redundancy"].outcome, rows["bmc.fan_redundancy"].detail) == (redundant, detail)
 
 
 # ---- CLI: bad input is one line and exit 2 -----------------------------------------------------------------
@@ -309,3 +449,17 @@ def test_last_bringup_from_the_journal(tmp_path: Path) -> None:
     got = last_bringup("node01", path)
     assert got is not None and abs(got.timestamp() - started) < 1e-3
     assert last_bringup("node09", path) is None
+
+
+def test_thermal_subsystem_fan_redundancy_group_is_judged() -> None:
+    """ThermalSubsystem.FanRedundancy (Redfish 2020.4 RedundantGroup): its Health fails bmc.fan_redundancy."""
+    from provision.redfish.resources.power import thermal_from_subsystem
+
+    fans = [{"Name": f"Fan{i}", "Status": {"State": "Enabled", "Health": "OK"}} for i in range(6)]
+    metrics = {"TemperatureReadingsCelsius": [{"DeviceName": "Inlet", "Reading": 22, "PhysicalContext": "Intake"}]}
+    for health, outcome in (("OK", Outcome.PASS), ("Critical", Outcome.FAIL)):
+        group = [{"RedundancyType": "NPlusM", "MinNeededInGroup": 5, "Status": {"Health": health}}]
+        thermal = (thermal_from_subsystem("/redfish/v1/Chassis/1/ThermalSubsystem", metrics, fans, group),)
+        assert thermal[0].redundancy[0].min_num_needed == 5
+        row = bmc_run(bmc_facts(thermal=thermal))["bmc.fan_redundancy"]
+        assert row.outcome is outcome and "NPlusM " + health in row.found, row
