@@ -23,6 +23,7 @@ PROFILE_VAR = "provision_profile"
 LAB_VAR = "provision_lab"
 WAIVERS_VAR = "provision_lab_waivers"
 STANDINS_VAR = "provision_lab_standins"
+NOTICE_VAR = "provision_lab_notice"
 PROFILE_PREFIX = "provision_profile_"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 BMC_AUTH_MODES = ("auto", "session", "basic")
@@ -169,9 +170,10 @@ def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDecla
     if not isinstance(lab, bool):
         raise InventoryError(f"{inventory}: host {host}: {LAB_VAR}: must be true or false (got {lab!r})")
     standins = _lab_standins(inventory, host, hv, lab)
+    notice = _lab_notice(inventory, host, hv, lab)
     raw = hv.get(WAIVERS_VAR)
     if raw is None:
-        return LabDeclaration(lab=lab, standins=standins)
+        return LabDeclaration(lab=lab, standins=standins, notice=notice)
     if not lab:
         raise InventoryError(f"{inventory}: host {host}: {WAIVERS_VAR} is set but {LAB_VAR} is not true "
                              "(waivers are for declared lab hosts)")
@@ -185,7 +187,19 @@ def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDecla
             waivers.append(Waiver(pattern=str(pattern), reason=str(reason)))
         except ValidationError as exc:
             raise InventoryError(f"{inventory}: host {host}: {_describe(exc, WAIVERS_VAR)}") from None
-    return LabDeclaration(lab=True, waivers=tuple(waivers), standins=standins)
+    return LabDeclaration(lab=True, waivers=tuple(waivers), standins=standins, notice=notice)
+
+
+def _lab_notice(inventory: Path, host: str, hv: dict[str, Any], lab: bool) -> str:
+    """`provision_lab_notice`: the one line a declared lab host's reports show beside its results."""
+    raw = hv.get(NOTICE_VAR)
+    if raw is None:
+        return ""
+    if not lab:
+        raise InventoryError(f"{inventory}: host {host}: {NOTICE_VAR} is set but {LAB_VAR} is not true")
+    if not isinstance(raw, str) or not raw.strip() or "\n" in raw.strip():
+        raise InventoryError(f"{inventory}: host {host}: {NOTICE_VAR}: must be one line of text")
+    return raw.strip()
 
 
 def _lab_standins(inventory: Path, host: str, hv: dict[str, Any], lab: bool) -> tuple[str, ...]:

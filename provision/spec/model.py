@@ -654,6 +654,7 @@ class LabDeclaration(BaseModel):
     lab: bool = False
     waivers: tuple[Waiver, ...] = ()
     standins: tuple[str, ...] = Field(default=(), description="provision_lab_standins: the twin's stand-in tools")
+    notice: str = Field(default="", description="provision_lab_notice: the line reports show beside its results")
 
 
 class HostEntry(BaseModel):
