@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from provision.errors import InventoryError, SpecError
+from provision.errors import InputError, InventoryError, SpecError
 from provision.redfish.redact import register_secret
 from provision.scheduler.settings import SLURM_VAR, SlurmSettings
 from provision.spec.model import BmcEndpoint, Fleet, HostEntry, LabDeclaration, NodeSpec, SshEndpoint, Waiver
@@ -156,12 +156,8 @@ def _slurm_settings(inventory: Path, host: str, hv: dict[str, Any]) -> SlurmSett
     raw = hv.get(SLURM_VAR)
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise InventoryError(f"{inventory}: host {host}: {SLURM_VAR}: must be a mapping (drain_on_fail, scontrol, ...)")
-    try:
-        return SlurmSettings.model_validate(plain_data(raw))
-    except ValidationError as exc:
-        raise InventoryError(f"{inventory}: host {host}: {_describe(exc, SLURM_VAR)}") from None
+    return _validated(SlurmSettings, raw, f"{inventory}: host {host}", SLURM_VAR, InventoryError,
+                      " (drain_on_fail, scontrol, ...)")
 
 
 def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDeclaration:
@@ -215,12 +211,21 @@ def _lab_standins(inventory: Path, host: str, hv: dict[str, Any], lab: bool) -> 
 
 
 def _build_spec(where: str, host: str, profile: str, raw: Any) -> NodeSpec:
+    return _validated(NodeSpec, raw, f"{where}: host {host}", PROFILE_PREFIX + profile, SpecError)
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _validated(model: type[_Model], raw: Any, where: str, key: str, error: type[InputError],
+               keys_hint: str = "") -> _Model:
+    """`raw`, the mapping under `key`, as `model`; else one `error` line `WHERE: KEY...: what is wrong`."""
     if not isinstance(raw, dict):
-        raise SpecError(f"{where}: host {host}: {PROFILE_PREFIX}{profile}: must be a mapping")
+        raise error(f"{where}: {key}: must be a mapping{keys_hint}")
     try:
-        return NodeSpec.model_validate(plain_data(raw))
+        return model.model_validate(plain_data(raw))
     except ValidationError as exc:
-        raise SpecError(f"{where}: host {host}: {_describe(exc, PROFILE_PREFIX + profile)}") from None
+        raise error(f"{where}: {_describe(exc, key)}") from None
 
 
 def plain_data(value: Any) -> Any:
