@@ -6,6 +6,7 @@ same variables. Every problem becomes one InputError line naming file, host and 
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +28,8 @@ NOTICE_VAR = "provision_lab_notice"
 PROFILE_PREFIX = "provision_profile_"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 BMC_AUTH_MODES = ("auto", "session", "basic")
+DEADLINE_VAR = "provision_bmc_deadline_s"
+DEFAULT_BMC_DEADLINE_S = 120.0
 
 
 def load_fleet(inventory: Path) -> Fleet:
@@ -317,9 +320,23 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
             insecure_http=insecure_http,
             auth=auth,
+            deadline_s=_deadline(inventory, host, hv),
         )
     except ValidationError as exc:
         raise InventoryError(f"{inventory}: host {host}: {_describe(exc, 'provision_bmc')}") from None
+
+
+def _deadline(inventory: Path, host: str, hv: dict[str, Any]) -> float:
+    """`provision_bmc_deadline_s`: a positive number of seconds (a numeric string, as INI gives, too)."""
+    raw = hv.get(DEADLINE_VAR, DEFAULT_BMC_DEADLINE_S)
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise InventoryError(f"{inventory}: host {host}: {DEADLINE_VAR}: must be a positive number of seconds "
+                             f"(got {raw!r})")
+    return value
 
 
 def _flag(value: Any) -> bool:

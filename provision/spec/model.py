@@ -602,6 +602,9 @@ class BmcEndpoint(BaseModel):
         "SessionService, else basic; basic again after a session login refused with 401)",
     )
     insecure_http: bool = Field(default=False, description="provision_bmc_insecure_http: plain http:// allowed")
+    deadline_s: float = Field(default=120.0, gt=0, allow_inf_nan=False,
+                              description="provision_bmc_deadline_s: seconds one BMC command's requests may take in "
+                              "all (waits with their own bound, a firmware task or a reset, stand it still)")
 
     @model_validator(mode="after")
     def _no_plain_http(self) -> BmcEndpoint:

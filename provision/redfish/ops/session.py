@@ -28,6 +28,7 @@ def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: Retr
         address=bmc.address, username=bmc.username, password=bmc.password, ca_file=bmc.ca_file,
         verify_tls=bmc.verify_tls and not insecure, auth=bmc.auth, retry=retry or RetryPolicy(),
         max_parallel=max_parallel, name=name, insecure_http=bmc.insecure_http,
+        deadline_s=bmc.deadline_s,  # provision_bmc_deadline_s
     )
     if opts.address.startswith("http://"):
         warn_once(opts.where, "plain HTTP (provision_bmc_insecure_http): the BMC password travels in clear")
@@ -59,11 +60,13 @@ def node_facts(conn: Connector) -> Node:
 
 
 def open_node(opts: ConnectorOptions) -> Node:
-    """Log in and read the node facts; the caller closes `node.conn` (nothing is left open on failure)."""
+    """Log in and read the node facts within one deadline (`opts.deadline_s`); the caller closes `node.conn`
+    (nothing is left open on failure)."""
     conn = Connector(opts)
     try:
-        conn.open()
-        return node_facts(conn)
+        with conn.deadline():
+            conn.open()
+            return node_facts(conn)
     except BaseException:
         conn.close()
         raise

@@ -4,7 +4,8 @@ FirmwareInventory members are fetched and matched, versions in vendor formats, b
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,15 @@ class FakeConn:
     power: str = "On"
 
     expand: bool = False
+    depth: int = 0  # deadline() scopes open now (Connector.deadline)
+
+    @contextmanager
+    def deadline(self, seconds: float | None = None) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     def expand_args(self, levels: int) -> dict[str, str] | None:
         return {"$expand": f".($levels={levels})"} if self.expand else None
@@ -166,6 +176,7 @@ class ClosingConn(FakeConn):
 
     def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
         self.gets += 1
+        assert self.depth, f"GET {uri} outside the command's deadline"
         if uri == "/redfish/v1/UpdateService":
             return {"@odata.id": uri, "Id": "UpdateService"}
         return super().get(uri, args)
@@ -401,3 +412,32 @@ def test_a_learned_wait_first_polls_after_the_shortest_time_seen() -> None:
     assert slept == [0.0, 3.4]
     up._learned("bios BMC back", lambda: None)
     assert slept[-1] == 0.0  # per kind
+
+
+# -- the per-command deadline (provision_bmc_deadline_s) ---------------------------------------------
+@pytest.mark.parametrize("in_session", [False, True])
+def test_the_updaters_reads_run_within_the_bmcs_deadline(in_session: bool) -> None:
+    """A BMC stalling the FirmwareInventory read fails observe (and the gate) at the inventory's deadline with
+    one line naming the node and the URI; without a deadline the read would wait the stall out."""
+    import contextlib
+
+    from provision.campaign.redfish_updater import RedfishHealth
+    from provision.errors import ProvisionError
+    from tests.unit.redfish.rf_fakebmc import FakeBmc, Served
+    from tests.unit.tls_bmc import TREE
+
+    bmc = FakeBmc(tree=dict(TREE))
+    with Served(bmc) as srv:
+        endpoint = BmcEndpoint(address=srv.address, username="admin", password="s3cret-Pa55", insecure_http=True,
+                               deadline_s=0.5)
+        target = Target(name="n1", bmc=endpoint)
+        up = RedfishUpdater(Path("campaign.yml"), poll_s=0.01)
+        with up.session(target) if in_session else contextlib.nullcontext():
+            bmc.delay[INV] = 5.0
+            try:
+                with pytest.raises(ProvisionError, match=rf"n1 BMC .*{INV}.*deadline"):
+                    up.observe(target, COMPS)
+                with pytest.raises(ProvisionError, match=rf"n1 BMC .*{INV}.*deadline"):
+                    RedfishHealth(up).check(target, COMPS, redfish_health=True, conformance=True)
+            finally:
+                bmc.released.set()  # let the stalled handler threads go
