@@ -247,10 +247,13 @@ class RedfishUpdater:
         simple = service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
         local = None if comp.is_url else image_path(self.campaign_file, comp).resolve()
         image = local or Path(Path(urlsplit(comp.image).path).name)
+        method = "multipart" if push else "simple"
+        offers = fw.FirmwareState(entries=[], service=service, where=node.conn.opts.where)
         return fw.FirmwareStep(
             component=comp.component, version=comp.version, image=image, image_url=comp.image if comp.is_url else None,
-            sha256=comp.sha256, method="multipart" if push else "simple", uri=push or simple,
-            targets=node.vendor.update_targets(comp.component, entries), apply_time=comp.apply_time,
+            sha256=comp.sha256, method=method, uri=push or simple,
+            targets=node.vendor.update_targets(comp.component, entries),
+            apply_time=fw.step_apply_time(offers, method, push or simple, comp.component, comp.apply_time),
             needs_host_reset=comp.needs_host_reset,
             timeout_s=fw.TASK_TIMEOUT_S.get(comp.component, fw.DEFAULT_TASK_TIMEOUT_S),
             entries=[e.id for e in entries],

@@ -385,7 +385,9 @@ class FirmwareComponent(Frozen):
     version: str
     image: str = Field(min_length=1, description="Path relative to the inventory directory, or absolute")
     sha256: str
-    apply_time: Literal["Immediate", "OnReset"] = "OnReset"
+    apply_time: Literal["Immediate", "OnReset"] | None = Field(
+        default=None, description="When the BMC applies the image; unset: the BMC's choice among what it offers "
+        "for the update method, OnReset first (a GH200's multipart push offers Immediate only)")
     needs_host_reset: bool = True
     order: NonNegativeInt = 50
     updated_by: Literal["bmc", "os"] = Field(

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -171,7 +172,7 @@ def test_a_host_mid_reset_is_busy(power: str, busy: bool) -> None:
 @dataclass
 class ClosingConn(FakeConn):
     closed: int = 0
-    opts: Any = None
+    opts: Any = field(default_factory=lambda: SimpleNamespace(where="the fake BMC", name="fake"))
     gets: int = 0
 
     def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
@@ -333,7 +334,7 @@ def _until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
 class PostRecorder(FakeConn):
     """A BMC connection that records POSTs and answers each with a Task."""
 
-    opts: Any = None
+    opts: Any = field(default_factory=lambda: SimpleNamespace(where="the fake BMC", name="fake"))
     posted: list[tuple[str, Any]] = field(default_factory=list)
 
     def post(self, uri: str, body: Any) -> Any:
@@ -441,3 +442,34 @@ def test_the_updaters_reads_run_within_the_bmcs_deadline(in_session: bool) -> No
                     RedfishHealth(up).check(target, COMPS, redfish_health=True, conformance=True)
             finally:
                 bmc.released.set()  # let the stalled handler threads go
+
+
+# -- the apply time a catalog leaves unset -----------------------------------------------------------
+@pytest.mark.parametrize(("apply_time", "sent"), [(None, "Immediate"), ("Immediate", "Immediate"), ("OnReset", None)])
+def test_a_campaign_step_takes_an_apply_time_the_gh200_offers(tmp_path: Path, apply_time: str | None,
+                                                              sent: str | None) -> None:
+    """The GH200's multipart push offers Immediate only: an unset apply time becomes Immediate, an explicit
+    OnReset is refused in one line before anything is sent."""
+    import json
+
+    from provision.campaign.updater import UpdateFailed
+    from provision.errors import InputError
+    from provision.redfish.resources import UpdateService
+    from tests.conftest import ROOT
+
+    gh200 = ROOT / "tests" / "fixtures" / "redfish" / "full" / "nvidia_gh200" / "redfish" / "v1" / "UpdateService"
+    service = UpdateService.parse(json.loads((gh200 / "index.json").read_text()))
+    (tmp_path / "gpu.bin").write_bytes(b"x")
+    comp = catalog(components=[{"component": "gpu", "version": "2.0", "image": "gpu.bin", "sha256": "0" * 64,
+                                **({"apply_time": apply_time} if apply_time else {})}]).ordered()[0]
+    assert comp.apply_time == apply_time
+    conn = ClosingConn(opts=SimpleNamespace(where="n1 BMC (https://bmc)", name="n1"))
+    node = FakeNode(conn, vendor=by_name("nvidia_hgx"))
+    up = RedfishUpdater(tmp_path / "campaign.yml")
+    entries = _entries("1.0")
+    if sent is None:
+        with pytest.raises((InputError, UpdateFailed), match=r"n1 BMC .*apply time 'OnReset' is not offered"):
+            up._step(node, service, comp, entries)  # type: ignore[arg-type]
+        return
+    step = up._step(node, service, comp, entries)  # type: ignore[arg-type]
+    assert (step.method, step.apply_time) == ("multipart", sent)
