@@ -95,7 +95,8 @@ class Component(_Frozen):
     version: str
     image: str = Field(min_length=1)
     sha256: str
-    apply_time: Literal["Immediate", "OnReset"] = "OnReset"
+    apply_time: Literal["Immediate", "OnReset"] | None = Field(
+        default=None, description="unset: the BMC's choice among what it offers, OnReset first (as in the spec)")
     needs_host_reset: bool = True
     order: Annotated[int, Field(ge=0)] = 50
     after: tuple[str, ...] = ()

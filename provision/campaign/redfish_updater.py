@@ -90,7 +90,7 @@ class RedfishUpdater:
         self._lock = threading.Lock()
         self._components: list[Component] = []  # what prepare() observes
         self._ahead: Preparer[Prepared, Seen] = Preparer(
-            self._connect_ahead, lambda conn: _see(conn[0], self._components), lambda conn: conn[0].conn.close(),
+            self._connect_ahead, self._observe_ahead, lambda conn: conn[0].conn.close(),
             starting=self._any_starting, resetting=self._all_resetting)
 
     @contextmanager
@@ -122,10 +122,15 @@ class RedfishUpdater:
     def _connect_ahead(self, target: Target) -> Prepared:
         node = self._open(target)
         try:
-            return node, UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
+            with node.conn.deadline():
+                return node, UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
         except ProvisionError:
             node.conn.close()
             raise
+
+    def _observe_ahead(self, conn: Prepared) -> Seen:
+        with conn[0].conn.deadline():
+            return _see(conn[0], self._components)
 
     def _any_starting(self) -> bool:
         with self._lock:
@@ -143,18 +148,22 @@ class RedfishUpdater:
 
     @contextmanager
     def node(self, target: Target, retry: RetryPolicy | None = None) -> Iterator[Node]:
-        """The session's connection (with `retry` for the time being) or a new one."""
+        """The session's connection (with `retry` for the time being) or a new one. What is sent inside runs
+        within the BMC's per-command deadline (provision_bmc_deadline_s), as every other BMC command's
+        requests do; the waits inside (a firmware Task, the BMC's return, the host reset) have their own
+        bounds and stand it still (Connector.waiting)."""
         with self._lock:
             sess = self._sessions.get(target.name)
         if sess is None:
-            with self._connect(target, retry) as node:
+            with self._connect(target, retry) as node, node.conn.deadline():
                 yield node
             return
         saved = sess.node.conn.opts
         if retry is not None:
             sess.node.conn.opts = saved.model_copy(update={"retry": retry})
         try:
-            yield sess.node
+            with sess.node.conn.deadline():
+                yield sess.node
         finally:
             sess.node.conn.opts = saved
 
@@ -238,10 +247,13 @@ class RedfishUpdater:
         simple = service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
         local = None if comp.is_url else image_path(self.campaign_file, comp).resolve()
         image = local or Path(Path(urlsplit(comp.image).path).name)
+        method = "multipart" if push else "simple"
+        offers = fw.FirmwareState(entries=[], service=service, where=node.conn.opts.where)
         return fw.FirmwareStep(
             component=comp.component, version=comp.version, image=image, image_url=comp.image if comp.is_url else None,
-            sha256=comp.sha256, method="multipart" if push else "simple", uri=push or simple,
-            targets=node.vendor.update_targets(comp.component, entries), apply_time=comp.apply_time,
+            sha256=comp.sha256, method=method, uri=push or simple,
+            targets=node.vendor.update_targets(comp.component, entries),
+            apply_time=fw.step_apply_time(offers, method, push or simple, comp.component, comp.apply_time),
             needs_host_reset=comp.needs_host_reset,
             timeout_s=fw.TASK_TIMEOUT_S.get(comp.component, fw.DEFAULT_TASK_TIMEOUT_S),
             entries=[e.id for e in entries],

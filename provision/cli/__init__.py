@@ -17,6 +17,7 @@ from rich.markup import escape
 from provision.cli import logs
 from provision.cli.output import err_console, quiet
 from provision.errors import InputError, ProvisionError
+from provision.redfish import transport_warnings
 
 try:  # typer carries its own copy of click (typer._click) since 0.2x; older ones use click itself
     from typer._click import exceptions as click_errors
@@ -92,6 +93,7 @@ def _root(
         raise InputError("-q and -v exclude each other")
     quiet.on = quiet_
     logs.configure(-1 if quiet_ else verbose, log_file)
+    transport_warnings.reset()  # a transport warning is said once per BMC per command
 
 
 _register()

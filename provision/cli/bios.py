@@ -13,7 +13,7 @@ import typer
 from rich.text import Text
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
-from provision.cli.output import add_row, console, emit_json, new_table, print_wide
+from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import converge
@@ -25,13 +25,14 @@ PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would change; c
 NoResetOpt = Annotated[bool, typer.Option("--no-reset", help="Stage only; do not reset the host")]
 
 
-def render(node: str, plan: bios_ops.BiosPlan) -> None:
+def render(node: str, plan: bios_ops.BiosPlan, fmt: Format = Format.TABLE) -> None:
+    """The changes as a table (tab-separated lines with `--output plain`), then what else the plan says."""
     table = new_table("key", "attribute", "current", "target", "state",
                   title=f"{node} BIOS ({plan.vendor}, registry: {plan.registry or 'none'})")
     for c in plan.changes:
         add_row(table, c.key, c.attribute, repr(c.current), repr(c.target), "pending reset" if c.pending else "change")
     if plan.changes:
-        print_wide(table)
+        show(table, fmt)
     elif not plan.differs and not plan.unmapped:
         console.print(f"{node}: BIOS matches the spec", markup=False)
     for line in plan.invalid:
@@ -55,8 +56,10 @@ def raise_unchecked(node: str, plan: bios_ops.BiosPlan) -> None:
 
 @app.command("diff")
 def diff(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False,
-         insecure: InsecureOpt = False) -> None:
+         insecure: InsecureOpt = False, output: OutputOpt = None) -> None:
     """Show the attributes whose current value differs from the spec."""
+    fmt = choose(output, as_json)
+    as_json = fmt is Format.JSON
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
@@ -64,7 +67,7 @@ def diff(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: Js
     if as_json:
         emit_json({"node": node, "plan": plan})
     else:
-        render(node, plan)
+        render(node, plan, fmt)
     if plan.differs:
         count = len(plan.changes) + len(plan.invalid) + len(plan.unmet)
         raise CheckFailed(f"{node}: {count} BIOS setting(s) differ from the spec"

@@ -16,7 +16,7 @@ import typer
 from rich.text import Text
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
-from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, print_wide, show
+from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
@@ -69,14 +69,15 @@ def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:
         raise ChecksIncomplete(f"{node}: could not be checked: {', '.join(missing)}")
 
 
-def render(node: str, cplan: converge.ConvergePlan) -> None:
+def render(node: str, cplan: converge.ConvergePlan, fmt: Format = Format.TABLE) -> None:
+    """The steps as a table (tab-separated lines with `--output plain`), then what else the plan says."""
     table = new_table("#", "component", "to", "method", "apply", "host reset", "entries", title=f"{node} update plan")
     for n, s in enumerate(cplan.firmware.steps, 1):
         add_row(table, n, s.component + (" (downgrade)" if s.downgrade else ""), s.version, s.method,
                       s.apply_time, "yes" if s.needs_host_reset else "no", ", ".join(s.entries[:3])
                       + (" ..." if len(s.entries) > 3 else ""))
     if cplan.firmware.steps:
-        print_wide(table)
+        show(table, fmt)
     elif not (cplan.firmware.refused or cplan.firmware.skipped or cplan.firmware.absent):
         console.print(f"{node}: firmware at baseline", markup=False)
     for line in cplan.firmware.refused:
@@ -101,14 +102,15 @@ def _plan(node: str, inventory: Path, insecure: bool,
 @app.command("plan")
 def plan(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, allow_downgrade: DowngradeOpt = False,
          no_bios: Annotated[bool, typer.Option("--no-bios", help="Leave BIOS settings out")] = False,
-         as_json: JsonOpt = False, insecure: InsecureOpt = False) -> None:
+         as_json: JsonOpt = False, insecure: InsecureOpt = False, output: OutputOpt = None) -> None:
     """What `update` would do (changes nothing)."""
+    fmt = choose(output, as_json)
     opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios)
     node, cplan = _plan(node, inventory, insecure, opts)
-    if as_json:
+    if fmt is Format.JSON:
         emit_json({"node": node, "plan": cplan, "host_reset": cplan.host_reset})
     else:
-        render(node, cplan)
+        render(node, cplan, fmt)
     raise_unchecked(node, cplan)
 
 

@@ -19,7 +19,7 @@ from provision.cli.options import (
     load_host,
     load_hosts,
 )
-from provision.cli.output import console, emit_json
+from provision.cli.output import Format, OutputOpt, choose, console, emit_json
 from provision.remote.collect import collect
 from provision.remote.parallel import run_many
 
@@ -31,12 +31,17 @@ def exec_command(
     limit: LimitOpt = None,
     concurrency: Annotated[int, typer.Option(help="Nodes at once")] = 16,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
-    """Run a command on every node PATTERN selects, in parallel: provision exec 'gpu:!node03' -- CMD."""
+    """Run a command on every node PATTERN selects, in parallel: provision exec 'gpu:!node03' -- CMD.
+
+    Each node's exit status and output (free text: table and plain print the same blocks; json a list of
+    {node, command, exit_code, stdout, stderr, seconds, ok})."""
+    fmt = choose(output, as_json)
     hosts = load_hosts(inventory, [target], limit)
     results = run_many(hosts, " ".join(command), concurrency=concurrency)
-    if as_json:
-        emit_json(results)
+    if fmt is Format.JSON:
+        emit_json([dict(r.model_dump(mode="json"), ok=r.ok) for r in results])
     else:
         for res in results:
             colour = "green" if res.ok else "red"
@@ -52,7 +57,15 @@ def collect_command(
     node: NodeArg,
     inventory: InventoryOpt = DEFAULT_INVENTORY,
     out: Annotated[Path, typer.Option("--out", help="Directory for the bundle")] = Path("bundles"),
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
-    """Collect logs and diagnostics (nvidia-bug-report, nvidia-smi, ibstat, mdstat, zpool, journal)."""
+    """Collect logs and diagnostics (nvidia-bug-report, nvidia-smi, ibstat, mdstat, zpool, journal); prints the
+    bundle's path (json: {node, bundle})."""
+    fmt = choose(output, as_json)
     host = load_host(inventory, node)
-    console.print(str(collect(host, out)), markup=False)
+    bundle = collect(host, out)
+    if fmt is Format.JSON:
+        emit_json({"node": host.name, "bundle": str(bundle)})
+    else:
+        console.print(str(bundle), markup=False, highlight=False, soft_wrap=True)  # a long path is not folded

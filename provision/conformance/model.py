@@ -140,6 +140,8 @@ class NodeReport(BaseModel):
     profile: str
     lab: bool = Field(default=False, description="The inventory declares the node a lab twin (provision_lab)")
     standins: tuple[str, ...] = Field(default=(), description="Its stand-in tools, as the inventory declares them")
+    notice: str = Field(default="", description="What the inventory declares to show beside its results "
+                                               "(provision_lab_notice); never changes a verdict")
     spec_digest: str = Field(default="", description="sha256 of the node's spec as judged (see provenance.spec_digest)")
     gather_seconds: float = 0.0
     error: str | None = Field(default=None, description="Why no facts could be gathered at all")

@@ -122,6 +122,7 @@ def _verify_node(
         spec_digest=spec_digest(host.spec),
         lab=host.lab.lab,
         standins=host.lab.standins,  # the inventory's declaration, for display: nothing on the node is probed
+        notice=host.lab.notice,
         gather_seconds=round(facts.seconds, 3),
         results=tuple(_unique(apply_waivers(ctx.results, host.lab.waivers))),
     ), facts

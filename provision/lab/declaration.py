@@ -14,6 +14,7 @@ from typing import Any
 LAB_VAR = "provision_lab"
 WAIVERS_VAR = "provision_lab_waivers"
 STANDINS_VAR = "provision_lab_standins"
+NOTICE_VAR = "provision_lab_notice"
 
 # The twins' LAB STAND-IN tools (provision/lab/twins/personality/data/tools): named in the declaration so the
 # report can list them; no probe on the node looks for them.
@@ -50,6 +51,13 @@ def lab_waivers(proc: Path = Path("/proc")) -> dict[str, str]:
     return waivers
 
 
+def lab_notice(standins: tuple[str, ...] = STANDIN_TOOLS) -> str:
+    """The one line every report shows beside a twin's results (the reports print it as declared)."""
+    return f"lab twin: {', '.join(standins) or 'its hardware tools'} are LAB STAND-INs (simulated hardware)"
+
+
 def lab_declaration(proc: Path = Path("/proc")) -> dict[str, Any]:
-    """The host variables that declare a node twin: `provision_lab`, its waivers and its stand-in tools."""
-    return {LAB_VAR: True, WAIVERS_VAR: lab_waivers(proc), STANDINS_VAR: list(STANDIN_TOOLS)}
+    """The host variables that declare a node twin: `provision_lab`, its waivers, its stand-in tools and the
+    notice its reports show."""
+    return {LAB_VAR: True, WAIVERS_VAR: lab_waivers(proc), STANDINS_VAR: list(STANDIN_TOOLS),
+            NOTICE_VAR: lab_notice()}

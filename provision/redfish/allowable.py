@@ -70,11 +70,28 @@ def supported_values(support: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in values) if isinstance(values, list) else ()
 
 
-def apply_time(wanted: str, supported: tuple[str, ...], where: str) -> str:
-    """The `@Redfish.OperationApplyTime` to send: `wanted` when the BMC supports it or does not say;
-    otherwise a one-line error listing what it supports (an apply time is never silently changed: OnReset
-    and Immediate differ in when the host sees the new firmware)."""
-    return offered(wanted, supported, "apply time", where)
+# The apply times a baseline may leave to the BMC, in the order preferred: OnReset keeps the host on its
+# running firmware until the one planned reset; Immediate where that is all the BMC offers (the GH200's
+# multipart push).
+PREFERRED_APPLY_TIMES = ("OnReset", "Immediate")
+
+
+def apply_time(wanted: str | None, supported: tuple[str, ...], where: str) -> str:
+    """The `@Redfish.OperationApplyTime` to send. `wanted` given: itself when the BMC supports it or does not
+    say, otherwise a one-line error listing what it supports (an asked-for apply time is never silently
+    changed: OnReset and Immediate differ in when the host sees the new firmware). `wanted` None (the
+    baseline leaves it to the BMC): the first of PREFERRED_APPLY_TIMES the BMC offers, OnReset when it does
+    not say; a one-line error when it offers none of them."""
+    if wanted is not None:
+        return offered(wanted, supported, "apply time", where)
+    if not supported:
+        return PREFERRED_APPLY_TIMES[0]
+    for preferred in PREFERRED_APPLY_TIMES:
+        for value in supported:
+            if value.lower() == preferred.lower():
+                return value
+    raise RedfishBadRequest(f"{where}: the BMC offers no apply time provision uses (it offers {list(supported)}; "
+                            f"wanted one of {list(PREFERRED_APPLY_TIMES)})")
 
 
 def update_apply_times(service: UpdateService, method: str) -> tuple[str, ...]:
@@ -89,8 +106,8 @@ def update_apply_times(service: UpdateService, method: str) -> tuple[str, ...]:
     return apply_times(service.actions.get("#UpdateService.SimpleUpdate"))
 
 
-def update_apply_time(service: UpdateService, method: str, wanted: str, where: str) -> str:
+def update_apply_time(service: UpdateService, method: str, wanted: str | None, where: str) -> str:
     """The `@Redfish.OperationApplyTime` to send with a firmware update made by `method` (see
     update_apply_times), in the BMC's spelling; a one-line RedfishBadRequest naming `where` when the BMC
-    does not offer `wanted` (never changed silently)."""
+    does not offer `wanted` (never changed silently). `wanted` None: the BMC's choice (apply_time)."""
     return apply_time(wanted, update_apply_times(service, method), where)

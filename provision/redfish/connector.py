@@ -23,7 +23,6 @@ import os
 import random
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -56,6 +55,7 @@ from provision.redfish.errors import (
     raise_for_status,
 )
 from provision.redfish.retry import RETRY_STATUSES, RetryPolicy
+from provision.redfish.transport_warnings import warn_once
 
 LOG = logging.getLogger("provision.redfish")
 ROOT = "/redfish/v1"
@@ -193,9 +193,7 @@ class Connector:
         redact.install()
         redact.register_secret(opts.password.get_secret_value())
         if not opts.verify_tls and opts.address.startswith("https"):
-            msg = f"{opts.where}: TLS certificate verification is OFF (--insecure)"
-            LOG.warning(msg)
-            warnings.warn(msg, stacklevel=2)
+            warn_once(opts.where, "TLS certificate verification is OFF (--insecure)")
         cafile = None
         if opts.verify_tls and opts.address.startswith("https"):
             cafile = str(opts.ca_file) if opts.ca_file else default_ca_bundle()

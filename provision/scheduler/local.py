@@ -85,4 +85,5 @@ def verify_local(target: LocalTarget, level: Level, runner: Runner | None = None
     if len(set(ids)) != len(ids):
         raise CheckModuleError(f"{target.name}: a check id was recorded twice")
     return NodeReport(node=target.name, profile=target.profile, lab=target.lab.lab, standins=target.lab.standins,
+                      notice=target.lab.notice,
                       gather_seconds=round(facts.seconds, 3), results=tuple(ctx.results))

@@ -6,13 +6,14 @@ same variables. Every problem becomes one InputError line naming file, host and 
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from provision.errors import InventoryError, SpecError
+from provision.errors import InputError, InventoryError, SpecError
 from provision.redfish.redact import register_secret
 from provision.scheduler.settings import SLURM_VAR, SlurmSettings
 from provision.spec.model import (
@@ -32,11 +33,14 @@ PROFILE_VAR = "provision_profile"
 LAB_VAR = "provision_lab"
 WAIVERS_VAR = "provision_lab_waivers"
 STANDINS_VAR = "provision_lab_standins"
+NOTICE_VAR = "provision_lab_notice"
 PROFILE_PREFIX = "provision_profile_"
 RACK_VAR = "provision_rack"
 RACKS_VAR = "provision_racks"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 BMC_AUTH_MODES = ("auto", "session", "basic")
+DEADLINE_VAR = "provision_bmc_deadline_s"
+DEFAULT_BMC_DEADLINE_S = 120.0
 
 
 def load_fleet(inventory: Path) -> Fleet:
@@ -211,12 +215,8 @@ def _slurm_settings(inventory: Path, host: str, hv: dict[str, Any]) -> SlurmSett
     raw = hv.get(SLURM_VAR)
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise InventoryError(f"{inventory}: host {host}: {SLURM_VAR}: must be a mapping (drain_on_fail, scontrol, ...)")
-    try:
-        return SlurmSettings.model_validate(plain_data(raw))
-    except ValidationError as exc:
-        raise InventoryError(f"{inventory}: host {host}: {_describe(exc, SLURM_VAR)}") from None
+    return _validated(SlurmSettings, raw, f"{inventory}: host {host}", SLURM_VAR, InventoryError,
+                      " (drain_on_fail, scontrol, ...)")
 
 
 def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDeclaration:
@@ -225,9 +225,10 @@ def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDecla
     if not isinstance(lab, bool):
         raise InventoryError(f"{inventory}: host {host}: {LAB_VAR}: must be true or false (got {lab!r})")
     standins = _lab_standins(inventory, host, hv, lab)
+    notice = _lab_notice(inventory, host, hv, lab)
     raw = hv.get(WAIVERS_VAR)
     if raw is None:
-        return LabDeclaration(lab=lab, standins=standins)
+        return LabDeclaration(lab=lab, standins=standins, notice=notice)
     if not lab:
         raise InventoryError(f"{inventory}: host {host}: {WAIVERS_VAR} is set but {LAB_VAR} is not true "
                              "(waivers are for declared lab hosts)")
@@ -241,7 +242,19 @@ def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDecla
             waivers.append(Waiver(pattern=str(pattern), reason=str(reason)))
         except ValidationError as exc:
             raise InventoryError(f"{inventory}: host {host}: {_describe(exc, WAIVERS_VAR)}") from None
-    return LabDeclaration(lab=True, waivers=tuple(waivers), standins=standins)
+    return LabDeclaration(lab=True, waivers=tuple(waivers), standins=standins, notice=notice)
+
+
+def _lab_notice(inventory: Path, host: str, hv: dict[str, Any], lab: bool) -> str:
+    """`provision_lab_notice`: the one line a declared lab host's reports show beside its results."""
+    raw = hv.get(NOTICE_VAR)
+    if raw is None:
+        return ""
+    if not lab:
+        raise InventoryError(f"{inventory}: host {host}: {NOTICE_VAR} is set but {LAB_VAR} is not true")
+    if not isinstance(raw, str) or not raw.strip() or "\n" in raw.strip():
+        raise InventoryError(f"{inventory}: host {host}: {NOTICE_VAR}: must be one line of text")
+    return raw.strip()
 
 
 def _lab_standins(inventory: Path, host: str, hv: dict[str, Any], lab: bool) -> tuple[str, ...]:
@@ -257,12 +270,21 @@ def _lab_standins(inventory: Path, host: str, hv: dict[str, Any], lab: bool) -> 
 
 
 def _build_spec(where: str, host: str, profile: str, raw: Any) -> NodeSpec:
+    return _validated(NodeSpec, raw, f"{where}: host {host}", PROFILE_PREFIX + profile, SpecError)
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _validated(model: type[_Model], raw: Any, where: str, key: str, error: type[InputError],
+               keys_hint: str = "") -> _Model:
+    """`raw`, the mapping under `key`, as `model`; else one `error` line `WHERE: KEY...: what is wrong`."""
     if not isinstance(raw, dict):
-        raise SpecError(f"{where}: host {host}: {PROFILE_PREFIX}{profile}: must be a mapping")
+        raise error(f"{where}: {key}: must be a mapping{keys_hint}")
     try:
-        return NodeSpec.model_validate(plain_data(raw))
+        return model.model_validate(plain_data(raw))
     except ValidationError as exc:
-        raise SpecError(f"{where}: host {host}: {_describe(exc, PROFILE_PREFIX + profile)}") from None
+        raise error(f"{where}: {_describe(exc, key)}") from None
 
 
 def plain_data(value: Any) -> Any:
@@ -354,9 +376,23 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
             insecure_http=insecure_http,
             auth=auth,
+            deadline_s=_deadline(inventory, host, hv),
         )
     except ValidationError as exc:
         raise InventoryError(f"{inventory}: host {host}: {_describe(exc, 'provision_bmc')}") from None
+
+
+def _deadline(inventory: Path, host: str, hv: dict[str, Any]) -> float:
+    """`provision_bmc_deadline_s`: a positive number of seconds (a numeric string, as INI gives, too)."""
+    raw = hv.get(DEADLINE_VAR, DEFAULT_BMC_DEADLINE_S)
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise InventoryError(f"{inventory}: host {host}: {DEADLINE_VAR}: must be a positive number of seconds "
+                             f"(got {raw!r})")
+    return value
 
 
 def _flag(value: Any) -> bool:

@@ -406,7 +406,9 @@ class FirmwareComponent(Frozen):
     version: str
     image: str = Field(min_length=1, description="Path relative to the inventory directory, or absolute")
     sha256: str
-    apply_time: Literal["Immediate", "OnReset"] = "OnReset"
+    apply_time: Literal["Immediate", "OnReset"] | None = Field(
+        default=None, description="When the BMC applies the image; unset: the BMC's choice among what it offers "
+        "for the update method, OnReset first (a GH200's multipart push offers Immediate only)")
     needs_host_reset: bool = True
     order: NonNegativeInt = 50
     updated_by: Literal["bmc", "os"] = Field(
@@ -623,6 +625,9 @@ class BmcEndpoint(BaseModel):
         "SessionService, else basic; basic again after a session login refused with 401)",
     )
     insecure_http: bool = Field(default=False, description="provision_bmc_insecure_http: plain http:// allowed")
+    deadline_s: float = Field(default=120.0, gt=0, allow_inf_nan=False,
+                              description="provision_bmc_deadline_s: seconds one BMC command's requests may take in "
+                              "all (waits with their own bound, a firmware task or a reset, stand it still)")
 
     @model_validator(mode="after")
     def _no_plain_http(self) -> BmcEndpoint:
@@ -675,6 +680,7 @@ class LabDeclaration(BaseModel):
     lab: bool = False
     waivers: tuple[Waiver, ...] = ()
     standins: tuple[str, ...] = Field(default=(), description="provision_lab_standins: the twin's stand-in tools")
+    notice: str = Field(default="", description="provision_lab_notice: the line reports show beside its results")
 
 
 class Rack(BaseModel):

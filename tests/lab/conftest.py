@@ -21,6 +21,7 @@ import yaml
 from provision.lab import manager
 
 LAB_SPEED = 60.0  # a 60 s simulated flash takes ~1 s
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -54,6 +55,19 @@ def running_lab(lab_dir: Path, **opts: Any) -> Iterator[LabHandle]:
     state = manager.up(manager.UpOptions(lab_dir=lab_dir, bmc_only=True, **opts))
     try:
         yield LabHandle(state)
+    finally:
+        manager.down(lab_dir)
+
+
+@pytest.fixture(scope="module")
+def twin_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.LabState]:
+    """`lab up` of twins with their BMCs, from the example inventory's specs, once per module; always `lab
+    down` after. The module says how many twins with TWIN_LAB_NODES (default 1)."""
+    lab_dir = tmp_path_factory.mktemp(f"{request.module.__name__.rpartition('.')[2]}-lab")
+    state = manager.up(manager.UpOptions(lab_dir=lab_dir, nodes=getattr(request.module, "TWIN_LAB_NODES", 1),
+                                         speed=LAB_SPEED, source_inventory=ROOT / "inventory" / "hosts.yml"))
+    try:
+        yield state
     finally:
         manager.down(lab_dir)
 

@@ -260,21 +260,21 @@ def _power_status(name: str, inventory: Path) -> None:
     assert proc.stdout.strip() == f"node01: {_captured(name, FACTS[name].system)['PowerState']}"
 
 
-def test_complete_answers_from_sushy_static(peer: tuple[str, Path]) -> None:
-    name, inv = peer
+def _answers_completely(name: str, inv: Path) -> None:
+    """Inventory, firmware, SEL and power state of capture `name`, read through the CLI from `inv`'s BMC."""
     _complete_inventory(name, cli(inv, "bmc", "inventory"))
     _complete_firmware(name, cli(inv, "firmware", "status"))
     _complete_sel(name, cli(inv, "sel"))
     _power_status(name, inv)
+
+
+def test_complete_answers_from_sushy_static(peer: tuple[str, Path]) -> None:
+    _answers_completely(*peer)
 
 
 def test_complete_answers_from_the_simulator(sim: tuple[str, Any]) -> None:
     name, lab = sim
-    inv = lab.state.inventory
-    _complete_inventory(name, cli(inv, "bmc", "inventory"))
-    _complete_firmware(name, cli(inv, "firmware", "status"))
-    _complete_sel(name, cli(inv, "sel"))
-    _power_status(name, inv)
+    _answers_completely(name, lab.state.inventory)
 
 
 def test_sushy_static_serves_the_capture_as_captured(peer: tuple[str, Path]) -> None:

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,15 +29,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.twins]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.LabState]:
-    lab_dir = tmp_path_factory.mktemp("bringup-lab")
-    state = manager.up(manager.UpOptions(lab_dir=lab_dir, nodes=3, speed=60.0,
-                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
-    try:
-        yield state
-    finally:
-        manager.down(lab_dir)
+TWIN_LAB_NODES = 3
 
 
 def _bringup(lab: manager.LabState, journal: Path, *args: str, failpoint: str = "") -> subprocess.Popen[str]:
@@ -86,11 +77,11 @@ def _sessions_since(lab: manager.LabState, offset: int) -> tuple[Counter[str], C
     return logins, Counter(e["node"] for e in events if e.get("event") == "logout")
 
 
-def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path: Path) -> None:
+def test_end_to_end_two_nodes_then_nothing_to_do(twin_lab: manager.LabState, tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
-    mark = _sim_log_end(lab)
-    summary = _finish(_bringup(lab, journal, "node01", "node02", "--concurrency", "2"))
-    logins, logouts = _sessions_since(lab, mark)  # read before this test's own SEL reads log in
+    mark = _sim_log_end(twin_lab)
+    summary = _finish(_bringup(twin_lab, journal, "node01", "node02", "--concurrency", "2"))
+    logins, logouts = _sessions_since(twin_lab, mark)  # read before this test's own SEL reads log in
     assert summary["ok"], json.dumps(summary, indent=1)[-4000:]
     for node in summary["nodes"]:
         outcomes = {s["stage"]: s["outcome"] for s in node["stages"]}
@@ -102,7 +93,7 @@ def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path
             resets = [a for a in jr.actions(node) if a.action == "host-reset"]
             assert len(resets) == 1, f"{node}: {len(resets)} host resets for firmware + BIOS"
     for node in ("node01", "node02"):
-        messages = _sel_messages(lab, node)
+        messages = _sel_messages(twin_lab, node)
         assert sum(m.startswith("Host reset requested") for m in messages) == 1
         assert set(_flashes(messages).values()) == {1}
         # One session per node for the whole run, verify's BMC checks included: logged out once, at the
@@ -112,35 +103,35 @@ def test_end_to_end_two_nodes_then_nothing_to_do(lab: manager.LabState, tmp_path
         bmc_resets = sum(m.startswith("BMC reset") for m in messages)
         assert logouts[node] == 1, f"{node}: {logouts[node]} sessions logged out in one run"
         assert 1 + bmc_resets <= logins[node] <= 2 + bmc_resets, f"{node}: {logins[node]} logins"
-    mark = _sim_log_end(lab)
-    again = _finish(_bringup(lab, journal, "node01", "node02", "--concurrency", "2"))
+    mark = _sim_log_end(twin_lab)
+    again = _finish(_bringup(twin_lab, journal, "node01", "node02", "--concurrency", "2"))
     assert again["ok"]
-    logins, logouts = _sessions_since(lab, mark)
+    logins, logouts = _sessions_since(twin_lab, mark)
     assert logouts == Counter({"node01": 1, "node02": 1}), logouts  # nothing to do: still one session each
     assert all(1 <= logins[n] <= 2 for n in ("node01", "node02")), logins  # + one after an idle timeout
     assert all(not n["changed"] for n in again["nodes"]), json.dumps(again, indent=1)[-3000:]
 
 
-def test_resume_after_kill_9_at_several_points(lab: manager.LabState, tmp_path: Path) -> None:
+def test_resume_after_kill_9_at_several_points(twin_lab: manager.LabState, tmp_path: Path) -> None:
     """Kill the controller with SIGKILL at exact points (provision/bringup/failpoint.py): after a firmware
     image was staged, the BIOS written and the host reset, each before its outcome reached the journal, and
     as Ansible was about to run; resume each time: the end state is converged, every firmware component
     was sent once, and the host was reset once."""
     node, journal = "node03", tmp_path / "journal.db"
     for point in ("stage-firmware:after", "bios-write:after", "host-reset:after", "ansible:before"):
-        proc = _bringup(lab, journal, node, failpoint=point)
+        proc = _bringup(twin_lab, journal, node, failpoint=point)
         _out, err = proc.communicate(timeout=900)
         with contextlib.suppress(ProcessLookupError):  # children it left behind (none expected)
             os.killpg(proc.pid, signal.SIGKILL)
         assert proc.returncode == -signal.SIGKILL, f"{point}: not killed there (exit {proc.returncode}): {err[-1500:]}"
-    summary = _finish(_bringup(lab, journal, node))
+    summary = _finish(_bringup(twin_lab, journal, node))
     assert summary["ok"], json.dumps(summary, indent=1)[-4000:]
-    messages = _sel_messages(lab, node)
+    messages = _sel_messages(twin_lab, node)
     counts = _flashes(messages)
     assert counts and set(counts.values()) == {1}, counts
     assert sum(m.startswith("Host reset requested") for m in messages) == 1
     with Journal(journal) as jr:
         open_actions = jr.open_actions(node)
     assert {a.action for a in open_actions} <= {"stage-firmware", "bios-write", "host-reset", "ansible"}
-    final = _finish(_bringup(lab, journal, node))
+    final = _finish(_bringup(twin_lab, journal, node))
     assert final["ok"] and not final["nodes"][0]["changed"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,17 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MANAGED = "/etc/sysctl.d/90-provision.conf"  # written by roles/base (template)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.LabState]:
-    lab_dir = tmp_path_factory.mktemp("rerun-lab")
-    state = manager.up(manager.UpOptions(lab_dir=lab_dir, nodes=1, speed=60.0,
-                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
-    try:
-        yield state
-    finally:
-        manager.down(lab_dir)
-
-
 def _configure(lab: manager.LabState, journal: Path, *args: str) -> dict[str, str]:
     cmd = [sys.executable, "-m", "provision.cli", "bringup", "node01", "--only", "configure", *args,
            "-i", str(lab.inventory), "--journal", str(journal), "--log-dir", str(journal.parent / "logs"), "--json"]
@@ -45,18 +33,18 @@ def _configure(lab: manager.LabState, journal: Path, *args: str) -> dict[str, st
     return {"outcome": stage["outcome"], "note": stage["note"]}
 
 
-def test_shortcut_while_unchanged_check_mode_after_drift(lab: manager.LabState, tmp_path: Path) -> None:
+def test_shortcut_while_unchanged_check_mode_after_drift(twin_lab: manager.LabState, tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
-    assert _configure(lab, journal)["outcome"] == "applied"  # never configured: the full run
+    assert _configure(twin_lab, journal)["outcome"] == "applied"  # never configured: the full run
     with Journal(journal) as jr:
         record = configured(jr, "node01")
     assert record is not None and MANAGED in record.manifest["file"], record
-    again = _configure(lab, journal)
+    again = _configure(twin_lab, journal)
     assert again["outcome"] == "converged" and "unchanged since run" in again["note"], again
-    host = load_fleet(lab.inventory).hosts["node01"]
+    host = load_fleet(twin_lab.inventory).hosts["node01"]
     assert run(host, f"echo 'vm.swappiness = 99' >> {MANAGED}").ok
-    drifted = _configure(lab, journal)  # the fingerprint differs: check mode finds the file, apply repairs it
+    drifted = _configure(twin_lab, journal)  # the fingerprint differs: check mode finds the file, apply repairs it
     assert drifted["outcome"] == "applied" and "the node changed since run" in drifted["note"], drifted
     assert "vm.swappiness = 99" not in run(host, f"cat {MANAGED}").stdout
-    final = _configure(lab, journal)
+    final = _configure(twin_lab, journal)
     assert final["outcome"] == "converged" and "unchanged since run" in final["note"], final

@@ -1,5 +1,5 @@
 """A plain http:// BMC address is refused (the password would travel in clear) unless the host or group
-opts in with provision_bmc_insecure_http: true, and then it is warned about once per run."""
+opts in with provision_bmc_insecure_http: true, and then it is warned about once per BMC per command."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from provision.cli import main
+from provision.redfish import transport_warnings
 from provision.redfish.connector import ConnectorOptions
 from provision.redfish.ops import session
 from provision.spec import load_fleet
@@ -57,20 +58,46 @@ def test_models_refuse_plain_http_without_the_opt_in() -> None:
     assert ConnectorOptions(address="http://10.0.0.1", username="u", password="p", insecure_http=True)
 
 
-def test_the_opt_in_warns_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(session, "_PLAIN_HTTP_WARNED", set())
+def _said(caught: list[warnings.WarningMessage], caplog: pytest.LogCaptureFixture, what: str) -> list[str]:
+    """Every time `what` was said: as a Python warning and as a log record (the CLI prints both)."""
+    return [str(w.message) for w in caught if what in str(w.message)] + [
+        r.getMessage() for r in caplog.records if what in r.getMessage()]
+
+
+def test_the_opt_in_warns_once_per_bmc_per_command(caplog: pytest.LogCaptureFixture) -> None:
+    transport_warnings.reset()
     bmc = BmcEndpoint(address="http://10.0.0.1", username="u", password="p", insecure_http=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         opts = session.options_for("n1", bmc)
+        session.options_for("n1", bmc)  # a second connector to the same BMC in the same command
         session.options_for("n2", bmc.model_copy(update={"address": "http://10.0.0.2"}))
-    assert opts.insecure_http
-    plain = [str(w.message) for w in caught if "plain HTTP" in str(w.message)]
-    assert len(plain) == 1 and "n1 BMC (http://10.0.0.1)" in plain[0]
-    with warnings.catch_warnings(record=True) as later:
-        warnings.simplefilter("always")
         session.options_for("n3", BmcEndpoint(address="https://10.0.0.3", username="u", password="p"))
-    assert not [w for w in later if "plain HTTP" in str(w.message)]
+    assert opts.insecure_http
+    plain = _said(caught, caplog, "plain HTTP")
+    assert len(plain) == 2 and "n1 BMC (http://10.0.0.1)" in plain[0] and "n2 BMC (http://10.0.0.2)" in plain[1]
+    caplog.clear()
+    transport_warnings.reset()  # the next command says it again
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        session.options_for("n1", bmc)
+    assert len(_said(again, caplog, "plain HTTP")) == 1
+
+
+def test_one_command_prints_the_plain_http_warning_once(inventory_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import ROOT
+    from tests.unit.redfish.rf_fakebmc import FakeBmc, Served, load_tree
+
+    bmc = FakeBmc(tree=load_tree(ROOT / "tests" / "fixtures" / "redfish" / "supermicro"))
+    with Served(bmc) as srv:
+        _set_host_vars(inventory_copy, "node01", provision_bmc_address=srv.address, provision_bmc_username=bmc.username,
+                       provision_bmc_password=bmc.password, provision_bmc_insecure_http=True)
+        for _ in range(2):  # each command says it once: the second is not silenced by the first
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                assert main(["power", "node01", "status", "-i", str(inventory_copy)]) == 0
+            err = capsys.readouterr().err
+            assert err.count("plain HTTP") + len([w for w in caught if "plain HTTP" in str(w.message)]) == 1, err
 
 
 def test_loading_the_inventory_registers_every_bmc_password(inventory_copy: Path) -> None:

@@ -112,6 +112,10 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("waiver-bad-pattern", _write("host_vars/node03.yml", "---\nprovision_bmc_address: https://b3.example.net\n"
                                   "provision_lab: true\nprovision_lab_waivers:\n  'gpu.0 model': x\n"),
      ["node03", "provision_lab_waivers", "not a check id or pattern"]),
+    *[(f"bmc-deadline-{name}", _write("host_vars/node03.yml", "---\nprovision_bmc_address: https://b3.example.net\n"
+                                      f"provision_bmc_deadline_s: {value}\n"),
+       ["hosts.yml", "node03", "provision_bmc_deadline_s: must be a positive number of seconds"])
+      for name, value in (("zero", "0"), ("negative", "-5"), ("word", "soon"), ("bool", "true"), ("inf", ".inf"))],
     ("duplicate-spec-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sockets: 3\n"),
      [PROFILE, "duplicate key 'sockets'"]),
     ("rack-unknown", _edit("host_vars/node03.yml", "provision_rack: r01", "provision_rack: r09"),
@@ -157,3 +161,15 @@ def test_unknown_host_is_usage_error(capsys: pytest.CaptureFixture[str], invento
 
 def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spec", "validate", "--frobnicate"]) == 2
+
+
+def test_the_bmc_deadline_is_read_from_the_inventory(inventory_copy: Path) -> None:
+    from provision.redfish.ops.session import options_for
+    from provision.spec import load_fleet
+
+    hv = inventory_copy.parent / "host_vars" / "node03.yml"
+    hv.write_text("---\nprovision_bmc_address: https://b3.example.net\nprovision_bmc_deadline_s: '300'\n"
+                  "provision_bmc_username: u\nprovision_bmc_password: p\n")
+    hosts = load_fleet(inventory_copy).hosts
+    assert hosts["node03"].bmc.deadline_s == 300.0 and hosts["node02"].bmc.deadline_s == 120.0
+    assert options_for("node03", hosts["node03"].bmc).deadline_s == 300.0  # where the connector's deadline is set

@@ -21,6 +21,7 @@ from provision.conformance.parsers._base import (
     unit_float,
     unit_int,
 )
+from provision.conformance.parsers.nvsmi_ecc import ecc_errors
 from provision.conformance.parsers.nvsmi_models import (
     ClockEvents,
     EccErrors,
@@ -202,33 +203,16 @@ def _clock_events(gpu: _Node, bus_id: str) -> ClockEvents | None:
     return ClockEvents(**values)
 
 
-def _ecc_sum(node: _Node | None, bus_id: str, uncorrectable: bool) -> int | None:
-    """Sum of the (un)correctable counters under `node` (SRAM, DRAM, ...); None when every one is N/A."""
-    if node is None:
-        return None
-    total: int | None = None
-    for child in _walk(node):
-        if child.value is None or ("Uncorrectable" in child.key) is not uncorrectable:
-            continue
-        if not uncorrectable and "Correctable" not in child.key:
-            continue
-        count = to_int(TOOL, f"GPU {bus_id} ECC {child.key}", child.value)
-        if count is not None:
-            total = (total or 0) + count
-    return total
-
-
 def _ecc_errors(gpu: _Node, bus_id: str) -> EccErrors | None:
     node = gpu.find("ECC Errors")
     if node is None or not node.children:
         return None
-    volatile, aggregate = node.find("Volatile"), node.find("Aggregate")
-    return EccErrors(
-        volatile_correctable=_ecc_sum(volatile, bus_id, False),
-        volatile_uncorrectable=_ecc_sum(volatile, bus_id, True),
-        aggregate_correctable=_ecc_sum(aggregate, bus_id, False),
-        aggregate_uncorrectable=_ecc_sum(aggregate, bus_id, True),
-    )
+    return ecc_errors(TOOL, bus_id, _counters(node.find("Volatile")), _counters(node.find("Aggregate")))
+
+
+def _counters(node: _Node | None) -> list[tuple[str, str | None]] | None:
+    """Every `Key : value` line under `node` (SRAM, DRAM, ...), for nvsmi_ecc."""
+    return None if node is None else [(child.key, child.value) for child in _walk(node)]
 
 
 def _gpu(node: _Node) -> GpuInfo:

@@ -18,6 +18,7 @@ from provision.conformance.parsers._base import (
     unit_float,
     unit_int,
 )
+from provision.conformance.parsers.nvsmi_ecc import ecc_errors
 from provision.conformance.parsers.nvsmi_models import (
     ClockEvents,
     EccErrors,
@@ -164,31 +165,18 @@ def _clock_events(gpu: ET.Element, bus_id: str) -> ClockEvents | None:
     return None
 
 
-def _ecc_sum(node: ET.Element | None, bus_id: str, uncorrectable: bool) -> int | None:
-    if node is None:
-        return None
-    total: int | None = None
-    for child in node.iter():
-        tag = child.tag
-        if child is node or len(child) or ("uncorrectable" in tag) is not uncorrectable or "correctable" not in tag:
-            continue
-        count = to_int(TOOL, f"GPU {bus_id} ECC {tag}", (child.text or "").strip())
-        if count is not None:
-            total = (total or 0) + count
-    return total
-
-
 def _ecc_errors(gpu: ET.Element, bus_id: str) -> EccErrors | None:
     node = gpu.find("ecc_errors")
     if node is None:
         return None
-    volatile, aggregate = node.find("volatile"), node.find("aggregate")
-    return EccErrors(
-        volatile_correctable=_ecc_sum(volatile, bus_id, False),
-        volatile_uncorrectable=_ecc_sum(volatile, bus_id, True),
-        aggregate_correctable=_ecc_sum(aggregate, bus_id, False),
-        aggregate_uncorrectable=_ecc_sum(aggregate, bus_id, True),
-    )
+    return ecc_errors(TOOL, bus_id, _counters(node.find("volatile")), _counters(node.find("aggregate")))
+
+
+def _counters(node: ET.Element | None) -> list[tuple[str, str | None]] | None:
+    """Every leaf element under `node` (<sram_correctable>, ...) as (tag, text), for nvsmi_ecc."""
+    if node is None:
+        return None
+    return [(child.tag, (child.text or "").strip()) for child in node.iter() if child is not node and not len(child)]
 
 
 def _gpu(gpu: ET.Element) -> GpuInfo:

@@ -25,7 +25,7 @@ th{background:#f6f8fa} td.num{text-align:right}
 .error{background:#fbefff;color:#8250df;font-weight:600}
 .badge{display:inline-block;padding:2px 10px;border-radius:12px}
 .banner{padding:12px 16px;border-radius:8px;font-size:18px;font-weight:700;margin:12px 0}
-.lab{background:#ddf4ff;color:#0a3069;padding:8px 12px;border-radius:6px;margin:8px 0}
+.declared{background:#ddf4ff;color:#0a3069;padding:8px 12px;border-radius:6px;margin:8px 0}
 .detail{color:#57606a;font-size:12px}
 details{margin:4px 0 16px} summary{cursor:pointer;color:#57606a;font-weight:600}
 dl.prov{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-size:13px;margin:8px 0}
@@ -58,7 +58,7 @@ def _overview(run: RunReport) -> str:
         text, css = _verdict(n)
         cells = "".join(f"<td class=num>{counts[o]}</td>" for o in COLUMNS)
         rows.append(
-            f"<tr><td><a href='#node-{escape(n.node)}'>{escape(n.node)}</a>{' (lab)' if n.lab else ''}</td>"
+            f"<tr><td><a href='#node-{escape(n.node)}'>{escape(n.node)}</a>{' (declared)' if n.notice else ''}</td>"
             f"<td>{escape(n.profile)}</td><td class=num>{len(n.results)}</td>{cells}"
             f"<td class=num>{n.gather_seconds:.2f}</td><td class='{css}'>{text}</td></tr>"
         )
@@ -78,9 +78,8 @@ def _row(r: CheckResult) -> str:
 
 def _node(n: NodeReport) -> str:
     parts = [f"<h2 id='node-{escape(n.node)}'>{escape(n.node)} <span class=detail>{escape(n.profile)}</span></h2>"]
-    if n.lab:
-        tools = ", ".join(n.standins) or "its hardware tools"
-        parts.append(f"<div class=lab>Lab twin: {escape(tools)} are LAB STAND-INs (simulated hardware).</div>")
+    if n.notice:
+        parts.append(f"<div class=declared>Declared by the inventory: {escape(n.notice)}</div>")
     if n.error:
         parts.append(f"<div class='banner error'>Facts could not be gathered: {escape(n.error)}</div>")
         return "".join(parts)

@@ -14,7 +14,7 @@ from provision.conformance.model import Outcome, RunReport
 from provision.conformance.report.fleet import by_check, unreachable
 from provision.private import write_private
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: nodes[].notice
 # Keys that follow from the rest (dropped again by from_json).
 _DERIVED_RUN = ("schema_version", "ok", "totals", "verdict", "exit_code", "checks", "unreachable")
 _DERIVED_NODE = ("ok", "totals", "verdict")

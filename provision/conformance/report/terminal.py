@@ -35,7 +35,7 @@ def render_terminal(run: RunReport, console: Console, show_all: bool = False) ->
         summary.add_column(col, justify="right" if col in numeric else "left")
     for node in run.nodes:
         counts = node.counts()
-        summary.add_row(escape(node.node) + (" (lab)" if node.lab else ""), escape(node.profile),
+        summary.add_row(escape(node.node) + (" (declared)" if node.notice else ""), escape(node.profile),
                         str(len(node.results)), *(str(counts[o]) for o in COLUMNS), f"{node.gather_seconds:.2f}",
                         verdict_text(node))
     console.print(summary)
@@ -69,8 +69,17 @@ def render_terminal(run: RunReport, console: Console, show_all: bool = False) ->
         _fleet(run, console)
     totals = run.counts()
     console.print(", ".join(f"{totals[o]} {o.value}" for o in COLUMNS), highlight=False)
-    if any(n.lab for n in run.nodes):
-        console.print("[yellow]lab twins: their hardware tools are LAB STAND-INs (simulated hardware)[/yellow]")
+    _notices(run, console)
+
+
+def _notices(run: RunReport, console: Console) -> None:
+    """Each notice the inventory declares (provision_lab_notice), once, with the nodes it was declared for."""
+    declared: dict[str, list[str]] = {}
+    for node in run.nodes:
+        if node.notice:
+            declared.setdefault(node.notice, []).append(node.node)
+    for notice, names in declared.items():
+        console.print(f"[yellow]declared for {escape(', '.join(names))}: {escape(notice)}[/yellow]", highlight=False)
 
 
 def _fleet(run: RunReport, console: Console, shown: int = 4) -> None:

@@ -193,16 +193,18 @@ def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], state: Firm
     )
 
 
-def step_apply_time(state: FirmwareState, method: str, uri: str, component: str, wanted: str) -> str:
+def step_apply_time(state: FirmwareState, method: str, uri: str, component: str, wanted: str | None) -> str:
     """The baseline's apply time in the BMC's spelling, when the BMC offers it for this update method
     (allowable.update_apply_times); else a one-line InputError naming the node, the URI and what it
     offers, before anything is sent (OnReset and Immediate differ in when the host sees the firmware, so
-    the value is never changed behind the operator's back)."""
+    an asked-for value is never changed behind the operator's back). A baseline without apply_time
+    (None) takes the BMC's choice among what it offers, OnReset first (allowable.apply_time)."""
     try:
         return allowable.update_apply_time(state.service, method, wanted, f"{state.where}: {uri}")
     except RedfishBadRequest as exc:
-        raise InputError(f"{exc} for firmware {component} ({method} update); set apply_time in the "
-                         "baseline to one it offers") from None
+        fix = "set apply_time in the baseline to one it offers, or leave it unset for the BMC's choice" \
+            if wanted is not None else "its update cannot be planned"
+        raise InputError(f"{exc} for firmware {component} ({method} update); {fix}") from None
 
 
 # ---- apply ---------------------------------------------------------------------------------------

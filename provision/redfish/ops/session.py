@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import threading
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,10 +10,9 @@ from provision.errors import InventoryError, RedfishError
 from provision.redfish.connector import ROOT, Connector, ConnectorOptions
 from provision.redfish.resources import ComputerSystem, ServiceRoot
 from provision.redfish.retry import RetryPolicy
+from provision.redfish.transport_warnings import warn_once
 from provision.redfish.vendors import VendorPlugin, detect
 from provision.spec.model import BmcEndpoint, HostEntry
-
-LOG = logging.getLogger("provision.redfish")
 
 
 def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: RetryPolicy | None = None,
@@ -32,26 +28,11 @@ def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: Retr
         address=bmc.address, username=bmc.username, password=bmc.password, ca_file=bmc.ca_file,
         verify_tls=bmc.verify_tls and not insecure, auth=bmc.auth, retry=retry or RetryPolicy(),
         max_parallel=max_parallel, name=name, insecure_http=bmc.insecure_http,
+        deadline_s=bmc.deadline_s,  # provision_bmc_deadline_s
     )
     if opts.address.startswith("http://"):
-        warn_plain_http(opts.where)
+        warn_once(opts.where, "plain HTTP (provision_bmc_insecure_http): the BMC password travels in clear")
     return opts
-
-
-_PLAIN_HTTP_WARNED: set[str] = set()
-_PLAIN_HTTP_LOCK = threading.Lock()
-
-
-def warn_plain_http(where: str) -> None:
-    """One warning per run (process) that BMC passwords go over plain HTTP, naming the first such BMC."""
-    with _PLAIN_HTTP_LOCK:
-        if _PLAIN_HTTP_WARNED:
-            return
-        _PLAIN_HTTP_WARNED.add(where)
-    msg = (f"{where}: plain HTTP (provision_bmc_insecure_http): the BMC password travels in clear "
-           "(said once per run, for every BMC so configured)")
-    LOG.warning(msg)
-    warnings.warn(msg, stacklevel=3)
 
 
 @dataclass(frozen=True)
@@ -79,11 +60,13 @@ def node_facts(conn: Connector) -> Node:
 
 
 def open_node(opts: ConnectorOptions) -> Node:
-    """Log in and read the node facts; the caller closes `node.conn` (nothing is left open on failure)."""
+    """Log in and read the node facts within one deadline (`opts.deadline_s`); the caller closes `node.conn`
+    (nothing is left open on failure)."""
     conn = Connector(opts)
     try:
-        conn.open()
-        return node_facts(conn)
+        with conn.deadline():
+            conn.open()
+            return node_facts(conn)
     except BaseException:
         conn.close()
         raise

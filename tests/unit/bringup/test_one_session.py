@@ -9,12 +9,10 @@ observing does; apply reuses the same session through the same `bmc(ctx, opts)`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from provision.bringup.engine import run_bringup
 from provision.bringup.model import Outcome, StagePlan
@@ -22,14 +20,11 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import Stage, StageContext
 from provision.bringup.stages import default_stages
 from provision.conformance.model import NodeReport
-from provision.lab.ca import make_ca_and_server
 from provision.spec import HostEntry, load_fleet
-from tests.conftest import ROOT
 from tests.unit.conformance.helpers import framed
-from tests.unit.redfish.rf_fakebmc import FakeBmc, Served, load_tree
+from tests.unit.redfish.rf_fakebmc import Served
+from tests.unit.tls_bmc import point_node01
 
-PASSWORD = "one-Sess-Pa55-8b20"
-TREE = load_tree(ROOT / "tests" / "fixtures" / "redfish" / "supermicro")
 SESSIONS = "/redfish/v1/SessionService/Sessions"
 BMC_STAGES = ("preflight", "firmware", "bios", "reset", "verify")
 
@@ -51,27 +46,12 @@ class ObserveOnly:
         return None
 
 
-@pytest.fixture(scope="module")
-def lab_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    return make_ca_and_server(tmp_path_factory.mktemp("labca"))
-
-
 @pytest.fixture
-def served(lab_ca: tuple[Path, Path, Path]) -> Iterator[Served]:
-    _ca, cert, key = lab_ca
-    with Served(FakeBmc(tree=dict(TREE), password=PASSWORD), tls=(cert, key)) as srv:
-        yield srv
-
-
-@pytest.fixture
-def host(inventory_copy: Path, served: Served, lab_ca: tuple[Path, Path, Path],
+def host(inventory_copy: Path, tls_bmc: Served, lab_ca: tuple[Path, Path, Path],
          monkeypatch: pytest.MonkeyPatch) -> HostEntry:
     import provision.conformance.runner as runner
 
-    hv = {"provision_bmc_address": served.address, "provision_bmc_username": "admin",
-          "provision_bmc_ca_file": str(lab_ca[0]), "ansible_host": "127.0.0.1"}
-    (inventory_copy.parent / "host_vars" / "node01.yml").write_text("---\n" + yaml.safe_dump(hv))
-    monkeypatch.setenv("PROVISION_BMC_PASSWORD", PASSWORD)
+    point_node01(inventory_copy, tls_bmc.address, lab_ca[0], monkeypatch, ansible_host="127.0.0.1")
     monkeypatch.setattr(runner, "ssh_runner_for", lambda level: lambda h: lambda node, script: framed({}))
     return load_fleet(inventory_copy).select(["node01"])[0]
 
@@ -90,7 +70,7 @@ def _bmc_rows(report: NodeReport) -> list[str]:
 
 
 def test_a_bringup_logs_in_once_for_every_stage_that_reads_the_bmc(
-        host: HostEntry, inventory_copy: Path, served: Served) -> None:
+        host: HostEntry, inventory_copy: Path, tls_bmc: Served) -> None:
     seen: dict[str, Any] = {}
     result = run_bringup([host], _stages(inventory_copy, BMC_STAGES, seen), journal=None)
     node = result.nodes[0]
@@ -99,22 +79,22 @@ def test_a_bringup_logs_in_once_for_every_stage_that_reads_the_bmc(
     rows = _bmc_rows(seen["verify"])
     assert "pass" in rows  # verify read the BMC over the kept session: no row says the BMC could not be read
     assert not [r for r in seen["verify"].results if r.area == "bmc" and r.detail.startswith("BMC ")]
-    assert _count(served, "POST") == 1, [f"{s.method} {s.path}" for s in served.bmc.seen if s.method != "GET"]
-    assert _count(served, "DELETE") == 1  # logged out once, when the node's run ended
-    assert served.bmc.seen[-1].method == "DELETE"  # after every read of every stage, verify's included
+    assert _count(tls_bmc, "POST") == 1, [f"{s.method} {s.path}" for s in tls_bmc.bmc.seen if s.method != "GET"]
+    assert _count(tls_bmc, "DELETE") == 1  # logged out once, when the node's run ended
+    assert tls_bmc.bmc.seen[-1].method == "DELETE"  # after every read of every stage, verify's included
 
 
-def test_verify_alone_opens_the_one_session_itself(host: HostEntry, inventory_copy: Path, served: Served) -> None:
+def test_verify_alone_opens_the_one_session_itself(host: HostEntry, inventory_copy: Path, tls_bmc: Served) -> None:
     seen: dict[str, Any] = {}
     run_bringup([host], _stages(inventory_copy, ("verify",), seen), journal=None)
     assert "pass" in _bmc_rows(seen["verify"])
-    assert (_count(served, "POST"), _count(served, "DELETE")) == (1, 1)
+    assert (_count(tls_bmc, "POST"), _count(tls_bmc, "DELETE")) == (1, 1)
 
 
 def test_a_bmc_that_cannot_be_reached_at_verify_is_error_rows(host: HostEntry, inventory_copy: Path,
-                                                              served: Served) -> None:
-    served.bmc.sessions = False  # session logins refused (405), and basic auth with a wrong password
-    served.bmc.password = "not-the-password"
+                                                              tls_bmc: Served) -> None:
+    tls_bmc.bmc.sessions = False  # session logins refused (405), and basic auth with a wrong password
+    tls_bmc.bmc.password = "not-the-password"
     seen: dict[str, Any] = {}
     run_bringup([host], _stages(inventory_copy, ("verify",), seen), journal=None)
     rows = [r for r in seen["verify"].results if r.area == "bmc"]

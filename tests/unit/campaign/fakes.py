@@ -7,11 +7,34 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 
 from provision.campaign.catalog import Catalog, Component
 from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
 
 SHA = "0" * 64
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def halted_journal(path: Path, waves: list[list[str]], n2_detail: str, wave0_done: bool = False) -> Path:
+    """A journal at `path` holding campaign c1 halted in wave 0: n1 updated (bmc 1.0 -> 2.0, flashed), n2
+    failed with `n2_detail`, the rest pending; wave 0 active (then done, with `wave0_done`)."""
+    from provision.journal import Journal
+    from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, WaveState
+
+    with Journal(path) as j:
+        store = CampaignStore(j)
+        store.create("c1", str(ROOT / "campaigns" / "ml_prod_v4_2026q4.yml"), SHA, waves)
+        store.node_started("c1", "n1", {"bmc": "1.0"})
+        store.node_flashing("c1", "n1", ["bmc"])
+        store.node_finished("c1", "n1", NodeState.DONE, {"bmc": "2.0"})
+        store.node_started("c1", "n2", {"bmc": "1.0"})
+        store.node_finished("c1", "n2", NodeState.FAILED, {"bmc": "1.0"}, n2_detail)
+        store.wave_state("c1", 0, WaveState.ACTIVE)
+        if wave0_done:
+            store.wave_state("c1", 0, WaveState.DONE, "ok")
+        store.set_state("c1", CampaignState.HALTED, "1 node(s) failed (max_failures 0); last: n2")
+    return path
 
 
 def catalog(policy: dict | None = None, components: list[dict] | None = None) -> Catalog:

@@ -4,9 +4,11 @@ FirmwareInventory members are fetched and matched, versions in vendor formats, b
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -37,6 +39,15 @@ class FakeConn:
     power: str = "On"
 
     expand: bool = False
+    depth: int = 0  # deadline() scopes open now (Connector.deadline)
+
+    @contextmanager
+    def deadline(self, seconds: float | None = None) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     def expand_args(self, levels: int) -> dict[str, str] | None:
         return {"$expand": f".($levels={levels})"} if self.expand else None
@@ -161,11 +172,12 @@ def test_a_host_mid_reset_is_busy(power: str, busy: bool) -> None:
 @dataclass
 class ClosingConn(FakeConn):
     closed: int = 0
-    opts: Any = None
+    opts: Any = field(default_factory=lambda: SimpleNamespace(where="the fake BMC", name="fake"))
     gets: int = 0
 
     def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
         self.gets += 1
+        assert self.depth, f"GET {uri} outside the command's deadline"
         if uri == "/redfish/v1/UpdateService":
             return {"@odata.id": uri, "Id": "UpdateService"}
         return super().get(uri, args)
@@ -322,7 +334,7 @@ def _until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
 class PostRecorder(FakeConn):
     """A BMC connection that records POSTs and answers each with a Task."""
 
-    opts: Any = None
+    opts: Any = field(default_factory=lambda: SimpleNamespace(where="the fake BMC", name="fake"))
     posted: list[tuple[str, Any]] = field(default_factory=list)
 
     def post(self, uri: str, body: Any) -> Any:
@@ -401,3 +413,63 @@ def test_a_learned_wait_first_polls_after_the_shortest_time_seen() -> None:
     assert slept == [0.0, 3.4]
     up._learned("bios BMC back", lambda: None)
     assert slept[-1] == 0.0  # per kind
+
+
+# -- the per-command deadline (provision_bmc_deadline_s) ---------------------------------------------
+@pytest.mark.parametrize("in_session", [False, True])
+def test_the_updaters_reads_run_within_the_bmcs_deadline(in_session: bool) -> None:
+    """A BMC stalling the FirmwareInventory read fails observe (and the gate) at the inventory's deadline with
+    one line naming the node and the URI; without a deadline the read would wait the stall out."""
+    import contextlib
+
+    from provision.campaign.redfish_updater import RedfishHealth
+    from provision.errors import ProvisionError
+    from tests.unit.redfish.rf_fakebmc import FakeBmc, Served
+    from tests.unit.tls_bmc import TREE
+
+    bmc = FakeBmc(tree=dict(TREE))
+    with Served(bmc) as srv:
+        endpoint = BmcEndpoint(address=srv.address, username="admin", password="s3cret-Pa55", insecure_http=True,
+                               deadline_s=0.5)
+        target = Target(name="n1", bmc=endpoint)
+        up = RedfishUpdater(Path("campaign.yml"), poll_s=0.01)
+        with up.session(target) if in_session else contextlib.nullcontext():
+            bmc.delay[INV] = 5.0
+            try:
+                with pytest.raises(ProvisionError, match=rf"n1 BMC .*{INV}.*deadline"):
+                    up.observe(target, COMPS)
+                with pytest.raises(ProvisionError, match=rf"n1 BMC .*{INV}.*deadline"):
+                    RedfishHealth(up).check(target, COMPS, redfish_health=True, conformance=True)
+            finally:
+                bmc.released.set()  # let the stalled handler threads go
+
+
+# -- the apply time a catalog leaves unset -----------------------------------------------------------
+@pytest.mark.parametrize(("apply_time", "sent"), [(None, "Immediate"), ("Immediate", "Immediate"), ("OnReset", None)])
+def test_a_campaign_step_takes_an_apply_time_the_gh200_offers(tmp_path: Path, apply_time: str | None,
+                                                              sent: str | None) -> None:
+    """The GH200's multipart push offers Immediate only: an unset apply time becomes Immediate, an explicit
+    OnReset is refused in one line before anything is sent."""
+    import json
+
+    from provision.campaign.updater import UpdateFailed
+    from provision.errors import InputError
+    from provision.redfish.resources import UpdateService
+    from tests.conftest import ROOT
+
+    gh200 = ROOT / "tests" / "fixtures" / "redfish" / "full" / "nvidia_gh200" / "redfish" / "v1" / "UpdateService"
+    service = UpdateService.parse(json.loads((gh200 / "index.json").read_text()))
+    (tmp_path / "gpu.bin").write_bytes(b"x")
+    comp = catalog(components=[{"component": "gpu", "version": "2.0", "image": "gpu.bin", "sha256": "0" * 64,
+                                **({"apply_time": apply_time} if apply_time else {})}]).ordered()[0]
+    assert comp.apply_time == apply_time
+    conn = ClosingConn(opts=SimpleNamespace(where="n1 BMC (https://bmc)", name="n1"))
+    node = FakeNode(conn, vendor=by_name("nvidia_hgx"))
+    up = RedfishUpdater(tmp_path / "campaign.yml")
+    entries = _entries("1.0")
+    if sent is None:
+        with pytest.raises((InputError, UpdateFailed), match=r"n1 BMC .*apply time 'OnReset' is not offered"):
+            up._step(node, service, comp, entries)  # type: ignore[arg-type]
+        return
+    step = up._step(node, service, comp, entries)  # type: ignore[arg-type]
+    assert (step.method, step.apply_time) == ("multipart", sent)

@@ -11,20 +11,16 @@ import ast
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from provision.cli import main
-from provision.lab.ca import make_ca_and_server
 from tests.conftest import ROOT
 from tests.unit.conformance.helpers import framed
-from tests.unit.redfish.rf_fakebmc import FakeBmc, Served, load_tree
+from tests.unit.redfish.rf_fakebmc import Served
+from tests.unit.tls_bmc import PASSWORD, point_node01
 
-PASSWORD = "vs-Test-Pa55-41c9"
-TREE = load_tree(ROOT / "tests" / "fixtures" / "redfish" / "supermicro")
 CHECKS = ROOT / "provision" / "conformance" / "checks"
 BMC_MODULES = ("bmc", "bmc_read", "bmc_facts")
 SESSIONS = "/redfish/v1/SessionService/Sessions"
@@ -64,18 +60,6 @@ def test_each_bmc_module_imports_first_in_a_fresh_interpreter(module: str) -> No
 
 
 # ---- provision verify: its own session, TLS as the operator says ---------------------------------------------
-@pytest.fixture(scope="module")
-def lab_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    return make_ca_and_server(tmp_path_factory.mktemp("labca"))
-
-
-@pytest.fixture
-def bmc(lab_ca: tuple[Path, Path, Path]) -> Iterator[Served]:
-    _ca, cert, key = lab_ca
-    with Served(FakeBmc(tree=dict(TREE), password=PASSWORD), tls=(cert, key)) as srv:
-        yield srv
-
-
 @pytest.fixture
 def no_ssh(monkeypatch: pytest.MonkeyPatch) -> None:
     """The node side answers nothing (its rows are errors); only the BMC rows are judged here."""
@@ -85,13 +69,7 @@ def no_ssh(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _inventory(inv: Path, address: str, ca: Path | None, monkeypatch: pytest.MonkeyPatch) -> Path:
-    hv: dict[str, object] = {"provision_bmc_address": address, "provision_bmc_username": "admin",
-                             "ansible_host": "127.0.0.1"}
-    if ca is not None:
-        hv["provision_bmc_ca_file"] = str(ca)
-    (inv.parent / "host_vars" / "node01.yml").write_text("---\n" + yaml.safe_dump(hv))
-    monkeypatch.setenv("PROVISION_BMC_PASSWORD", PASSWORD)
-    return inv
+    return point_node01(inv, address, ca, monkeypatch, ansible_host="127.0.0.1")
 
 
 def _verify(inv: Path, out: Path, *extra: str) -> tuple[int, list[dict[str, str]]]:
@@ -106,32 +84,32 @@ def _logins(srv: Served) -> int:
 
 
 def test_verify_without_insecure_makes_an_untrusted_bmc_error_rows(
-        inventory_copy: Path, bmc: Served, no_ssh: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rc, rows = _verify(_inventory(inventory_copy, bmc.address, None, monkeypatch), tmp_path / "r.json")
+        inventory_copy: Path, tls_bmc: Served, no_ssh: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rc, rows = _verify(_inventory(inventory_copy, tls_bmc.address, None, monkeypatch), tmp_path / "r.json")
     assert rc == 3
     assert rows and {r["outcome"] for r in rows} == {"error"}
     assert all(r["detail"].startswith("BMC TLS verification failed") for r in rows), rows[0]
-    assert not bmc.bmc.seen  # the handshake failed: nothing, credentials least of all, was sent
+    assert not tls_bmc.bmc.seen  # the handshake failed: nothing, credentials least of all, was sent
 
 
 def test_verify_insecure_reaches_the_untrusted_bmc_over_one_session(
-        inventory_copy: Path, bmc: Served, no_ssh: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        inventory_copy: Path, tls_bmc: Served, no_ssh: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    inv = _inventory(inventory_copy, bmc.address, None, monkeypatch)
-    with pytest.warns(UserWarning, match="TLS certificate verification is OFF"):
-        _rc, rows = _verify(inv, tmp_path / "r.json", "--insecure")
+    inv = _inventory(inventory_copy, tls_bmc.address, None, monkeypatch)
+    _rc, rows = _verify(inv, tmp_path / "r.json", "--insecure")
+    out, err = capsys.readouterr()
+    assert err.count("TLS certificate verification is OFF") == 1, err  # once per BMC per command
     judged = [r for r in rows if r["outcome"] in ("pass", "fail", "warn")]
     assert judged, rows  # the BMC was read: its PSUs, fans and temperatures are judged
     assert not any("TLS" in r["detail"] for r in rows)
-    assert _logins(bmc) == 1  # one session for the node's BMC checks, logged out after
-    assert sum(1 for s in bmc.bmc.seen if s.method == "DELETE" and s.path.startswith(SESSIONS)) == 1
-    out, err = capsys.readouterr()
+    assert _logins(tls_bmc) == 1  # one session for the node's BMC checks, logged out after
+    assert sum(1 for s in tls_bmc.bmc.seen if s.method == "DELETE" and s.path.startswith(SESSIONS)) == 1
     assert PASSWORD not in out + err + (tmp_path / "r.json").read_text()
 
 
 def test_verify_trusts_the_bmc_through_the_hosts_ca_file(
-        inventory_copy: Path, bmc: Served, lab_ca: tuple[Path, Path, Path], no_ssh: None, tmp_path: Path,
+        inventory_copy: Path, tls_bmc: Served, lab_ca: tuple[Path, Path, Path], no_ssh: None, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    _rc, rows = _verify(_inventory(inventory_copy, bmc.address, lab_ca[0], monkeypatch), tmp_path / "r.json")
+    _rc, rows = _verify(_inventory(inventory_copy, tls_bmc.address, lab_ca[0], monkeypatch), tmp_path / "r.json")
     assert [r for r in rows if r["outcome"] in ("pass", "fail", "warn")], rows
-    assert not any("TLS" in r["detail"] for r in rows) and _logins(bmc) == 1
+    assert not any("TLS" in r["detail"] for r in rows) and _logins(tls_bmc) == 1

@@ -17,6 +17,7 @@ from provision.conformance.model import Level, NodeReport, Outcome, Provenance, 
 from provision.conformance.provenance import run_digest, spec_digest
 from provision.conformance.report import from_json, render_html, render_junit, render_terminal, to_json
 from provision.conformance.report.fleet import by_check
+from provision.lab.declaration import lab_notice
 from tests.reportcheck import check_json_report, check_junit
 from tests.unit.conformance.helpers import fixture, run, spec
 from tests.unit.parsers._fixtures import H100_590, section
@@ -39,7 +40,8 @@ def sample_run() -> RunReport:
     nodes = (
         NodeReport(node="good01", profile="ml_prod_v4", gather_seconds=0.2, spec_digest=digest,
                    results=tuple(r for r in good.results if r.area == "gpu")),
-        NodeReport(node="bad02", profile="ml_prod_v4", lab=True, standins=("nvidia-smi",), spec_digest=digest,
+        NodeReport(node="bad02", profile="ml_prod_v4", lab=True, standins=("nvidia-smi",),
+                   notice=lab_notice(("nvidia-smi",)), spec_digest=digest,
                    results=tuple(bad.results)),
         NodeReport(node="gone03", profile="ml_prod_v4", spec_digest=digest,
                    error="ssh root@10.203.3.2:22 failed: Connection refused"),
@@ -116,7 +118,7 @@ def test_json_round_trip() -> None:
     assert data["nodes"][1]["totals"]["waived"] == 1 and data["nodes"][1]["verdict"] == "fail"
     assert (data["verdict"], data["exit_code"]) == ("fail", 1) and data["nodes"][2]["verdict"] == "error"
     assert from_json(data) == r
-    assert data["schema_version"] == "1.0" and data["provenance"]["provision_version"] == "0.1.0"
+    assert data["schema_version"] == "1.1" and data["provenance"]["provision_version"] == "0.1.0"
     check_json_report(data)
 
 
@@ -168,7 +170,8 @@ def test_terminal_lists_failed_errors_warnings_and_waivers() -> None:
     render_terminal(r, console)
     out = console.export_text()
     assert "good01" in out and "UNREACHABLE" in out and "cpu.model" in out and "kernel.module.x" in out
-    assert "LAB STAND-IN" in out and "1 check(s) waived" in out
+    assert f"declared for bad02: {lab_notice(('nvidia-smi',))}" in out and "1 check(s) waived" in out
+    assert "bad02 (declared)" in out and "good01 (declared)" not in out
     rows = {cells[1]: cells[-1] for line in out.splitlines()
             if len(cells := [c.strip() for c in line.strip("│").split("│")]) == 5}
     assert (rows["bmc.psu"], rows["bmc.temperatures"], rows["cpu.model"]) == ("error", "warn", "fail")
@@ -312,3 +315,32 @@ def test_report_files_hold_node_data_and_are_0600_from_the_start(tmp_path: Path)
     modes = {name: stat.S_IMODE(p.stat().st_mode) for name, p in paths.items()}
     assert modes == {"junit": 0o600, "json": 0o600, "html": 0o600}
     assert json.loads(paths["json"].read_text())["nodes"]
+
+
+def test_the_declared_notice_is_the_inventorys_text_and_changes_no_verdict() -> None:
+    """The reports print what the declaration says, word for word, and nothing lab-specific of their own;
+    the same node report without the declaration has the same verdicts and counts."""
+    import inspect
+
+    from provision.conformance.report import html, terminal
+
+    declared = sample_run()
+    plain = declared.model_copy(update={"nodes": tuple(n.model_copy(update={"notice": "", "lab": False,
+                                                                             "standins": ()})
+                                                       for n in declared.nodes)})
+    assert [(n.verdict, n.counts()) for n in declared.nodes] == [(n.verdict, n.counts()) for n in plain.nodes]
+    assert (declared.exit_code, declared.counts()) == (plain.exit_code, plain.counts())
+    custom = declared.model_copy(update={"nodes": tuple(n.model_copy(update={"notice": "rack 7: borrowed PSUs"})
+                                                        if n.notice else n for n in declared.nodes)})
+    for source in (terminal, html):
+        assert "STAND-IN" not in inspect.getsource(source) and ".lab" not in inspect.getsource(source)
+    page = render_html(custom)
+    assert "rack 7: borrowed PSUs" in page and "STAND-IN" not in page.replace("LAB STAND-IN: no modules", "")
+    assert "(declared)" not in render_html(plain) and "Declared by the inventory" not in render_html(plain)
+    console = Console(record=True, width=220)
+    render_terminal(custom, console)
+    out = console.export_text()
+    assert "declared for bad02: rack 7: borrowed PSUs" in out
+    quiet = Console(record=True, width=220)
+    render_terminal(plain, quiet)
+    assert "declared" not in quiet.export_text()

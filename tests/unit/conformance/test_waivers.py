@@ -10,7 +10,14 @@ import pytest
 from provision.conformance.model import CheckResult, Level, Outcome
 from provision.conformance.runner import apply_waivers, verify
 from provision.errors import InventoryError
-from provision.lab.declaration import NO_MD_WAIVERS, STANDIN_TOOLS, TWIN_WAIVERS, lab_declaration, lab_waivers
+from provision.lab.declaration import (
+    NO_MD_WAIVERS,
+    STANDIN_TOOLS,
+    TWIN_WAIVERS,
+    lab_declaration,
+    lab_notice,
+    lab_waivers,
+)
 from provision.spec import load_fleet
 from provision.spec.model import BmcEndpoint, HostEntry, LabDeclaration, SshEndpoint, Waiver
 from tests.unit.conformance.helpers import framed, run, spec
@@ -32,7 +39,7 @@ TWIN_CHECKS = {"kernel.uname", "raid.root", "raid.array", "raid.sync", "raid.mem
 
 def declared(proc: Path) -> LabDeclaration:
     return LabDeclaration(lab=True, waivers=tuple(Waiver(pattern=k, reason=v) for k, v in lab_waivers(proc).items()),
-                          standins=STANDIN_TOOLS)
+                          standins=STANDIN_TOOLS, notice=lab_notice())
 
 
 def test_undeclared_twin_like_node_is_judged_as_real_hardware() -> None:
@@ -87,6 +94,7 @@ def test_inventory_declaration_reaches_the_report_and_the_verdicts(tmp_path: Pat
                     runner_for=lambda h: lambda node, script: framed(sections))
     twin, real = report.nodes
     assert twin.lab and not real.lab and twin.standins == STANDIN_TOOLS and real.standins == ()
+    assert twin.notice == lab_notice() and real.notice == ""
     assert {r.id for r in twin.waived} == TWIN_CHECKS and not real.waived
 
 
@@ -132,3 +140,18 @@ def test_the_lab_inventory_declares_its_twins(tmp_path: Path) -> None:
     hv.write_text(hv.read_text() + "provision_bmc_address: https://127.0.0.1:8443\n")
     lab = load_fleet(hosts).hosts["node01"].lab
     assert lab.lab and {w.pattern: w.reason for w in lab.waivers} == lab_waivers()
+    assert lab.notice == lab_notice() and "nvidia-smi" in lab.notice
+
+
+def test_loader_reads_the_declared_notice_and_refuses_bad_ones(inventory_copy: Path) -> None:
+    hv = inventory_copy.parent / "host_vars" / "node01.yml"
+    base = hv.read_text()
+    hv.write_text(base + "provision_lab: true\nprovision_lab_notice: twin of rack 7\n")
+    assert load_fleet(inventory_copy).hosts["node01"].lab.notice == "twin of rack 7"
+    for bad, why in (("provision_lab_notice: twin\n", "is set but provision_lab is not true"),
+                     ("provision_lab: true\nprovision_lab_notice: [a]\n", "must be one line of text"),
+                     ("provision_lab: true\nprovision_lab_notice: \"a\\nb\"\n", "must be one line of text")):
+        hv.write_text(base + bad)
+        with pytest.raises(InventoryError, match=why) as err:
+            load_fleet(inventory_copy)
+        assert "node01" in str(err.value) and "provision_lab_notice" in str(err.value)

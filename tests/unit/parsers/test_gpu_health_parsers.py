@@ -91,3 +91,28 @@ def test_xml_clock_events_and_ecc() -> None:
     gpu = p.parse_nvidia_smi_xml(text("nvidia-smi/telegraf/a10g.xml")).gpus[0]
     assert gpu.performance_state == "P8" and gpu.clock_events is not None and gpu.clock_events.idle is True
     assert gpu.ecc_errors is not None and gpu.ecc_errors.volatile_uncorrectable == 0
+
+
+@pytest.mark.parametrize(("counters", "corrected", "uncorrected"), [
+    ([("SRAM Correctable", "1"), ("SRAM Uncorrectable Parity", "2"), ("SRAM Uncorrectable SEC-DED", "3"),
+      ("DRAM Correctable", "4"), ("DRAM Uncorrectable", "5")], 5, 10),
+    ([("sram_correctable", "1"), ("sram_uncorrectable_parity", "2"), ("dram_uncorrectable", "0")], 1, 2),
+    ([("SRAM Correctable", "N/A"), ("DRAM Uncorrectable", "N/A")], None, None),  # N/A is not a zero
+    ([("SRAM Threshold Exceeded", "No"), ("DRAM Correctable", "0"), ("SRAM Sources", None)], 0, None),
+])  # fmt: skip
+def test_ecc_sums_are_one_rule_for_text_and_xml(counters: list[tuple[str, str | None]], corrected: int | None,
+                                                uncorrected: int | None) -> None:
+    from provision.conformance.parsers.nvsmi_ecc import ecc_errors
+
+    ecc = ecc_errors("nvidia-smi -q", "00000000:19:00.0", counters, None)
+    assert (ecc.volatile_correctable, ecc.volatile_uncorrectable) == (corrected, uncorrected)
+    assert (ecc.aggregate_correctable, ecc.aggregate_uncorrectable) == (None, None)
+
+
+def test_text_and_xml_parsers_sum_the_same_counters_alike() -> None:
+    xml = text("nvidia-smi/telegraf/a10g.xml").replace(
+        "<volatile>", "<volatile><sram_uncorrectable_parity>3</sram_uncorrectable_parity>", 1)
+    gpu = p.parse_nvidia_smi_xml(xml).gpus[0]
+    assert gpu.ecc_errors is not None and gpu.ecc_errors.volatile_uncorrectable == 3
+    with pytest.raises(ParseError, match="ECC sram_uncorrectable_parity"):
+        p.parse_nvidia_smi_xml(xml.replace(">3</sram_uncorrectable_parity>", ">lots</sram_uncorrectable_parity>", 1))

@@ -24,7 +24,7 @@ from provision.spec.model import FirmwareComponent
 US = "/redfish/v1/UpdateService"
 
 
-def _baseline(tmp_path: Path, component: str, apply_time: str) -> tuple[FirmwareComponent, ...]:
+def _baseline(tmp_path: Path, component: str, apply_time: str | None) -> tuple[FirmwareComponent, ...]:
     image = tmp_path / f"{component}.bin"
     image.write_bytes(b"image")
     return (FirmwareComponent(component=component, version="999.0.0", image=str(image),
@@ -56,9 +56,14 @@ def _dell_simple_only(supported: list[str]) -> dict[str, Any]:
     ("lenovo", "lenovo", "bios", "OnReset", "multipart", "OnReset"),
     ("lenovo", "lenovo", "bmc", "Immediate", "multipart", "Immediate"),
     ("supermicro", "supermicro", "bios", "OnReset", "multipart", "OnReset"),
+    # a baseline that leaves it to the BMC (None): OnReset where offered or unsaid, else what it offers
+    ("nvidia_gh200", "nvidia_hgx", "gpu", None, "multipart", "Immediate"),
+    ("nvidia_gh200", "nvidia_hgx", "bmc", None, "multipart", "Immediate"),
+    ("hpe", "hpe", "bios", None, "simple", "OnReset"),
+    ("supermicro", "supermicro", "bios", None, "multipart", "OnReset"),
 ])
-def test_apply_time_from_each_capture(tmp_path: Path, capture: str, vendor: str, component: str, apply_time: str,
-                                      method: str, sent: str | None) -> None:
+def test_apply_time_from_each_capture(tmp_path: Path, capture: str, vendor: str, component: str,
+                                      apply_time: str | None, method: str, sent: str | None) -> None:
     state = _state(capture)
     baseline = _baseline(tmp_path, component, apply_time)
     if sent is None:
@@ -67,27 +72,41 @@ def test_apply_time_from_each_capture(tmp_path: Path, capture: str, vendor: str,
         text = str(err.value)
         assert "\n" not in text and "node01 BMC" in text and US in text
         assert f"apply time {apply_time!r} is not offered" in text and "['Immediate']" in text
+        assert "set apply_time in the baseline to one it offers, or leave it unset" in text
         return
     plan = fw.plan(baseline, state, by_name(vendor))
     assert [(s.component, s.method, s.apply_time) for s in plan.steps] == [(component, method, sent)]
 
 
-@pytest.mark.parametrize(("supported", "apply_time", "ok"), [
-    (["Immediate", "OnReset", "OnStartUpdateRequest"], "OnReset", True),  # the Dell capture as it is
-    (["Immediate"], "OnReset", False),
-    (["OnReset"], "Immediate", False),
-    (["OnReset"], "OnReset", True),
+@pytest.mark.parametrize(("supported", "apply_time", "sent"), [
+    (["Immediate", "OnReset", "OnStartUpdateRequest"], "OnReset", "OnReset"),  # the Dell capture as it is
+    (["Immediate"], "OnReset", None),
+    (["OnReset"], "Immediate", None),
+    (["OnReset"], "OnReset", "OnReset"),
+    (["Immediate", "OnReset", "OnStartUpdateRequest"], None, "OnReset"),  # unset: OnReset first
+    (["OnStartUpdateRequest", "Immediate"], None, "Immediate"),
+    (["onreset"], None, "onreset"),  # in the BMC's own spelling
+    (["OnStartUpdateRequest"], None, None),  # nothing provision uses: refused, one line
 ])
-def test_simple_update_apply_time_support(tmp_path: Path, supported: list[str], apply_time: str, ok: bool) -> None:
+def test_simple_update_apply_time_support(tmp_path: Path, supported: list[str], apply_time: str | None,
+                                          sent: str | None) -> None:
     state = fw.FirmwareState(entries=firmware_entries("lenovo"), service=UpdateService.parse(_dell_simple_only(supported)),
                              where="node01 BMC")
     baseline = _baseline(tmp_path, "bios", apply_time)
     plugin = by_name("generic")
-    if ok:
-        assert [s.apply_time for s in fw.plan(baseline, state, plugin).steps] == [apply_time]
+    if sent is not None:
+        assert [s.apply_time for s in fw.plan(baseline, state, plugin).steps] == [sent]
     else:
-        with pytest.raises(InputError, match=r"UpdateService\.SimpleUpdate: apply time .* for firmware bios \(simple"):
+        with pytest.raises(InputError, match=r"UpdateService\.SimpleUpdate: .*apply time.* for firmware bios \(simple"):
             fw.plan(baseline, state, plugin)
+
+
+def test_a_baseline_without_apply_time_leaves_it_to_the_bmc() -> None:
+    """The spec's default is None (the BMC's choice), not OnReset: only an explicit value is ever refused."""
+    from provision.spec.model import FirmwareComponent as Fc
+
+    comp = Fc(component="gpu", version="1.0", image="gpu.bin", sha256="0" * 64)
+    assert comp.apply_time is None
 
 
 def test_send_refuses_a_step_built_elsewhere_with_an_apply_time_the_bmc_does_not_offer(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from rf_fakebmc import FakeBmc, Served, make_cert
 from rf_support import connect, options, tree
 
+from provision.redfish import transport_warnings
 from provision.redfish.connector import Connector
 from provision.redfish.errors import RedfishAuthError, RedfishTlsError, RedfishUnavailable
 from provision.redfish.ops.inventory import observe
@@ -191,13 +192,17 @@ def test_tls_verified_by_default(certs: tuple[Path, Path, Path]) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
-def test_insecure_is_explicit_and_warns(certs: tuple[Path, Path, Path]) -> None:
+def test_insecure_is_explicit_and_warns_once(certs: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture) -> None:
     _, cert, key = certs
     with Served(FakeBmc(tree=tree("supermicro")), tls=(cert, key)) as srv:
+        transport_warnings.reset()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             conn = Connector(options(srv.address, verify_tls=False), sleep=lambda s: None)
-        assert any("verification is OFF" in str(w.message) for w in caught)
+            Connector(options(srv.address, verify_tls=False), sleep=lambda s: None).close()  # same BMC, same command
+        said = [str(w.message) for w in caught if "verification is OFF" in str(w.message)]
+        said += [r.getMessage() for r in caplog.records if "verification is OFF" in r.getMessage()]
+        assert len(said) == 1, said
         conn.open()
         assert conn.get(SYS)["Id"] == "1"
 
