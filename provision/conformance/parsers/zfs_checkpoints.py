@@ -34,7 +34,8 @@ _FINISHED = re.compile(
 _SINCE = re.compile(rf"^(?P<kind>scrub|resilver)(?: \([^)]*\))? (?P<what>in progress|paused) since {_DATE}")
 _CANCELED = re.compile(rf"^(?P<kind>scrub|resilver) canceled on {_DATE}")
 # sanoid names its snapshots autosnap_<YYYY-mm-dd_HH:MM:SS>_<period> (sanoid's sanoid, take_snapshots)
-_AUTOSNAP = re.compile(r"^autosnap_\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d_(?P<period>frequently|hourly|daily|weekly|monthly|yearly)$")
+_AUTOSNAP = re.compile(
+    r"^autosnap_\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d_(?P<period>frequently|hourly|daily|weekly|monthly|yearly)$")
 
 
 class ScanState(StrEnum):
@@ -136,3 +137,19 @@ def parse_epoch(text: str) -> datetime:
     if not value.isdigit():
         fail("date +%s", f"{value[:40]!r} is not seconds since the epoch")
     return datetime.fromtimestamp(int(value), UTC)
+
+
+_UNIT_STATES = frozenset({"active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown",
+                          "maintenance", "refreshing"})
+
+
+@tool_parser("systemctl is-active")
+def parse_active_states(text: str, units: list[str]) -> tuple[str, ...]:
+    """`systemctl is-active UNIT...`: one state per unit, in order (it exits 3 when one is not active)."""
+    states = tuple(line.strip() for line in text.splitlines() if line.strip())
+    if len(states) != len(units):
+        fail("systemctl is-active", f"{len(states)} state line(s) for {len(units)} unit(s)")
+    bad = [s for s in states if s not in _UNIT_STATES]
+    if bad:
+        fail("systemctl is-active", f"unknown unit state(s) {bad}")
+    return states
