@@ -15,20 +15,22 @@ from provision.conformance.parsers.zpool_status import parse_zpool_status
 from provision.lab.twins.personality import apply_fault
 from tests.unit.conformance.helpers import area, run, spec
 
-SANOID_CONF = """[scratch]
-use_template = provision
-recursive = yes
+ROLE_TEMPLATES = Path(__file__).resolve().parents[2] / "roles" / "zfs_scratch" / "templates"
 
-[template_provision]
-frequently = 0
-hourly = 24
-daily = 7
-weekly = 4
-monthly = 0
-yearly = 0
-autosnap = yes
-autoprune = yes
-"""
+
+def role_template(name: str, **values: object) -> str:
+    """A roles/zfs_scratch template rendered with plain Jinja2: the stand-ins read what the role writes."""
+    import jinja2
+
+    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.from_string((ROLE_TEMPLATES / f"{name}.j2").read_text()).render(ansible_managed="test", **values)
+
+
+ZFS = spec().storage.scratch.zfs
+assert ZFS.snapshots is not None and ZFS.zed is not None
+SANOID_CONF = role_template("sanoid.conf", zfs_scratch_snapshots=ZFS.snapshots.model_dump(),
+                            zfs_scratch_snapshot_datasets=["scratch"])
+ZED_RC = role_template("zed.rc", zfs_scratch_zed=ZFS.zed.model_dump())
 
 
 @pytest.fixture
@@ -67,6 +69,16 @@ def test_sanoid_takes_each_period_once_and_prunes(twin: Twin) -> None:
         "autosnap_2020-01-01_00:00:00_hourly"]
 
 
+def test_role_templates_render_as_expected() -> None:
+    assert "[scratch]\nuse_template = provision\nrecursive = yes\n" in SANOID_CONF
+    assert "hourly = 24\ndaily = 7\nweekly = 4\nmonthly = 0\n" in SANOID_CONF
+    zed = checkpoints.parse_zed_rc(ZED_RC)
+    assert (zed["ZED_EMAIL_ADDR"], zed["ZED_NOTIFY_VERBOSE"], zed["ZED_NOTIFY_INTERVAL_SECS"]) == (
+        "storage-alerts@example.net", "0", "3600"), ZED_RC
+    timer = role_template("provision-zfs-scrub@.timer", zfs_scratch_scrub_on_calendar="monthly")
+    assert "OnCalendar=monthly\n" in timer
+
+
 def test_snapshot_destroy_and_duplicates(twin: Twin) -> None:
     twin.out("zfs", "snapshot", "-r", "scratch@manual")
     dup = twin.run("zfs", "snapshot", "scratch@manual", check=False)
@@ -94,7 +106,7 @@ def _facts(twin: Twin) -> dict[str, str | tuple[int, str, str]]:
     return {"node_clock": f"{int(time.time())}\n", "zfs_snapshots": _snapshots(twin),
             "zpool_status_utc": twin.out("zpool", "status", "scratch"),
             "checkpoint_units": "active\nactive\nactive\n",
-            "zed_rc": 'ZED_EMAIL_ADDR="storage-alerts@example.net"\nZED_NOTIFY_VERBOSE=0\n'}
+            "zed_rc": ZED_RC}
 
 
 @pytest.mark.parametrize("fault,failing", [
