@@ -46,6 +46,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("status", "provision.cli.journal_views:status_command"),
     ("history", "provision.cli.journal_views:history_command"),
     ("verify", "provision.cli.verify:verify_command"),
+    ("checkpoints", "provision.cli.checkpoints:checkpoints_command"),
     ("configure", "provision.cli.configure"),
     ("bmc", "provision.cli.bmc"),
     ("bios", "provision.cli.bios"),

@@ -207,6 +207,117 @@ class BootStorage(Frozen):
         return self
 
 
+_CAL_WORD = r"[0-9*][0-9*,./~]*"
+_CAL_DOW = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)(?:(?:,|\.\.)(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun))*"
+_ON_CALENDAR_RE = re.compile(
+    rf"^(?:{_CAL_DOW}\s+)?(?:{_CAL_WORD}-{_CAL_WORD}-{_CAL_WORD}\s+)?{_CAL_WORD}:{_CAL_WORD}(?::{_CAL_WORD})?$"
+)
+# systemd.time(7) shorthands and the longest gap between two of their runs (days).
+CALENDAR_SHORTHANDS: dict[str, float] = {
+    "hourly": 1 / 24, "daily": 1, "weekly": 7, "monthly": 31, "quarterly": 92, "semiannually": 184,
+    "yearly": 366, "annually": 366,
+}
+SNAPSHOT_INTERVALS_H: dict[str, int] = {"hourly": 1, "daily": 24, "weekly": 24 * 7, "monthly": 24 * 31}
+"""The longest gap between two snapshots of each sanoid period (hours; a month is at most 31 days)."""
+_DATASET_RE = re.compile(r"^[A-Za-z0-9_.:\-]+(?:/[A-Za-z0-9_.:\-]+)*$")
+_EMAIL_RE = re.compile(r"^[^@\s,;'\"]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}$")
+
+
+class SnapshotSchedule(Frozen):
+    """Snapshots of the scratch pool (sanoid's template): how many of each period to keep.
+
+    The scratch stripe has no redundancy (seed 5.4): snapshots protect checkpoints from deletion and
+    overwrite, not from a lost drive."""
+
+    hourly: NonNegativeInt = 24
+    daily: NonNegativeInt = 7
+    weekly: NonNegativeInt = 4
+    monthly: NonNegativeInt = 0
+    datasets: tuple[str, ...] = Field(default=(), description="Datasets under the pool to snapshot, relative "
+                                      "to it (e.g. checkpoints); none: the pool's root dataset")
+    recursive: bool = Field(default=True, description="Snapshot the child datasets as well")
+    grace_minutes: Annotated[int, Field(ge=0, le=1440)] = Field(
+        default=30, description="How late past its period the newest snapshot may be before verify fails")
+
+    @field_validator("datasets")
+    @classmethod
+    def _datasets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _DATASET_RE.match(name):
+                raise ValueError(f"{name!r} is not a dataset name relative to the pool (e.g. checkpoints/run1)")
+        if len(set(value)) != len(value):
+            raise ValueError(f"datasets listed twice: {sorted({d for d in value if value.count(d) > 1})}")
+        return value
+
+    @model_validator(mode="after")
+    def _something_kept(self) -> SnapshotSchedule:
+        if not any(self.retention.values()):
+            raise ValueError("hourly, daily, weekly and monthly are all 0: nothing would be snapshotted "
+                             "(leave snapshots out instead)")
+        return self
+
+    @property
+    def retention(self) -> dict[str, int]:
+        """Snapshots kept per period (periods with 0 are not taken)."""
+        return {"hourly": self.hourly, "daily": self.daily, "weekly": self.weekly, "monthly": self.monthly}
+
+
+class ScrubSchedule(Frozen):
+    """When the scratch pool is scrubbed (a systemd OnCalendar expression) and how old a scrub may get."""
+
+    on_calendar: str = Field(default="monthly", description="systemd.time(7) calendar event, e.g. monthly or "
+                             "'Sun *-*-01..07 03:00:00'")
+    max_age_days: PositiveFloat | None = Field(
+        default=None, description="Oldest acceptable last scrub; default: the shorthand's period + grace_days "
+        "(required for a full calendar expression)")
+    grace_days: Annotated[float, Field(ge=0)] = 2.0
+
+    @field_validator("on_calendar")
+    @classmethod
+    def _calendar(cls, value: str) -> str:
+        if value in CALENDAR_SHORTHANDS or _ON_CALENDAR_RE.match(value):
+            return value
+        raise ValueError(f"{value!r} is not a systemd OnCalendar expression (a shorthand such as "
+                         f"{', '.join(CALENDAR_SHORTHANDS)}, or '[DOW] YYYY-MM-DD HH:MM[:SS]' with * , .. /)")
+
+    @model_validator(mode="after")
+    def _age_known(self) -> ScrubSchedule:
+        if self.on_calendar not in CALENDAR_SHORTHANDS and self.max_age_days is None:
+            raise ValueError(f"on_calendar {self.on_calendar!r} is not a shorthand: set max_age_days")
+        return self
+
+    @property
+    def allowed_age_days(self) -> float:
+        """How old the last finished scrub may be before verify fails."""
+        if self.max_age_days is not None:
+            return self.max_age_days
+        return CALENDAR_SHORTHANDS[self.on_calendar] + self.grace_days
+
+
+class ZedSettings(Frozen):
+    """The ZFS Event Daemon: who hears of a faulted drive, a failed scrub or checksum errors."""
+
+    email: str | None = Field(default=None, description="ZED_EMAIL_ADDR")
+    hook: str | None = Field(default=None, pattern=r"^/[^\s'\"]+$",
+                             description="An executable on the node run for every event (ZEVENT_* environment)")
+    notify_verbose: bool = Field(default=False, description="ZED_NOTIFY_VERBOSE: also notify healthy scrubs")
+    notify_interval_s: PositiveInt = Field(default=3600, description="ZED_NOTIFY_INTERVAL_SECS")
+    notify_data: bool = Field(default=True, description="ZED_NOTIFY_DATA: notify data (checksum) errors")
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str | None) -> str | None:
+        if value is not None and not _EMAIL_RE.match(value):
+            raise ValueError(f"{value!r} is not an e-mail address")
+        return value
+
+    @model_validator(mode="after")
+    def _someone_hears(self) -> ZedSettings:
+        if self.email is None and self.hook is None:
+            raise ValueError("zed needs an email or a hook: events would reach no one")
+        return self
+
+
 class ZfsLayout(Frozen):
     """ZFS pool over the scratch drives."""
 
@@ -218,6 +329,15 @@ class ZfsLayout(Frozen):
     recordsize: str = Field(pattern=r"^[0-9]+[KM]$")
     compression: Literal["off", "lz4", "zstd", "gzip"]
     atime: Literal["on", "off"]
+    snapshots: SnapshotSchedule | None = Field(default=None, description="Snapshot schedule (sanoid)")
+    scrub: ScrubSchedule | None = Field(default=None, description="Scrub timer; absent: no scrub is scheduled")
+    zed: ZedSettings | None = Field(default=None, description="ZFS Event Daemon notifications")
+
+    def dataset_names(self) -> tuple[str, ...]:
+        """Full names of the datasets the snapshot schedule covers (the pool itself when it names none)."""
+        if self.snapshots is None:
+            return ()
+        return tuple(f"{self.pool}/{d}" for d in self.snapshots.datasets) or (self.pool,)
 
 
 class ScratchStorage(Frozen):
@@ -237,6 +357,13 @@ class ScratchStorage(Frozen):
         if z.layout != "stripe" and self.count % z.vdevs:
             raise ValueError(f"{self.count} drives cannot be split into {z.vdevs} {z.layout} vdevs")
         return self
+
+
+def scratch_zfs(spec: NodeSpec) -> ZfsLayout | None:
+    """The scratch pool's ZFS layout, or None when the spec has no scratch set: the one place the checkpoint
+    role vars, checks and CLI read `storage.scratch` (a profile without one skips them all)."""
+    scratch: ScratchStorage | None = spec.storage.scratch
+    return None if scratch is None else scratch.zfs
 
 
 class Jbod(Frozen):

@@ -340,3 +340,21 @@ def test_drive_missing(lab: FaultLab, stage: str, expected: str, note: str) -> N
     if expected == FAILED_CLEANLY and not BASELINE.get(stage):
         assert "nvme" in run.error.lower() or "drive" in run.error.lower(), run.error
     _expect(stage, outcome, expected, rerun or None)
+
+
+@pytest.mark.parametrize(("kind", "label", "check"), [
+    ("snapshot_missing", "snapshots missing (none listed)", "checkpoints.snapshot.scratch.hourly"),
+    ("snapshot_stale", "snapshots stale (sanoid stopped 50 h ago)", "checkpoints.snapshot.scratch.hourly"),
+    ("scrub_failed", "scrub failed (4 errors)", "checkpoints.scrub.errors"),
+], ids=["snapshot_missing", "snapshot_stale", "scrub_failed"])
+def test_checkpoint_fault_at_verify(lab: FaultLab, kind: str, label: str, check: str) -> None:
+    manager.fault(lab.lab_dir, NODE, kind, False, None)
+    try:
+        run = run_stages(lab, NODE, ["verify"], SPEED)
+    finally:
+        manager.fault(lab.lab_dir, NODE, kind, True, None)
+    rerun = _rerun(lab, "verify")
+    outcome = _record(lab, label, "verify", run, rerun)
+    if not BASELINE.get("verify"):
+        assert check in run.error, run.error
+    _expect("verify", outcome, FAILED_CLEANLY, rerun or None)

@@ -77,6 +77,11 @@ EXPECTED: dict[str, set[str]] = {
     # --level full; tests/lab/test_burnin.py shows the burn-in catching them.
     "ib_bw_low": set(),
     "nvme_read_slow": set(),
+    # Checkpoint protection (verify_lab.converge_checkpoints took the first snapshots and one scrub): no snapshot
+    # listed; every snapshot 50 h old (weekly still within its 7 days); the last scrub found 4 errors.
+    "snapshot_missing": {f"checkpoints.snapshot.scratch.{p}" for p in ("hourly", "daily", "weekly")},
+    "snapshot_stale": {"checkpoints.snapshot.scratch.hourly", "checkpoints.snapshot.scratch.daily"},
+    "scrub_failed": {"checkpoints.scrub.errors"},
 }
 GPU_FAULTS = {"gpu_xid": 2, "gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}
 # After these faults are cleared the operator restarts the fabric manager (it exited, as the real one does).

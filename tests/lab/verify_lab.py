@@ -78,7 +78,46 @@ def converge(info: TwinInfo, spec: NodeSpec) -> None:
         "print(\" \".join(\"/dev/disk/by-id/\"+d[\"by_id\"] for d in hw[\"nvme\"] if d[\"role\"]==\"scratch\"))')",
     ])
     ssh(info, script)
+    converge_checkpoints(info, spec)
     reboot(info)  # the new kernel package runs only after a reboot, as on a real server
+
+
+def _role_template(name: str, **values: object) -> str:
+    """One of roles/zfs_scratch's templates rendered with plain Jinja2 (the role's own text, no Ansible)."""
+    import jinja2
+
+    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    text = (ROOT / "roles" / "zfs_scratch" / "templates" / f"{name}.j2").read_text()
+    return env.from_string(text).render(ansible_managed="written by tests/lab/verify_lab.py", **values)
+
+
+def converge_checkpoints(info: TwinInfo, spec: NodeSpec) -> None:
+    """What roles/zfs_scratch's checkpoints.yml does, minimally: sanoid + zfs-zed, their configuration from the
+    role's templates, the scrub timer, the first snapshots and one scrub (so the checks have a scrub to judge)."""
+    z = spec.storage.scratch.zfs
+    if z.snapshots is None or z.scrub is None or z.zed is None:
+        return
+    files = {
+        "/etc/sanoid/sanoid.conf": _role_template(
+            "sanoid.conf", zfs_scratch_snapshots=z.snapshots.model_dump(),
+            zfs_scratch_snapshot_datasets=list(z.dataset_names())),
+        "/etc/systemd/system/provision-zfs-scrub@.service": _role_template("provision-zfs-scrub@.service"),
+        "/etc/systemd/system/provision-zfs-scrub@.timer": _role_template(
+            "provision-zfs-scrub@.timer", zfs_scratch_scrub_on_calendar=z.scrub.on_calendar),
+        "/etc/zfs/zed.d/zed.rc": _role_template("zed.rc", zfs_scratch_zed=z.zed.model_dump()),
+    }
+    writes = [f"mkdir -p {shlex.quote(str(Path(p).parent))} && printf %s {shlex.quote(t)} > {shlex.quote(p)}"
+              for p, t in files.items()]
+    ssh(info, "\n".join([
+        "set -e",
+        "DEBIAN_FRONTEND=noninteractive apt-get -y -qq install sanoid "
+        f"zfs-zed={shlex.quote(spec.software.zfs.apt_version)} >/dev/null",
+        *writes,
+        "systemctl daemon-reload",
+        f"systemctl enable --now sanoid.timer provision-zfs-scrub@{z.pool}.timer zfs-zed.service",
+        "systemctl start sanoid.service",
+        f"zpool scrub {z.pool}",
+    ]))
 
 
 def boot_id(info: TwinInfo) -> str:

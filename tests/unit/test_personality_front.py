@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_personality_helpers import CONVERGED_UNITS, TOOLS, Twin
-from test_personality_state import FAULT_EFFECTS, _stable
+from test_personality_state import FAULT_EFFECTS, _stable, prepare_for
 
 from provision.lab.twins.personality import apply_fault
 from provision.lab.twins.personality.packages import LAB_TOOLS_DIR, entry_point
@@ -97,6 +97,7 @@ def test_served_output_is_the_rendered_output(twin: FrontTwin, argv: tuple[str, 
 @pytest.mark.parametrize("kind", sorted(FAULT_EFFECTS))
 def test_a_fault_and_its_clear_change_what_is_served(twin: FrontTwin, kind: str) -> None:
     argv, _marker = FAULT_EFFECTS[kind]
+    prepare_for(twin, kind)
     before = _stable(twin.out(*argv))
     assert _stable(twin.out(*argv)) == before
     apply_fault(twin.state, kind, clear=False)

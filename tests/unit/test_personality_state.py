@@ -111,7 +111,20 @@ FAULT_EFFECTS = {
                      "\tLocator: P2-DIMMH2"),
     "ib_bw_low": (("ib_write_bw", "-d", "mlx5_0", "--report_gbits", "10.0.0.7"), "231.84"),
     "nvme_read_slow": (("fio", "--readonly", "--name=d", "--filename=/dev/nvme2n1"), "(1.2GB/s)"),
+    # the checkpoint faults need a pool with a snapshot and a scrub (CHECKPOINTED below)
+    "snapshot_missing": (("zfs", "list", "-H", "-t", "snapshot", "-o", "name"), "no datasets available"),
+    "snapshot_stale": (("zfs", "list", "-H", "-p", "-t", "snapshot", "-o", "creation"), None),
+    "scrub_failed": (("zpool", "status", "scratch"), "with 4 errors"),
 }
+CHECKPOINTED = {"snapshot_missing", "snapshot_stale", "scrub_failed"}
+
+
+def prepare_for(twin: Twin, kind: str) -> None:
+    """What a fault needs to show: the checkpoint faults a scratch pool with one snapshot and one scrub."""
+    if kind in CHECKPOINTED:
+        twin.out("zpool", "create", "scratch", *[f"/dev/disk/by-id/{d['by_id']}" for d in twin.drives("scratch")])
+        twin.out("zfs", "snapshot", "scratch@autosnap_2026-12-02_02:00:00_hourly")
+        twin.out("zpool", "scrub", "scratch")
 
 
 def _stable(text: str) -> str:
@@ -126,6 +139,7 @@ def _stable(text: str) -> str:
 def test_every_fault_changes_what_tools_report_and_clears(tmp_path: Path, kind: str) -> None:
     twin = Twin(tmp_path)
     twin.converge()
+    prepare_for(twin, kind)
     argv, marker = FAULT_EFFECTS[kind]
     before = _stable(twin.out(*argv))
     apply_fault(twin.state, kind, clear=False)
@@ -133,6 +147,8 @@ def test_every_fault_changes_what_tools_report_and_clears(tmp_path: Path, kind: 
     assert during != before
     if marker:
         assert marker in during and marker not in before
+    elif kind == "snapshot_stale":
+        assert int(during) == int(before) - 50 * 3600
     else:
         assert len(during.splitlines()) == len(before.splitlines()) - 1
     apply_fault(twin.state, kind, clear=True)

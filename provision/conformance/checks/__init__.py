@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from provision.conformance.checks import (
+    checkpoints,
     cpu,
     ethernet,
     fabric,
@@ -47,6 +48,7 @@ NODE_AREAS: tuple[CheckModule, ...] = (
     ethernet,
     raid,
     zfs,
+    checkpoints,
     nvme,
     services,
 )

@@ -61,8 +61,31 @@ def test_every_tool_of_a_converged_twin_parses(twin: Twin) -> None:
     assert p.parse_cpuinfo(_proc(twin, "cpuinfo")).processors
 
 
+def _checkpointed(twin: Twin) -> tuple[str, str]:
+    """(snapshot list, zpool status) of a scratch pool with one snapshot and one scrub (made once)."""
+    if twin.run("zpool", "list", "scratch", check=False).returncode != 0:
+        twin.out("zpool", "create", "scratch", *[f"/dev/disk/by-id/{d['by_id']}" for d in twin.drives("scratch")])
+        twin.out("zfs", "snapshot", "scratch@autosnap_2026-12-02_02:00:00_hourly")
+        twin.out("zpool", "scrub", "scratch")
+    return (twin.out("zfs", "list", "-H", "-p", "-t", "snapshot", "-o", "name,creation"),
+            twin.out("zpool", "status", "scratch"))
+
+
 def _visible(twin: Twin, kind: str) -> bool:
     """Whether the fault shows through the parsed output the conformance checks read."""
+    if kind in ("snapshot_missing", "snapshot_stale", "scrub_failed"):
+        import time
+
+        from provision.conformance.parsers.zfs_checkpoints import parse_scan, parse_snapshots
+
+        listing, status = _checkpointed(twin)
+        snaps = parse_snapshots(listing)
+        if kind == "snapshot_missing":
+            return snaps == ()
+        if kind == "snapshot_stale":
+            return all(time.time() - s.created.timestamp() > 40 * 3600 for s in snaps) and len(snaps) == 1
+        (pool,) = p.parse_zpool_status(status)
+        return (parse_scan(pool.scan or "").errors or 0) > 0
     if kind == "gpu_missing":
         return len(p.parse_nvidia_smi_list(twin.out("nvidia_smi", "-L"))) == 7
     if kind == "nvlink_down":

@@ -35,6 +35,9 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "dimm_missing",
         "ib_bw_low",
         "nvme_read_slow",
+        "snapshot_missing",
+        "snapshot_stale",
+        "scrub_failed",
     }
 )
 # Which GPU each GPU-health fault hits (index into the server's GPUs, bounded by their count): parts no
@@ -94,6 +97,9 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "dimm_missing": bool(hw.dimms),
         "nvme_worn": bool(scratch),
         "nvme_spare_low": bool(scratch),
+        "snapshot_missing": bool(scratch),
+        "snapshot_stale": bool(scratch),
+        "scrub_failed": bool(scratch),
         **dict.fromkeys(GPU_HEALTH_TARGET, bool(hw.gpus)),
     }
     if not needs.get(kind, True):
@@ -124,6 +130,12 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"drive": scratch[0].name, "percentage_used": 99, "written_pct": 102}
     if kind == "nvme_spare_low":  # the second: spare below the drive's 10% threshold
         return {"drive": scratch[min(1, len(scratch) - 1)].name, "avail_spare": 5}
+    if kind == "snapshot_missing":  # `zfs list -t snapshot` shows none (sanoid never ran, or they were destroyed)
+        return {}
+    if kind == "snapshot_stale":  # every snapshot shows 50 hours older: sanoid stopped two days ago
+        return {"hours": 50}
+    if kind == "scrub_failed":  # the last scrub finished with 4 errors (and `errors:` lists data errors)
+        return {"errors": 4}
     if kind in GPU_HEALTH_TARGET:
         return _gpu_health_params(kind, hw)
     if kind == "package_wrong_version":

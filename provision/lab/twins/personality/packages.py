@@ -188,6 +188,35 @@ CATALOG: tuple[StandIn, ...] = (
         tools={"/usr/sbin/zpool": "zpool", "/usr/sbin/zfs": "zfs"},
     ),
     StandIn(
+        name="zfs-zed",
+        versions=("2.1.11-1+deb12u1", "2.2.6-1~bpo12+1"),
+        summary="OpenZFS Event Daemon",
+        section="contrib/admin",
+        depends="zfsutils-linux (= {version})",
+        services=(Service(unit="zfs-zed.service", description="ZFS Event Daemon (zed) (LAB STAND-IN)",
+                          daemon="/usr/sbin/zed"),),
+        files={"/etc/zfs/zed.d/zed.rc": "# LAB STAND-IN: zed.rc as Debian ships it (every setting commented)\n"
+               "#ZED_EMAIL_ADDR=\"root\"\n#ZED_NOTIFY_INTERVAL_SECS=3600\n#ZED_NOTIFY_VERBOSE=0\n"},
+    ),
+    # sanoid: the real package is Perl (libconfig-inifiles-perl, libcapture-tiny-perl, pv, mbuffer, lzop) and the
+    # twins see no Debian mirror; this stand-in keeps the real name, version and units (sanoid.timer every 15
+    # minutes starting sanoid.service) and runs data/tools/sanoid.py against the simulated ZFS.
+    StandIn(
+        name="sanoid",
+        versions=("2.1.0-1",),
+        summary="Policy-driven ZFS snapshot management and replication tools",
+        section="contrib/utils",
+        depends="zfsutils-linux",
+        tools={"/usr/sbin/sanoid": "sanoid"},
+        files={
+            "/lib/systemd/system/sanoid.service": "[Unit]\nDescription=Snapshot ZFS Pool (LAB STAND-IN)\n"
+            "Requires=local-fs.target\nAfter=local-fs.target\n\n[Service]\nType=oneshot\n"
+            "Environment=TZ=UTC\nExecStart=/usr/sbin/sanoid --cron --verbose\n",
+            "/lib/systemd/system/sanoid.timer": "[Unit]\nDescription=Run Sanoid Every 15 Minutes (LAB STAND-IN)\n"
+            "\n[Timer]\nOnCalendar=*:0/15\nPersistent=true\n\n[Install]\nWantedBy=timers.target\n",
+        },
+    ),
+    StandIn(
         name="mdadm",
         versions=("4.2-5",),
         summary="Tool to administer Linux MD arrays (software RAID)",

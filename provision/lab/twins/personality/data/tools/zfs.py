@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 # LAB STAND-IN: simulated hardware, not the real tool.
-"""Simulated `zfs` (OpenZFS 2.1 layout) for lab twins: list, get, set, create, destroy."""
+"""Simulated `zfs` (OpenZFS 2.1 layout) for lab twins: list (-t snapshot too), get, set, create, destroy,
+snapshot. Snapshots live in zfs.json with their creation time; faults snapshot_missing/snapshot_stale
+change what the listing shows (zfsstate.snapshot_rows)."""
 
 from __future__ import annotations
 
@@ -40,8 +42,31 @@ def _value(hw: dict[str, Any], data: dict[str, Any], name: str, prop: str, parsa
     return zfsstate.show(prop, raw, parsable), source
 
 
+def _snapshot_list(data: dict[str, Any], flags: set[str], opts: dict[str, str], rest: list[str]) -> int:
+    cols = opts["-o"].split(",") if "-o" in opts else ["name", "used", "avail", "refer", "mountpoint"]
+    names = _names(data, rest, "r" in flags) if rest else None
+    rows = []
+    for full, created in zfsstate.snapshot_rows(data):
+        dataset = full.split("@", 1)[0]
+        if names is not None and dataset not in names:
+            continue
+        cell = {"name": full, "creation": str(created) if "p" in flags else
+                zfsstate.show("creation", str(created), False), "used": "0" if "p" in flags else "0B",
+                "avail": "-", "available": "-", "refer": "98304" if "p" in flags else "96K",
+                "referenced": "98304" if "p" in flags else "96K", "mountpoint": "-", "type": "snapshot"}
+        rows.append([cell.get(c, "-") for c in cols])
+    if not rows:
+        print("no datasets available")
+        return 0
+    _table(cols, rows, "H" in flags)
+    return 0
+
+
 def cmd_list(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int:
     flags, opts, rest = _flags(args)
+    types = opts.get("-t", "filesystem").split(",")
+    if "snapshot" in types or "snap" in types:
+        return _snapshot_list(data, flags, opts, rest)
     cols = opts["-o"].split(",") if "-o" in opts else LIST_DEFAULT
     names = _names(data, rest, "r" in flags or not rest)
     if not names:
@@ -110,12 +135,48 @@ def cmd_create(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int
     return 0
 
 
+def cmd_snapshot(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int:
+    flags, _o, rest = _flags(args)
+    if not rest:
+        labstate.die("missing snapshot argument\nusage:\n\tsnapshot [-r] [-o property=value] ... "
+                     "<filesystem|volume>@<snap> ...", 2)
+    created = zfsstate.now()
+    for full in rest:
+        if "@" not in full:
+            labstate.die(f"cannot create snapshot '{full}': missing '@' delimiter in snapshot name", 2)
+        dataset, snap = full.split("@", 1)
+        targets = _names(data, [dataset], "r" in flags)
+        for name in targets:
+            if f"{name}@{snap}" in data["snapshots"]:
+                labstate.die(f"cannot create snapshot '{name}@{snap}': dataset already exists", 1)
+        for name in targets:
+            data["snapshots"][f"{name}@{snap}"] = {"created": created}
+    zfsstate.save(data)
+    return 0
+
+
+def _destroy_snapshot(data: dict[str, Any], full: str, recursive: bool) -> int:
+    dataset, snap = full.split("@", 1)
+    names = [f"{n}@{snap}" for n in _names(data, [dataset], recursive)]
+    gone = [n for n in names if n in data["snapshots"]]
+    if not gone:
+        labstate.die("could not find any snapshots to destroy; check snapshot names.", 1)
+    for n in gone:
+        del data["snapshots"][n]
+    zfsstate.save(data)
+    return 0
+
+
 def cmd_destroy(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int:
     flags, _o, rest = _flags(args)
+    if rest and "@" in rest[0]:
+        return _destroy_snapshot(data, rest[0], "r" in flags)
     for n in _names(data, rest[:1], "r" in flags):
         if "/" not in n:
             labstate.die(f"cannot destroy '{n}': operation does not apply to pools\nuse 'zpool destroy {n}'", 1)
         del data["datasets"][n]
+        for snap in [k for k in data["snapshots"] if k.split("@", 1)[0] == n]:
+            del data["snapshots"][snap]
     zfsstate.save(data)
     return 0
 
@@ -127,12 +188,13 @@ def cmd_version(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> in
 
 
 COMMANDS = {"list": cmd_list, "get": cmd_get, "set": cmd_set, "create": cmd_create, "destroy": cmd_destroy,
-            "version": cmd_version}
+            "snapshot": cmd_snapshot, "version": cmd_version}
 
 
 def main(args: list[str]) -> int:
     if not args or args[0] not in COMMANDS:
-        labstate.die("usage: zfs command args ...  (LAB STAND-IN: list, get, set, create, destroy, version)", 2)
+        labstate.die("usage: zfs command args ...  (LAB STAND-IN: list, get, set, create, destroy, snapshot,"
+                     " version)", 2)
     return COMMANDS[args[0]](labstate.hardware(), zfsstate.load(), args[1:])
 
 

@@ -41,6 +41,7 @@ def load() -> dict[str, Any]:
         data = {}
     data.setdefault("pools", {})
     data.setdefault("datasets", {})
+    data.setdefault("snapshots", {})
     return data
 
 
@@ -180,3 +181,40 @@ def show(prop: str, raw: str, parsable: bool) -> str:
     if prop == "creation" and not parsable:
         return time.strftime("%a %b %d %H:%M %Y", time.localtime(int(raw)))
     return raw
+
+
+def snapshot_rows(data: dict[str, Any]) -> list[tuple[str, int]]:
+    """(dataset@name, creation) of every snapshot as `zfs list -t snapshot` shows it, oldest first.
+
+    Faults: snapshot_missing hides them all (as if sanoid never ran, or they were destroyed);
+    snapshot_stale shows each `hours` older (as if sanoid stopped that long ago)."""
+    if labstate.fault("snapshot_missing") is not None:
+        return []
+    shift = int((labstate.fault("snapshot_stale") or {}).get("hours", 0)) * 3600
+    rows = [(name, int(s["created"]) - shift) for name, s in data["snapshots"].items()
+            if not data["pools"].get(dataset_pool(name.split("@", 1)[0]), {}).get("exported")]
+    return sorted(rows, key=lambda r: (r[1], r[0]))
+
+
+def scan_line(pool: dict[str, Any]) -> str:
+    """The `scan:` value of a pool (OpenZFS 2.1 form), from the last `zpool scrub`; with scrub_failed the last
+    scrub (or one run when the fault was set, on a pool never scrubbed) finished with errors."""
+    scrub = pool.get("scrub")
+    failed = labstate.fault("scrub_failed")
+    if not scrub and failed is not None:  # a scrub ran and failed when the fault was set (faults.json written)
+        end = int(os.path.getmtime(labstate.state_path("faults.json")))
+        scrub = {"start": end - 614, "end": end}
+    if not scrub:
+        return "none requested"
+    errors = int(failed.get("errors", 4)) if failed is not None else int(scrub.get("errors", 0))
+    took = int(scrub["end"]) - int(scrub["start"])
+    when = time.strftime("%a %b %e %H:%M:%S %Y", time.localtime(int(scrub["end"])))
+    return (f"scrub repaired 0B in {took // 3600:02d}:{took % 3600 // 60:02d}:{took % 60:02d} with {errors} errors "
+            f"on {when}")
+
+
+def data_errors_line(pool: dict[str, Any]) -> str:
+    failed = labstate.fault("scrub_failed")
+    if failed is not None:
+        return f"errors: {int(failed.get('errors', 4))} data errors, use '-v' for a list"
+    return "errors: No known data errors"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # LAB STAND-IN: simulated hardware, not the real tool.
 """Simulated `zpool` (OpenZFS 2.1 layout) for lab twins: status, list, get, create, destroy,
-import, export, version. Pools live in zfs.json; no kernel module or real disk is touched."""
+import, export, scrub, version. Pools live in zfs.json; no kernel module or real disk is touched."""
 
 from __future__ import annotations
 
@@ -69,6 +69,7 @@ def _status_lines(hw: dict[str, Any], name: str, pool: dict[str, Any], full_path
             rows.append((depth, shown, "ONLINE" if ok else "UNAVAIL", "" if ok else "cannot open"))
     width = max(10, *(d + len(n) for d, n, _, _ in rows))
     out = [f"  pool: {name}", f" state: {health}"]
+    scan = [f"  scan: {zfsstate.scan_line(pool)}"]
     if health != "ONLINE":
         verdict = ("There are insufficient\n\treplicas for the pool to continue functioning." if health == "UNAVAIL"
                    else "Sufficient replicas exist for\n\tthe pool to continue functioning in a degraded state.")
@@ -76,11 +77,11 @@ def _status_lines(hw: dict[str, Any], name: str, pool: dict[str, Any], full_path
                 "action: Attach the missing device and online it using 'zpool online'.",
                 "   see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-"
                 + ("3C" if health == "UNAVAIL" else "2Q")]
-    out += ["config:", "", f"\t{'NAME':<{width}}  {'STATE':<8} {'READ':>5} {'WRITE':>5} {'CKSUM':>5}"]
+    out += [*scan, "config:", "", f"\t{'NAME':<{width}}  {'STATE':<8} {'READ':>5} {'WRITE':>5} {'CKSUM':>5}"]
     for depth, n, state, note in rows:
         line = f"\t{'':{depth}}{n:<{width - depth}}  {state:<8} {0:>5} {0:>5} {0:>5}"
         out.append(line + (f"  {note}" if note else ""))
-    out += ["", "errors: No known data errors" if health != "UNAVAIL" else
+    out += ["", zfsstate.data_errors_line(pool) if health != "UNAVAIL" else
             "errors: List of errors unavailable: pool I/O is currently suspended"]
     return out
 
@@ -235,6 +236,8 @@ def cmd_destroy(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> in
     del data["pools"][rest[0]]
     for ds in [d for d in data["datasets"] if zfsstate.dataset_pool(d) == rest[0]]:
         del data["datasets"][ds]
+    for snap in [k for k in data["snapshots"] if zfsstate.dataset_pool(k.split("@", 1)[0]) == rest[0]]:
+        del data["snapshots"][snap]
     zfsstate.save(data)
     return 0
 
@@ -267,20 +270,39 @@ def cmd_import(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int
     return 0
 
 
+def cmd_scrub(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int:
+    """A scrub that has just finished (the simulation has no time to pass): it took the pool's size at
+    10 GB/s, and ends now. An UNAVAIL pool cannot be scrubbed."""
+    flags, _o, rest = _flags(args)
+    if not rest:
+        labstate.die("missing pool name argument\nusage:\n\tscrub [-s | -p] [-w] <pool> ...", 2)
+    for name in rest:
+        pool = _pool_or_die(data, name)
+        if zfsstate.pool_health(hw, pool) == "UNAVAIL":
+            labstate.die(f"cannot scrub '{name}': pool I/O is currently suspended", 1)
+        if "s" in flags or "p" in flags:
+            continue
+        end = zfsstate.now()
+        took = max(1, zfsstate.pool_size(hw, pool) // 10**10)
+        pool["scrub"] = {"start": end - took, "end": end, "errors": 0}
+    zfsstate.save(data)
+    return 0
+
+
 def cmd_version(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int:
     v = labstate.installed_version("zfsutils-linux") or "2.1.11-1+deb12u1"
     print(f"zfs-{v}\nzfs-kmod-{labstate.upstream(v)}-1")
     return 0
 
 
-COMMANDS = {"status": cmd_status, "list": cmd_list, "get": cmd_get, "create": cmd_create, "destroy": cmd_destroy,
-            "import": cmd_import, "export": cmd_export, "version": cmd_version}
+COMMANDS = {"status": cmd_status, "scrub": cmd_scrub, "list": cmd_list, "get": cmd_get, "create": cmd_create,
+            "destroy": cmd_destroy, "import": cmd_import, "export": cmd_export, "version": cmd_version}
 
 
 def main(args: list[str]) -> int:
     if not args or args[0] not in COMMANDS:
         labstate.die("usage: zpool command args ...  (LAB STAND-IN: status, list, get, create, destroy, import,"
-                     " export, version)", 2)
+                     " export, scrub, version)", 2)
     return COMMANDS[args[0]](labstate.hardware(), zfsstate.load(), args[1:])
 
 
