@@ -143,10 +143,10 @@ class GpuTestImage(_Frozen):
     """What the conformance check runs to list the GPUs from inside a container (`nvidia-smi -L`)."""
 
     docker: str = Field(default="nvidia/cuda:12.4.1-base-ubuntu22.04",
-                        description="Image (name:tag or @digest) `docker run --gpus all` starts; never pulled by verify")
+                        description="Image (name:tag or @digest) `docker run --gpus all` starts (verify never pulls)")
     docker_archive: str = Field(default="", description="A `docker save` tarball the role loads instead of pulling")
     apptainer: str = Field(default="/var/lib/provision/images/cuda-base.sif",
-                           description="SIF file `apptainer exec --nv` runs; the role pulls it from `docker` when absent")
+                           description="SIF file `apptainer exec --nv` runs (the role builds it from `docker`)")
 
     @field_validator("docker")
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from provision.conformance.checks import (
+    containers,
     cpu,
     ethernet,
     fabric,
@@ -49,4 +50,5 @@ NODE_AREAS: tuple[CheckModule, ...] = (
     zfs,
     nvme,
     services,
+    containers,
 )
