@@ -61,7 +61,7 @@ CASES: list[tuple[str, dict[str, str | tuple[int, str, str]], str, str, str]] = 
      f"7 of 8 | not seen in the container: {UUIDS_X8[3]}"),
     ("none-seen", {"docker_gpus": NO_DEVICES}, "containers.docker.gpus", "fail", "0 of 8"),
     ("apptainer-none-seen", {"apptainer_gpus": NO_DEVICES}, "containers.apptainer.gpus", "fail", "0 of 8"),
-    ("another-hosts-gpu", {"docker_gpus": listing(UUIDS_X8[:7] + ["GPU-deadbeef-0000-0000-0000-000000000000"])},
+    ("another-hosts-gpu", {"docker_gpus": listing([*UUIDS_X8[:7], "GPU-deadbeef-0000-0000-0000-000000000000"])},
      "containers.docker.gpus", "fail", "+1 unknown"),
     ("runtime-not-configured", {"docker_gpus": (125, "", NO_RUNTIME)}, "containers.docker.gpus", "error",
      "NVIDIA runtime is not configured"),

@@ -35,6 +35,7 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "dimm_missing",
         "ib_bw_low",
         "nvme_read_slow",
+        "container_gpu_hidden",
     }
 )
 # Which GPU each GPU-health fault hits (index into the server's GPUs, bounded by their count): parts no
@@ -92,6 +93,7 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "scratch_drive_missing": bool(scratch),
         "nvme_wearing_out": bool(scratch),
         "dimm_missing": bool(hw.dimms),
+        "container_gpu_hidden": bool(hw.gpus),
         "nvme_worn": bool(scratch),
         "nvme_spare_low": bool(scratch),
         **dict.fromkeys(GPU_HEALTH_TARGET, bool(hw.gpus)),
@@ -126,6 +128,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"drive": scratch[min(1, len(scratch) - 1)].name, "avail_spare": 5}
     if kind in GPU_HEALTH_TARGET:
         return _gpu_health_params(kind, hw)
+    if kind == "container_gpu_hidden":  # containers run, but their nvidia-smi -L finds no GPU (docker, apptainer)
+        return {}
     if kind == "package_wrong_version":
         return {"package": "nvidia-driver", "version": _older_version(hw.driver_apt_version)}
     raise InputError(f"unknown fault kind {kind!r}; known: {', '.join(sorted(FAULT_KINDS))}")
