@@ -24,6 +24,7 @@ from provision.conformance.model import Level, NodeReport, Outcome
 from provision.conformance.runner import verify
 from provision.lab import twins
 from provision.lab.twins.models import TwinInfo
+from provision.lab.twins.state import twins_dir
 from provision.spec import load_fleet
 from tests.lab.verify_lab import converge, project_spec, ssh, verify_lab
 
@@ -56,7 +57,7 @@ def _lab_vars(inventory: Path, info: TwinInfo, twin_dir: Path) -> None:
     (inventory.parent / "group_vars" / "all" / "lab.yml").write_text(lab_group_vars_text(), encoding="utf-8")
     path = inventory.parent / "host_vars" / f"{NODE}.yml"
     data = yaml.safe_load(path.read_text()) or {}
-    data.update(lab_host_vars(info.repo_url, twin_dir / NODE / "state" / "hardware.json"),
+    data.update(lab_host_vars(info.repo_url, twins_dir(twin_dir) / NODE / "state" / "hardware.json"),
                 ansible_ssh_common_args=f"-o UserKnownHostsFile={info.known_hosts} -o StrictHostKeyChecking=yes")
     path.write_text("---\n" + yaml.safe_dump(data, sort_keys=False))
 
