@@ -19,8 +19,9 @@ NOTICE_VAR = "provision_lab_notice"
 # The twins' LAB STAND-IN tools (provision/lab/twins/personality/data/tools): named in the declaration so the
 # report can list them; no probe on the node looks for them.
 STANDIN_TOOLS: tuple[str, ...] = (
-    "all_reduce_perf", "dcgmi", "dmesg", "dmidecode", "fio", "ib_read_bw", "ib_write_bw", "ibstat", "ibv_devinfo",
-    "lscpu", "mdadm", "mpirun", "nvidia-smi", "nvme", "smartctl", "zfs", "zpool",
+    "all_reduce_perf", "apptainer", "dcgmi", "dmesg", "dmidecode", "docker", "fio", "ib_read_bw", "ib_write_bw",
+    "ibstat", "ibv_devinfo", "lscpu", "mdadm", "mpirun", "nvidia-ctk", "nvidia-smi", "nvme", "smartctl", "zfs",
+    "zpool",
 )
 
 # What no twin can present, whatever the lab host.

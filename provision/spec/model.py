@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from provision.scheduler.settings import SlurmSettings
+from provision.spec.containers import Containers
 from provision.spec.patterns import HostPatterns
 
 _VERSION_RE = re.compile(r"^[0-9]+(?:[.\-][0-9A-Za-z]+)*$")
@@ -701,6 +702,7 @@ class NodeSpec(Frozen):
     firmware: tuple[FirmwareComponent, ...]
     software: Software
     acceptance: Acceptance
+    containers: Containers = Field(default_factory=Containers, description="Container engines wired to the GPUs")
     comparisons: dict[str, Comparison] = Field(
         default_factory=dict,
         description="Per drift figure, exact or minimum; figures not named keep the default kind (COMPARISONS)",

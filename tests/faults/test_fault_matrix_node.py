@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.twins, pytest.mark.heavy]
 SPEED = 60.0
 NODE = "node01"
 ROWS: list[Row] = []
-CELLS = 14  # rows the section needs: every cell below (4 of them the BMC hardware faults at verify)
+CELLS = 18  # rows the section needs: every cell below (4 of them the BMC hardware faults at verify)
 BASELINE: dict[str, str] = {}  # stage -> "" when it passes without a fault, else the reason
 
 
@@ -70,7 +70,9 @@ INTRO = ("One ML-PROD-V4 twin (systemd-nspawn, real sshd/systemd/apt) with its s
          "twin's sshd session processes are killed from the host while the configure stage applies. `reboot "
          "that takes too long`: the host is powered off through its BMC and the stage's SSH wait is shorter than "
          "the outage. `pinned package missing`: the pinned nvidia-driver version is removed from the lab's apt "
-         "repository index. `drive missing`: the twin's last scratch NVMe drive disappears.")
+         "repository index. `drive missing`: the twin's last scratch NVMe drive disappears. `containers see no GPU`: "
+         "the twin's docker and apptainer containers run, but nvidia-smi -L inside them finds no GPU "
+         "(container_gpu_hidden).")
 
 
 def _host(lab: FaultLab) -> object:
@@ -358,3 +360,14 @@ def test_checkpoint_fault_at_verify(lab: FaultLab, kind: str, label: str, check:
     if not BASELINE.get("verify"):
         assert check in run.error, run.error
     _expect("verify", outcome, FAILED_CLEANLY, rerun or None)
+def test_container_gpu_hidden_at_verify(lab: FaultLab) -> None:
+    manager.fault(lab.lab_dir, NODE, "container_gpu_hidden", False, None)
+    try:
+        run = run_stages(lab, NODE, ["verify"], SPEED)
+    finally:
+        manager.fault(lab.lab_dir, NODE, "container_gpu_hidden", True, None)
+    rerun = _rerun(lab, "verify")
+    outcome = _record(lab, "containers see no GPU (docker and apptainer)", "verify", run, rerun)
+    if not BASELINE.get("verify"):
+        assert "containers.docker.gpus" in run.error and "containers.apptainer.gpus" in run.error, run.error
+    _expect("verify", outcome, FAILED_CLEANLY, rerun)

@@ -75,6 +75,8 @@ EXPECTED: dict[str, set[str]] = {
     "dimm_missing": {"memory.installed", "memory.dimm_count", "memory.population"},
     # Only a measurement shows these (the port stays Active at full rate, SMART stays healthy): nothing at
     # --level full; tests/lab/test_burnin.py shows the burn-in catching them.
+    # Docker's and Apptainer's containers run, but nvidia-smi -L inside them lists no GPU.
+    "container_gpu_hidden": {"containers.docker.gpus", "containers.apptainer.gpus"},
     "ib_bw_low": set(),
     "nvme_read_slow": set(),
     # Checkpoint protection (verify_lab.converge_checkpoints took the first snapshots and one scrub): no snapshot

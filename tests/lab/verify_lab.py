@@ -23,6 +23,7 @@ from provision.lab import manager, twins
 from provision.lab.declaration import lab_declaration
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.spec import NodeSpec, load_fleet
+from provision.spec.containers import ContainerEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRA_PACKAGES = ("prometheus-node-exporter", "smartmontools", "chrony")
@@ -58,8 +59,23 @@ def ssh(info: TwinInfo, command: str, timeout: float = 300) -> str:
     return proc.stdout
 
 
-def converge(info: TwinInfo, spec: NodeSpec) -> None:
-    """The minimal convergence the conformance checks need (the Ansible roles do much more)."""
+def container_steps(spec: NodeSpec) -> list[str]:
+    """The engines of spec.containers with the NVIDIA runtime and the GPU test image (the role does more)."""
+    c, steps = spec.containers, []
+    image, sif = shlex.quote(c.test_image.docker), shlex.quote(c.test_image.apptainer)
+    if c.uses(ContainerEngine.DOCKER):
+        steps += ["DEBIAN_FRONTEND=noninteractive apt-get -y -qq install docker-ce docker-ce-cli containerd.io >/dev/null",
+                  "nvidia-ctk runtime configure --runtime=docker --set-as-default 2>/dev/null",
+                  "systemctl restart docker", f"docker pull {image} >/dev/null"]
+    if c.uses(ContainerEngine.APPTAINER):
+        steps += ["DEBIAN_FRONTEND=noninteractive apt-get -y -qq install apptainer >/dev/null",
+                  f"mkdir -p $(dirname {sif}); [ -e {sif} ] || apptainer pull {sif} docker://{image} >/dev/null"]
+    return steps
+
+
+def converge(info: TwinInfo, spec: NodeSpec, containers: bool = True) -> None:
+    """The minimal convergence the conformance checks need (the Ansible roles do much more). `containers=False`
+    leaves the container engines to the container_runtime role (tests/lab/test_containers.py)."""
     pins = [f"{p.package}={p.apt_version}" for p in pinned_packages(spec)] + companion_pins(spec)
     names = [p.package for p in pinned_packages(spec)]
     units = [u.unit for u in required_units(spec) if u.unit != "ssh.service"]
@@ -76,6 +92,7 @@ def converge(info: TwinInfo, spec: NodeSpec) -> None:
         f"-O compression={z.compression} -O atime={z.atime} -m {z.mountpoint} {z.pool} "
         "$(python3 -c 'import json; hw=json.load(open(\"/var/lib/provision-lab/hardware.json\")); "
         "print(\" \".join(\"/dev/disk/by-id/\"+d[\"by_id\"] for d in hw[\"nvme\"] if d[\"role\"]==\"scratch\"))')",
+        *(container_steps(spec) if containers else []),
     ])
     ssh(info, script)
     converge_checkpoints(info, spec)

@@ -149,6 +149,28 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("racks-not-a-mapping", _edit("group_vars/all/main.yml", "provision_racks:\n  r01:\n    power_budget_w: 25000\n"
                                   "  r02:\n    power_budget_w: 25000\n", "provision_racks: 5\n"),
      ["provision_racks: must be a mapping"]),
+    ("container-engine-unknown", _edit(PROFILE, "    engines: [docker, apptainer]", "    engines: [docker, podman]"),
+     [PROFILE, "node01", r"containers\.engines\.1", "podman"]),
+    ("container-engines-conflict", _edit(PROFILE, "    engines: [docker, apptainer]",
+                                         "    engines: [docker, containerd, apptainer]"),
+     [PROFILE, r"containers", "containerd and docker exclude each other"]),
+    ("apptainer-without-source", _edit(PROFILE, "    apptainer:\n      release_deb:", "    apptainer:\n      release_de:"),
+     [PROFILE, r"containers\.apptainer", "release_de"]),
+    ("apptainer-bad-sha", _edit(PROFILE, "sha256: 2723b292", "sha256: 2723B292"),
+     [PROFILE, r"containers\.apptainer\.release_deb\.sha256", "64 lowercase hex"]),
+    ("docker-repo-no-components", _edit(PROFILE, "    engines: [docker, apptainer]\n",
+                                        "    engines: [docker, apptainer]\n    docker:\n      repository:\n"
+                                        "        uri: https://mirror.example.net/docker\n        suite: bookworm\n"),
+     [PROFILE, r"containers\.docker\.repository", "needs components"]),
+    ("docker-repo-bad-url", _edit(PROFILE, "    engines: [docker, apptainer]\n",
+                                  "    engines: [docker, apptainer]\n    docker:\n      repository:\n"
+                                  "        uri: mirror/docker\n        suite: bookworm\n        components: [stable]\n"),
+     [PROFILE, r"containers\.docker\.repository\.uri", "not an http"]),
+    ("test-image-bad", _edit(PROFILE, "      docker: nvidia/cuda:12.4.1-base-ubuntu22.04", "      docker: 'NVIDIA CUDA'"),
+     [PROFILE, r"containers\.test_image\.docker", "not an image reference"]),
+    ("test-sif-relative", _edit(PROFILE, "      apptainer: /var/lib/provision/images/cuda-12.4.1-base.sif",
+                                "      apptainer: cuda.sif"),
+     [PROFILE, r"containers\.test_image\.apptainer", "not an absolute path"]),
 ]
 
 

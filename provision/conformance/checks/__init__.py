@@ -10,6 +10,7 @@ from typing import Protocol
 
 from provision.conformance.checks import (
     checkpoints,
+    containers,
     cpu,
     ethernet,
     fabric,
@@ -51,4 +52,5 @@ NODE_AREAS: tuple[CheckModule, ...] = (
     checkpoints,
     nvme,
     services,
+    containers,
 )

@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_personality_helpers import Twin  # tests/unit is on sys.path (pytest rootdir-relative import)
+from test_personality_helpers import (  # tests/unit is on sys.path (pytest rootdir-relative import)
+    CONVERGED,
+    CONVERGED_UNITS,
+    Twin,
+)
 
 from provision.conformance import parsers as p
 from provision.conformance.parsers.nvme import critical_warning_names
@@ -139,6 +143,17 @@ def _visible(twin: Twin, kind: str) -> bool:
         dimms = p.parse_dmidecode(twin.out("dmidecode", "-t", "memory")).memory_devices
         empty = [d.locator for d in dimms if not d.populated]
         return empty == ["P2-DIMMH2"] and len(dimms) == 32 and all(d.slot for d in dimms)
+    if kind == "container_gpu_hidden":  # a docker container on the twin lists no GPU; the host still lists 8
+        from provision.conformance.parsers.containers import container_gpus
+
+        twin.set_packages({**CONVERGED, "nvidia-container-toolkit": "1.17.3-1"})
+        twin.set_units(*CONVERGED_UNITS, "docker.service")
+        image = twin.spec.containers.test_image.docker
+        twin.run("docker", "pull", image)
+        done = twin.run("docker", "run", "--rm", "--pull=never", "--gpus", "all", image, "nvidia-smi", "-L",
+                        check=False)
+        seen = container_gpus(done.returncode, done.stdout)
+        return seen == () and len(p.parse_nvidia_smi_list(twin.out("nvidia_smi", "-L"))) == 8
     gpu = {"gpu_row_remap_pending": 4, "gpu_throttle_thermal": 5, "gpu_pcie_downtrained": 6}.get(kind)
     if gpu is not None:
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus

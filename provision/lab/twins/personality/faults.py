@@ -38,6 +38,7 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "snapshot_missing",
         "snapshot_stale",
         "scrub_failed",
+        "container_gpu_hidden",
     }
 )
 # Which GPU each GPU-health fault hits (index into the server's GPUs, bounded by their count): parts no
@@ -95,6 +96,7 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "scratch_drive_missing": bool(scratch),
         "nvme_wearing_out": bool(scratch),
         "dimm_missing": bool(hw.dimms),
+        "container_gpu_hidden": bool(hw.gpus),
         "nvme_worn": bool(scratch),
         "nvme_spare_low": bool(scratch),
         "snapshot_missing": bool(scratch),
@@ -138,6 +140,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"errors": 4}
     if kind in GPU_HEALTH_TARGET:
         return _gpu_health_params(kind, hw)
+    if kind == "container_gpu_hidden":  # containers run, but their nvidia-smi -L finds no GPU (docker, apptainer)
+        return {}
     if kind == "package_wrong_version":
         return {"package": "nvidia-driver", "version": _older_version(hw.driver_apt_version)}
     raise InputError(f"unknown fault kind {kind!r}; known: {', '.join(sorted(FAULT_KINDS))}")

@@ -17,6 +17,19 @@ NCCL_VERSIONS = ("2.20.5-1+cuda12.4", "2.21.5-1+cuda12.4", "2.23.4-1+cuda12.6")
 CTK_VERSIONS = ("1.16.2-1", "1.17.3-1", "1.17.4-1")
 LIBNVC_VERSIONS = CTK_VERSIONS
 
+DOCKER_VERSIONS = ("5:27.3.1-1~debian.12~bookworm", "5:27.4.1-1~debian.12~bookworm")
+# The parts of Apptainer's own apptainer.conf and nvliblist.conf that --nv reads (the real files hold more).
+APPTAINER_CONF = (
+    "# LAB STAND-IN of apptainer.conf ({version})\n"
+    "# USE NVIDIA-CONTAINER-CLI: [BOOL]\n# DEFAULT: no\n"
+    "# If set to yes, Apptainer will attempt to use nvidia-container-cli to set up GPUs with --nv\n"
+    "use nvidia-container-cli = no\n"
+)
+NVLIBLIST = (
+    "# LAB STAND-IN of nvliblist.conf: binaries and libraries --nv binds from the host\n"
+    "nvidia-smi\nnvidia-debugdump\nnvidia-persistenced\nlibcuda.so\nlibnvidia-ml.so\n"
+)
+
 LAB_TOOLS_DIR = "/usr/lib/provision-lab/tools"
 TOOL_HEADER = "# LAB STAND-IN: simulated hardware, not the real tool"
 
@@ -151,7 +164,7 @@ CATALOG: tuple[StandIn, ...] = (
         " libnvidia-container-tools (<< 2.0.0)",
     ),
     StandIn(name="nvidia-container-toolkit-base", versions=CTK_VERSIONS, summary="NVIDIA Container Toolkit"
-            " Base", section="utils"),
+            " Base", section="utils", tools={"/usr/bin/nvidia-ctk": "nvidia_ctk"}),
     StandIn(name="libnvidia-container-tools", versions=LIBNVC_VERSIONS, summary="NVIDIA container runtime"
             " library (command-line tools)", section="utils", depends="libnvidia-container1 (>= {version})"),
     StandIn(name="libnvidia-container1", versions=LIBNVC_VERSIONS, summary="NVIDIA container runtime library",
@@ -272,12 +285,27 @@ CATALOG: tuple[StandIn, ...] = (
     ),
     StandIn(
         name="docker-ce",
-        versions=("5:27.3.1-1~debian.12~bookworm", "5:27.4.1-1~debian.12~bookworm"),
+        versions=DOCKER_VERSIONS,
         summary="Docker: the open-source application container engine",
         section="admin",
-        depends="containerd.io (>= 1.7.22)",
+        depends="containerd.io (>= 1.7.22), docker-ce-cli",
         services=(Service(unit="docker.service", description="Docker Application Container Engine"
                           " (LAB STAND-IN)", daemon="/usr/bin/dockerd"),),
+    ),
+    StandIn(
+        name="docker-ce-cli",
+        versions=DOCKER_VERSIONS,
+        summary="Docker CLI: the open-source application container engine",
+        section="admin",
+        tools={"/usr/bin/docker": "docker"},
+    ),
+    StandIn(
+        name="apptainer",
+        versions=("1.3.4", "1.3.6"),
+        summary="Application and environment virtualization formerly known as Singularity",
+        section="admin",
+        tools={"/usr/bin/apptainer": "apptainer"},
+        files={"/etc/apptainer/apptainer.conf": APPTAINER_CONF, "/etc/apptainer/nvliblist.conf": NVLIBLIST},
     ),
     # Burn-in tools (conformance --level burnin): simulated results from the twin's hardware and faults
     StandIn(name="nccl-tests", versions=("2.13.11-1",), summary="NCCL tests (all_reduce_perf, ...)",
