@@ -84,12 +84,14 @@ def _cpu_block(hw: Hardware, n: int) -> str:
 
 
 def render_cpuinfo(hw: Hardware) -> str:
-    total = hw.cpu.sockets * hw.cpu.cores_per_socket * hw.cpu.threads_per_core
+    total = hw.cpu.logical_cpus or hw.cpu.sockets * hw.cpu.cores_per_socket * hw.cpu.threads_per_core
     return "".join(_cpu_block(hw, n) for n in range(total))
 
 
 def render_mdstat(hw: Hardware, faults: Faults) -> str:
     raid = hw.boot_raid
+    if raid is None:  # no md array: what the kernel's md driver prints with none assembled
+        return "Personalities : \nunused devices: <none>\n"
     failed = faults.degraded_member()
     members = " ".join(
         f"{m}[{i}]" + ("(F)" if m == failed else "") for i, m in reversed(list(enumerate(raid.members)))
