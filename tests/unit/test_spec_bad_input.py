@@ -11,6 +11,7 @@ import pytest
 from provision.cli import main
 
 PROFILE = "group_vars/all/profile_ml_prod_v4.yml"
+WORKSTATION = "group_vars/all/profile_catalogue_i5_13500_ws.yml"
 
 
 def _edit(rel: str, old: str, new: str, count: int = 1) -> Callable[[Path], None]:
@@ -105,6 +106,13 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("waiver-bad-pattern", _write("host_vars/node03.yml", "---\nprovision_bmc_address: https://b3.example.net\n"
                                   "provision_lab: true\nprovision_lab_waivers:\n  'gpu.0 model': x\n"),
      ["node03", "provision_lab_waivers", "not a check id or pattern"]),
+    ("gpu-without-driver-pin", _edit(WORKSTATION, '    nvidia_driver:\n      branch: "550"\n      version: 550.127.08\n'
+                                     '      apt_version: 550.127.08-1\n      kernel_modules: open\n', ""),
+     [WORKSTATION, "provision_profile_catalogue_i5_13500_ws", "gpu is present, so software needs nvidia_driver"]),
+    ("gpu-null-pin", _edit(WORKSTATION, "    dcgm:\n      version: 3.3.9\n      apt_version: 1:3.3.9\n", "    dcgm: null\n"),
+     [WORKSTATION, "gpu is present, so software needs dcgm pinned"]),
+    ("catalogue-bad-threads", _edit(WORKSTATION, "    threads: 20", "    threads: twenty"),
+     [WORKSTATION, r"cpu\.threads", "integer"]),
     ("duplicate-spec-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sockets: 3\n"),
      [PROFILE, "duplicate key 'sockets'"]),
 ]
