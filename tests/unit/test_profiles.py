@@ -143,7 +143,7 @@ def _side_effects(section: str) -> tuple[str, ...]:
     if section == "gpu":
         pkgs = ("nvidia-driver", "cuda-toolkit-", "cudnn", "libnccl2", "nvidia-container-toolkit",
                 "datacenter-gpu-manager", "nvidia-fabricmanager")
-        return tuple(f"packages.{p}" for p in pkgs) + ("services.nvidia-", "kernel.module.nvidia")
+        return (*(f"packages.{p}" for p in pkgs), "services.nvidia-", "kernel.module.nvidia")
     if section == "network.infiniband":
         return ("packages.rdma-core", "kernel.module.")
     pkg = {"storage.scratch": "zfsutils-linux", "storage.boot.raid": "mdadm", "network.infiniband": "rdma-core"}[section]
@@ -198,7 +198,7 @@ def test_a_pin_without_hardware_is_allowed_and_named(profiles: dict[str, NodeSpe
 
 def test_required_names_the_key() -> None:
     assert required(3, "acceptance.x") == 3
-    with pytest.raises(SpecError, match="acceptance.x is absent"):
+    with pytest.raises(SpecError, match=r"acceptance\.x is absent"):
         required(None, "acceptance.x")
 
 
