@@ -249,3 +249,15 @@ def test_bmc_simulator_presents_the_profile_counts() -> None:
     # nothing still links to a removed member
     gone = f"{ROOT}/Chassis/1/PCIeDevices/GPU2"
     assert gone not in tree and not [u for u in tree.uris() if f'"{gone}"' in str(tree.get(u)).replace("'", '"')]
+
+
+@pytest.mark.parametrize("profile", CATALOGUE)
+def test_lab_up_profile_gives_the_simulator_the_profiles_parts(profiles: dict[str, NodeSpec], profile: str,
+                                                               tmp_path: Path) -> None:
+    from provision.lab import manager
+
+    spec = profiles[profile]
+    parts, group_vars = manager._profile(manager.UpOptions(lab_dir=tmp_path, profile=profile, source_inventory=HOSTS))
+    assert (parts.cpus, parts.dimms, parts.gpus, parts.boot_drives, parts.scratch_drives, parts.psus) == (
+        1, spec.memory.dimm_count, spec.gpu.count if spec.gpu else 0, 2, 0, 1)
+    assert (group_vars / f"{profile}.yml").exists()  # the lab inventory's group names the profile
