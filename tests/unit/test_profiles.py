@@ -261,3 +261,27 @@ def test_lab_up_profile_gives_the_simulator_the_profiles_parts(profiles: dict[st
     assert (parts.cpus, parts.dimms, parts.gpus, parts.boot_drives, parts.scratch_drives, parts.psus) == (
         1, spec.memory.dimm_count, spec.gpu.count if spec.gpu else 0, 2, 0, 1)
     assert (group_vars / f"{profile}.yml").exists()  # the lab inventory's group names the profile
+
+
+# Each role of an optional section, the playbook that runs it and the section its `when:` must name.
+ROLE_SECTIONS = [("gpu.yml", "nvidia_driver", "gpu"), ("gpu.yml", "cuda_toolkit", "gpu"), ("gpu.yml", "cudnn", "gpu"),
+                 ("gpu.yml", "nccl", "gpu"), ("containers.yml", "container_runtime", "gpu"),
+                 ("storage.yml", "boot_raid1", "storage.boot.raid"), ("storage.yml", "zfs_scratch", "storage.scratch"),
+                 ("infiniband.yml", "infiniband", "network.infiniband")]
+
+
+@pytest.mark.parametrize("playbook,role,section", ROLE_SECTIONS)
+def test_roles_of_optional_sections_run_only_when_the_section_is_there(playbook: str, role: str,
+                                                                       section: str) -> None:
+    plays = yaml.safe_load((REPO / "playbooks" / playbook).read_text())
+    entry = next(r for p in plays for r in p.get("roles", []) if r["role"] == role)
+    assert f"provision_spec.{section}" in entry["when"]
+
+
+def test_preflight_and_dcgm_follow_their_sections() -> None:
+    (play,) = yaml.safe_load((REPO / "playbooks" / "preflight.yml").read_text())
+    assert "provision_spec.storage.scratch" in play["tasks"][0]["when"]
+    defaults = yaml.safe_load((REPO / "roles" / "monitoring" / "defaults" / "main.yml").read_text())
+    assert "provision_spec.gpu" in defaults["monitoring_dcgm_enabled"]
+    tasks = yaml.safe_load((REPO / "roles" / "monitoring" / "tasks" / "main.yml").read_text())
+    assert tasks[0]["when"] == "monitoring_dcgm_enabled"
