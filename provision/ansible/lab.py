@@ -33,10 +33,11 @@ def scratch_devices(hardware_json: Path) -> list[str]:
 
 
 def boot_members(hardware_json: Path) -> list[str]:
-    """The twin's boot mirror members as kernel paths (/dev/nvme0n1p2, ...)."""
+    """The twin's boot mirror members as kernel paths (/dev/nvme0n1p2, ...); none where it has no mirror."""
     try:
         hardware = json.loads(hardware_json.read_text(encoding="utf-8"))
-        return [f"/dev/{m}" for m in hardware["boot_raid"]["members"]]
+        raid = hardware["boot_raid"]
+        return [] if raid is None else [f"/dev/{m}" for m in raid["members"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise LabError(f"{hardware_json}: cannot read the twin's boot mirror ({exc.__class__.__name__})") from None
 

@@ -23,7 +23,7 @@ from provision.cli.output import (
 )
 from provision.spec import load_fleet
 from provision.spec.loader import PROFILE_PREFIX, profile_file
-from provision.spec.memory_population import Severity, check_profile
+from provision.spec.memory_population import Finding, Severity, check_profile
 from provision.spec.model import Fleet
 from provision.spec.power_budget import check_power
 
@@ -129,7 +129,9 @@ def _population_problems(inventory: Path, fleet: Fleet) -> list[dict[str, str]]:
         hosts = sorted(h.name for h in fleet.hosts.values() if h.profile == profile)
         users = f"hosts {', '.join(hosts)}" if hosts else "no host uses it"
         where = profile_file(inventory, profile)
-        for finding in check_profile(spec) + check_power(spec):
+        unused = [Finding(Severity.WARNING, pin, "pinned, but the profile has no hardware that uses it (not installed)")
+                  for pin in spec.unused_pins()]
+        for finding in check_profile(spec) + check_power(spec) + unused:
             key = f"{PROFILE_PREFIX}{profile}.{finding.key}"
             out.append({"severity": finding.severity, "file": where, "key": key, "message": finding.message,
                         "hosts": users, "line": f"{where}: {key}: {finding.message} ({users})"})

@@ -18,6 +18,17 @@ Sources (vendor data, not measured here):
   EPYC 9004 memory population guidance rates 2DPC at DDR5-3600.
 - AMD EPYC 7502P (2nd Gen EPYC, Rome): AMD product page 8 channels DDR4-3200; 2DPC 2933 MT/s on
   RDIMM platforms (server vendors' EPYC 7002 guides, e.g. Dell PowerEdge "3200, 2933 or 2666 MT/s").
+- The seed's catalogue of single-socket servers (vendor data, not measured here; desktop parts take
+  unbuffered DIMMs, two channels):
+  - Intel Core i5-13500 (13th Gen, Raptor Lake): Intel ARK "Max # of Memory Channels 2", "Up to DDR5
+    4800 MT/s, Up to DDR4 3200 MT/s". 2 DPC: 4000 MT/s, Intel's 13th Gen Core desktop datasheet vol. 1
+    figure for two DIMMs a channel, as board vendors' QVLs repeat it (not re-read here: the shipped profile
+    runs 1 DPC, where only ARK's figure counts). The table holds the DDR5 figures (the seed's workstation
+    has DDR5).
+  - Intel Core i9-9900K (9th Gen, Coffee Lake Refresh): Intel ARK 2 channels, "DDR4-2666", 128 GB max.
+    ARK states one speed and no separate 2 DPC figure: it is taken for both (an assumption, said here).
+  - AMD Ryzen 9 7950X (Zen 4, AM5): AMD product page 2 channels, "DDR5 up to 5200 MT/s" (2x1R/2x2R:
+    one DIMM a channel); AMD's AM5 memory support table rates four DIMMs (2 DPC) at DDR5-3600.
 """
 
 from __future__ import annotations
@@ -52,6 +63,12 @@ CPU_MEMORY: dict[str, CpuMemory] = {
                             "AMD product page; AMD EPYC 9004 memory population guidance"),
     "epyc 7502p": CpuMemory("Rome, 2nd Gen EPYC", 8, "DDR4", (3200, 2933),
                             "AMD product page; EPYC 7002 server vendors' population guides"),
+    "core i5-13500": CpuMemory("Raptor Lake, 13th Gen Core", 2, "DDR5", (4800, 4000),
+                               "Intel ARK; Intel 13th Gen Core desktop datasheet vol. 1"),
+    "core i9-9900k": CpuMemory("Coffee Lake Refresh, 9th Gen Core", 2, "DDR4", (2666, 2666),
+                               "Intel ARK (one speed stated, taken for 1 and 2 DPC)"),
+    "ryzen 9 7950x": CpuMemory("Raphael, Ryzen 7000 (Zen 4)", 2, "DDR5", (5200, 3600),
+                               "AMD product page; AMD AM5 memory support (4 DIMMs: DDR5-3600)"),
 }
 
 

@@ -10,10 +10,11 @@ import re
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
+from provision.errors import SpecError
 from provision.scheduler.settings import SlurmSettings
 from provision.spec.containers import Containers
 from provision.spec.patterns import HostPatterns
@@ -50,6 +51,9 @@ class Cpu(Frozen):
     sockets: PositiveInt
     cores_per_socket: PositiveInt
     threads_per_core: PositiveInt
+    threads: PositiveInt | None = None
+    """Logical CPUs, where they are not sockets x cores x threads_per_core: a hybrid Intel Core part (its
+    P-cores run two threads, its E-cores one: an i5-13500 has 14 cores and 20 threads)."""
     base_clock_ghz: PositiveFloat
     l3_cache_mb_per_socket: PositiveInt
     isa_flags: tuple[str, ...] = Field(description="Flags required in /proc/cpuinfo, e.g. avx512f, amx_tile")
@@ -62,7 +66,7 @@ class Cpu(Frozen):
 
     @property
     def total_threads(self) -> int:
-        return self.total_cores * self.threads_per_core
+        return self.threads if self.threads is not None else self.total_cores * self.threads_per_core
 
 
 class Memory(Frozen):
@@ -199,11 +203,12 @@ class BootStorage(Frozen):
     size_tb: PositiveFloat
     interface: Literal["nvme", "sata", "sas"]
     form: str
-    raid: BootRaid
+    raid: BootRaid | None = None
+    """Absent: the boot drive(s) carry no md array (a catalogue server installed on one of its drives)."""
 
     @model_validator(mode="after")
     def _raid1_needs_two(self) -> BootStorage:
-        if self.raid.level == "raid1" and self.count != 2:
+        if self.raid is not None and self.raid.level == "raid1" and self.count != 2:
             raise ValueError(f"raid1 boot needs exactly 2 drives, count is {self.count}")
         return self
 
@@ -425,7 +430,8 @@ class NvmeHealth(Frozen):
 
 class Storage(Frozen):
     boot: BootStorage
-    scratch: ScratchStorage
+    scratch: ScratchStorage | None = None
+    """Absent: no scratch set (no ZFS pool, no scratch checks or burn-in gates)."""
     jbod: Jbod | None = None
     nvme_health: NvmeHealth
 
@@ -608,21 +614,23 @@ class Software(Frozen):
     os_distribution: Literal["debian", "ubuntu"]
     os_release: str
     kernel: KernelPin
-    nvidia_driver: DriverPin
+    nvidia_driver: DriverPin | None = None
     fabric_manager: Pin | None = None
-    cuda: Pin
-    cudnn: Pin
-    nccl: Pin
-    container_toolkit: Pin
+    cuda: Pin | None = None
+    cudnn: Pin | None = None
+    nccl: Pin | None = None
+    container_toolkit: Pin | None = None
     rdma: RdmaPin | None = None
-    dcgm: Pin
-    zfs: Pin
-    mdadm: Pin
+    dcgm: Pin | None = None
+    zfs: Pin | None = None
+    mdadm: Pin | None = None
 
     @model_validator(mode="after")
     def _fabric_manager_equals_driver(self) -> Software:
         fm = self.fabric_manager
-        if fm is not None and fm.version != self.nvidia_driver.version:
+        if fm is not None and self.nvidia_driver is None:
+            raise ValueError("fabric_manager is pinned but nvidia_driver is not")
+        if fm is not None and self.nvidia_driver is not None and fm.version != self.nvidia_driver.version:
             raise ValueError(
                 f"fabric_manager {fm.version} must equal nvidia_driver {self.nvidia_driver.version}"
             )
@@ -630,14 +638,15 @@ class Software(Frozen):
 
 
 class Acceptance(Frozen):
-    """Acceptance thresholds from the seed; burn-in gates are optional."""
+    """Acceptance thresholds from the seed; burn-in gates are optional. The figures of an optional hardware
+    section (GPUs, scratch, InfiniBand) are required when it is present (NodeSpec's cross-checks)."""
 
-    scratch_seq_read_gbs: PositiveFloat
-    scratch_rand_read_iops_4k: PositiveInt
-    allreduce_latency_us_p99: PositiveFloat
-    allreduce_busbw_gbs: PositiveFloat
-    ib_write_bw_gbps: PositiveFloat
-    dcgm_diag_level: Annotated[int, Field(ge=1, le=4)]
+    scratch_seq_read_gbs: PositiveFloat | None = None
+    scratch_rand_read_iops_4k: PositiveInt | None = None
+    allreduce_latency_us_p99: PositiveFloat | None = None
+    allreduce_busbw_gbs: PositiveFloat | None = None
+    ib_write_bw_gbps: PositiveFloat | None = None
+    dcgm_diag_level: Annotated[int | None, Field(ge=1, le=4)] = None
     scratch_drive_seq_read_gbs: PositiveFloat | None = None
     """Per scratch drive raw sequential read (GB/s). The seed states none; absent, burn-in gates each drive on
     the array's figure over its drive count (the stripe can only reach scratch_seq_read_gbs if each drive
@@ -685,6 +694,33 @@ cooling.min_fans) are minimums by their name and are checked node-side by confor
 _TEXT_FIGURES = frozenset({"cpu.model", "memory.type", "gpu.model"})
 
 
+_T = TypeVar("_T")
+
+
+def required(value: _T | None, key: str) -> _T:
+    """`value`, for code reached only when the spec has it (`key` names it); SpecError when it is absent."""
+    if value is None:
+        raise SpecError(f"spec key {key} is absent: code for it ran on a profile without it")
+    return value
+
+
+_PINS_NEEDED_BY: dict[str, tuple[str, ...]] = {
+    "gpu": ("nvidia_driver", "cuda", "cudnn", "nccl", "container_toolkit", "dcgm"),
+    "storage.scratch": ("zfs",),
+    "storage.boot.raid": ("mdadm",),
+}
+"""Pins an optional hardware section needs: present hardware without its pin is an error."""
+
+_ACCEPTANCE_NEEDED_BY: dict[str, tuple[str, ...]] = {
+    "gpu": ("dcgm_diag_level",),
+    "gpus": ("allreduce_latency_us_p99", "allreduce_busbw_gbs"),
+    "storage.scratch": ("scratch_seq_read_gbs", "scratch_rand_read_iops_4k"),
+    "network.infiniband": ("ib_write_bw_gbps",),
+}
+"""Acceptance figures an optional hardware section needs (burn-in gates on them); `gpus`: more than one GPU
+(NCCL all_reduce across one GPU measures nothing)."""
+
+
 class NodeSpec(Frozen):
     """Everything a node of one class must be."""
 
@@ -693,7 +729,8 @@ class NodeSpec(Frozen):
     form_factor: str
     cpu: Cpu
     memory: Memory
-    gpu: Gpu
+    gpu: Gpu | None = None
+    """Absent: a node without accelerators (no GPU stack, no GPU checks)."""
     storage: Storage
     network: Network
     power: Power
@@ -727,10 +764,50 @@ class NodeSpec(Frozen):
     def effective_comparisons(self) -> dict[str, Comparison]:
         return {k: self.comparison(k) for k in COMPARISONS}
 
+    def has(self, section: str) -> bool:
+        """Whether an optional hardware section (gpu, network.infiniband, storage.scratch, storage.jbod,
+        storage.boot.raid) is present: an absent one means no role, no check and no twin part for it."""
+        if section == "gpus":
+            return self.gpu is not None and self.gpu.count > 1
+        value = {"gpu": self.gpu, "network.infiniband": self.network.infiniband,
+                 "storage.scratch": self.storage.scratch, "storage.jbod": self.storage.jbod,
+                 "storage.boot.raid": self.storage.boot.raid}[section]
+        return value is not None
+
+    def need_gpu(self) -> Gpu:
+        """The gpu section, for code reached only when it is present (a caller that forgot to skip raises)."""
+        return required(self.gpu, "gpu")
+
+    def need_scratch(self) -> ScratchStorage:
+        """The storage.scratch section, for code reached only when it is present."""
+        return required(self.storage.scratch, "storage.scratch")
+
+    def need_boot_raid(self) -> BootRaid:
+        """The storage.boot.raid section, for code reached only when it is present."""
+        return required(self.storage.boot.raid, "storage.boot.raid")
+
+    def need_driver(self) -> DriverPin:
+        """software.nvidia_driver, present whenever gpu is (the cross-checks make sure)."""
+        return required(self.software.nvidia_driver, "software.nvidia_driver")
+
+    def unused_pins(self) -> list[str]:
+        """Pinned software whose hardware the spec does not have (allowed: `spec validate` warns)."""
+        return [f"software.{pin}" for section, pins in _PINS_NEEDED_BY.items() if not self.has(section)
+                for pin in pins if getattr(self.software, pin) is not None]
+
     @model_validator(mode="after")
     def _cross_checks(self) -> NodeSpec:
-        if self.gpu.fabric_manager and self.software.fabric_manager is None:
+        if self.gpu is not None and self.gpu.fabric_manager and self.software.fabric_manager is None:
             raise ValueError("gpu interconnect nvswitch needs software.fabric_manager")
+        for section, pins in _PINS_NEEDED_BY.items():
+            if self.has(section):
+                missing = [p for p in pins if getattr(self.software, p) is None]
+                if missing:
+                    raise ValueError(f"{section} is present, so software needs {', '.join(missing)} pinned")
+        for section, figures in _ACCEPTANCE_NEEDED_BY.items():
+            missing = [f for f in figures if getattr(self.acceptance, f) is None]
+            if self.has(section) and missing:
+                raise ValueError(f"{section} is present, so acceptance needs {', '.join(missing)}")
         names = [f.component for f in self.firmware]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -24,6 +24,7 @@ from provision.lab.declaration import lab_declaration
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.spec import NodeSpec, load_fleet
 from provision.spec.containers import ContainerEngine
+from provision.spec.model import ZfsLayout, scratch_zfs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRA_PACKAGES = ("prometheus-node-exporter", "smartmontools", "chrony")
@@ -32,18 +33,22 @@ EXTRA_PACKAGES = ("prometheus-node-exporter", "smartmontools", "chrony")
 def companion_pins(spec: NodeSpec) -> list[str]:
     """Dependencies pinned alongside (same version as their parent), as the Ansible roles pin them."""
     sw = spec.software
-    drv, ctk = sw.nvidia_driver.apt_version, sw.container_toolkit.apt_version
-    kmod = "nvidia-kernel-open-dkms" if sw.nvidia_driver.kernel_modules == "open" else "nvidia-kernel-dkms"
-    pins = [f"{kmod}={drv}", f"nvidia-persistenced={drv}", f"nvidia-container-toolkit-base={ctk}",
-            f"libnvidia-container-tools={ctk}", f"libnvidia-container1={ctk}"]
+    pins = []
+    if sw.nvidia_driver is not None:
+        drv = sw.nvidia_driver.apt_version
+        kmod = "nvidia-kernel-open-dkms" if sw.nvidia_driver.kernel_modules == "open" else "nvidia-kernel-dkms"
+        pins += [f"{kmod}={drv}", f"nvidia-persistenced={drv}"]
+    if sw.container_toolkit is not None:
+        ctk = sw.container_toolkit.apt_version
+        pins += [f"nvidia-container-toolkit-base={ctk}", f"libnvidia-container-tools={ctk}",
+                 f"libnvidia-container1={ctk}"]
     if sw.rdma is not None:
         pins += [f"infiniband-diags={sw.rdma.apt_version}", f"ibverbs-utils={sw.rdma.apt_version}"]
     return pins
 
 
 def project_spec(profile: str = "ml_prod_v4") -> NodeSpec:
-    fleet = load_fleet(ROOT / "inventory" / "hosts.yml")
-    return next(h.spec for h in fleet.hosts.values() if h.profile == profile)
+    return load_fleet(ROOT / "inventory" / "hosts.yml").profiles[profile]
 
 
 def ssh_argv(info: TwinInfo) -> list[str]:
@@ -79,7 +84,7 @@ def converge(info: TwinInfo, spec: NodeSpec, containers: bool = True) -> None:
     pins = [f"{p.package}={p.apt_version}" for p in pinned_packages(spec)] + companion_pins(spec)
     names = [p.package for p in pinned_packages(spec)]
     units = [u.unit for u in required_units(spec) if u.unit != "ssh.service"]
-    z = spec.storage.scratch.zfs
+    scratch = spec.storage.scratch
     script = "\n".join([
         "set -e",
         f"echo 'deb [trusted=yes] {info.repo_url} ./' > /etc/apt/sources.list.d/provision-lab.list",
@@ -88,15 +93,20 @@ def converge(info: TwinInfo, spec: NodeSpec, containers: bool = True) -> None:
         + " ".join(shlex.quote(p) for p in pins + list(EXTRA_PACKAGES)) + " >/dev/null",
         "apt-mark hold " + " ".join(names) + " >/dev/null",
         "systemctl enable --now " + " ".join(units),
-        f"zpool list {z.pool} >/dev/null 2>&1 || zpool create -f -o ashift={z.ashift} -O recordsize={z.recordsize} "
-        f"-O compression={z.compression} -O atime={z.atime} -m {z.mountpoint} {z.pool} "
-        "$(python3 -c 'import json; hw=json.load(open(\"/var/lib/provision-lab/hardware.json\")); "
-        "print(\" \".join(\"/dev/disk/by-id/\"+d[\"by_id\"] for d in hw[\"nvme\"] if d[\"role\"]==\"scratch\"))')",
-        *(container_steps(spec) if containers else []),
-    ])
+    ] + ([] if scratch is None else [_zpool_create(scratch.zfs)])
+      + (container_steps(spec) if containers else []))
     ssh(info, script)
     converge_checkpoints(info, spec)
     reboot(info)  # the new kernel package runs only after a reboot, as on a real server
+
+
+def _zpool_create(z: ZfsLayout) -> str:
+    return (
+        f"zpool list {z.pool} >/dev/null 2>&1 || zpool create -f -o ashift={z.ashift} -O recordsize={z.recordsize} "
+        f"-O compression={z.compression} -O atime={z.atime} -m {z.mountpoint} {z.pool} "
+        "$(python3 -c 'import json; hw=json.load(open(\"/var/lib/provision-lab/hardware.json\")); "
+        "print(\" \".join(\"/dev/disk/by-id/\"+d[\"by_id\"] for d in hw[\"nvme\"] if d[\"role\"]==\"scratch\"))')"
+    )
 
 
 def _role_template(name: str, **values: object) -> str:
@@ -111,8 +121,8 @@ def _role_template(name: str, **values: object) -> str:
 def converge_checkpoints(info: TwinInfo, spec: NodeSpec) -> None:
     """What roles/zfs_scratch's checkpoints.yml does, minimally: sanoid + zfs-zed, their configuration from the
     role's templates, the scrub timer, the first snapshots and one scrub (so the checks have a scrub to judge)."""
-    z = spec.storage.scratch.zfs
-    if z.snapshots is None or z.scrub is None or z.zed is None:
+    z = scratch_zfs(spec)
+    if z is None or z.snapshots is None or z.scrub is None or z.zed is None:
         return
     files = {
         "/etc/sanoid/sanoid.conf": _role_template(
@@ -168,14 +178,14 @@ def _add_ssh(inventory: Path, infos: dict[str, TwinInfo]) -> None:
 
 
 @contextmanager
-def verify_lab(base: Path, nodes: int) -> Iterator[tuple[Path, Path, dict[str, TwinInfo]]]:
-    """(inventory, twins lab dir, twins) with BMCs and twins up; everything torn down on exit."""
+def verify_lab(base: Path, nodes: int, profile: str = "ml_prod_v4") -> Iterator[tuple[Path, Path, dict[str, TwinInfo]]]:
+    """(inventory, twins lab dir, twins) with BMCs and twins of `profile` up; everything torn down on exit."""
     bmc_dir, twin_dir = base / "bmc", base / "twins"
-    spec = project_spec()
+    spec = project_spec(profile)
     try:
-        state = manager.up(manager.UpOptions(lab_dir=bmc_dir, nodes=nodes, bmc_only=True,
+        state = manager.up(manager.UpOptions(lab_dir=bmc_dir, nodes=nodes, bmc_only=True, profile=profile,
                                              source_inventory=ROOT / "inventory" / "hosts.yml"))
-        reqs = [TwinRequest(name=f"node{i:02d}", index=i, profile="ml_prod_v4") for i in range(1, nodes + 1)]
+        reqs = [TwinRequest(name=f"node{i:02d}", index=i, profile=profile) for i in range(1, nodes + 1)]
         infos = {i.name: i for i in twins.up(twin_dir, reqs, lambda _profile: spec)}
         _add_ssh(state.inventory, infos)
         yield state.inventory, twin_dir, infos

@@ -11,6 +11,7 @@ import pytest
 from provision.cli import main
 
 PROFILE = "group_vars/all/profile_ml_prod_v4.yml"
+WORKSTATION = "group_vars/all/profile_catalogue_i5_13500_ws.yml"
 
 
 def _edit(rel: str, old: str, new: str, count: int = 1) -> Callable[[Path], None]:
@@ -133,6 +134,13 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
                                       f"provision_bmc_deadline_s: {value}\n"),
        ["hosts.yml", "node03", "provision_bmc_deadline_s: must be a positive number of seconds"])
       for name, value in (("zero", "0"), ("negative", "-5"), ("word", "soon"), ("bool", "true"), ("inf", ".inf"))],
+    ("gpu-without-driver-pin", _edit(WORKSTATION, '    nvidia_driver:\n      branch: "550"\n      version: 550.127.08\n'
+                                     '      apt_version: 550.127.08-1\n      kernel_modules: open\n', ""),
+     [WORKSTATION, "provision_profile_catalogue_i5_13500_ws", "gpu is present, so software needs nvidia_driver"]),
+    ("gpu-null-pin", _edit(WORKSTATION, "    dcgm:\n      version: 3.3.9\n      apt_version: 1:3.3.9\n", "    dcgm: null\n"),
+     [WORKSTATION, "gpu is present, so software needs dcgm pinned"]),
+    ("catalogue-bad-threads", _edit(WORKSTATION, "    threads: 20", "    threads: twenty"),
+     [WORKSTATION, r"cpu\.threads", "integer"]),
     ("duplicate-spec-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sockets: 3\n"),
      [PROFILE, "duplicate key 'sockets'"]),
     ("rack-unknown", _edit("host_vars/node03.yml", "provision_rack: r01", "provision_rack: r09"),

@@ -26,7 +26,7 @@ from provision.conformance.facts import Probe
 from provision.conformance.model import Level
 from provision.conformance.parsers.dcgm import DcgmTest, parse_dcgmi_diag
 from provision.errors import ParseError
-from provision.spec.model import NodeSpec
+from provision.spec.model import NodeSpec, required
 
 AREA = "burnin"
 
@@ -39,14 +39,17 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
 def evaluate(ctx: Context) -> None:
     if ctx.level is not Level.BURNIN:
         return
-    _dcgm(ctx)
-    _nccl(ctx)
-    _pool(ctx)
-    _drives(ctx)
+    if ctx.spec.gpu is not None:  # an absent section: no burn-in checks for it
+        _dcgm(ctx)
+    if ctx.spec.has("gpus"):  # all_reduce on one GPU measures nothing
+        _nccl(ctx)
+    if ctx.spec.storage.scratch is not None:
+        _pool(ctx)
+        _drives(ctx)
 
 
 def _dcgm(ctx: Context) -> None:
-    level = ctx.spec.acceptance.dcgm_diag_level
+    level = required(ctx.spec.acceptance.dcgm_diag_level, "acceptance.dcgm_diag_level")
     desc = f"dcgmi diag -r {level}: every test passes"
     section = ctx.facts.section(DCGM)
     if section is None or section.rc == 127:
@@ -71,8 +74,9 @@ def _nccl(ctx: Context) -> None:
     """Single-node all_reduce_perf: the largest size's bus bandwidth against the spec (the '# Avg bus bandwidth'
     line averages every size from 8 B up, so it is shown, never gated). The seed's latency is measured between
     nodes: the 8 B time is evidence here, gated by burnin.nccl_multinode.latency."""
-    gate = ctx.spec.acceptance.allreduce_busbw_gbs
-    desc = f"NCCL all_reduce_perf on this node's {ctx.spec.gpu.count} GPUs: bus bandwidth at the largest size (GB/s)"
+    gate = required(ctx.spec.acceptance.allreduce_busbw_gbs, "acceptance.allreduce_busbw_gbs")
+    gpus = ctx.spec.need_gpu().count
+    desc = f"NCCL all_reduce_perf on this node's {gpus} GPUs: bus bandwidth at the largest size (GB/s)"
     try:
         run = ctx.parsed(NCCL, parse_nccl)
     except Unreadable as why:
@@ -86,10 +90,12 @@ def _nccl(ctx: Context) -> None:
 
 
 def _pool(ctx: Context) -> None:
-    acc, z = ctx.spec.acceptance, ctx.spec.storage.scratch.zfs
+    acc, z = ctx.spec.acceptance, ctx.spec.need_scratch().zfs
+    seq_gate = required(acc.scratch_seq_read_gbs, "acceptance.scratch_seq_read_gbs")
+    rand_gate = required(acc.scratch_rand_read_iops_4k, "acceptance.scratch_rand_read_iops_4k")
     seq_desc = f"fio 1 MiB sequential read on pool {z.pool}, ARC kept out (GB/s)"
     rand_desc = f"fio 4 KiB random read on pool {z.pool}, ARC kept out (IOPS)"
-    seq_exp, rand_exp = f">= {acc.scratch_seq_read_gbs:g}", f">= {acc.scratch_rand_read_iops_4k:g}"
+    seq_exp, rand_exp = f">= {seq_gate:g}", f">= {rand_gate:g}"
     if not pool_present(ctx.spec, ctx.facts):
         why = (f"pool {z.pool} does not exist (zpool status): it could not be measured; its drives are read raw "
                "(burnin.nvme.*)")
@@ -105,9 +111,9 @@ def _pool(ctx: Context) -> None:
         ctx.unreadable("burnin.fio_rand_read", AREA, rand_desc, rand_exp, why.reason)
         return
     ctx.record("burnin.fio_seq_read", AREA, seq_desc, seq_exp, f"{seq.read_gbs:.2f}",
-               seq.read_gbs >= acc.scratch_seq_read_gbs, evidence)
+               seq.read_gbs >= seq_gate, evidence)
     ctx.record("burnin.fio_rand_read", AREA, rand_desc, rand_exp, f"{rand.read_iops:.0f}",
-               rand.read_iops >= acc.scratch_rand_read_iops_4k, evidence)
+               rand.read_iops >= rand_gate, evidence)
 
 
 def _job(jobs: dict[str, FioJob], name: str) -> FioJob:
@@ -147,7 +153,7 @@ def _drives(ctx: Context) -> None:
         return
     if not drives:
         ctx.error("burnin.nvme.seq_read", AREA, "raw sequential read of each scratch drive (GB/s)", exp,
-                  f"no NVMe namespace of the scratch size ({ctx.spec.storage.scratch.size_tb:g} TB) listed")
+                  f"no NVMe namespace of the scratch size ({ctx.spec.need_scratch().size_tb:g} TB) listed")
         return
     try:
         jobs = {j.name: j for j in ctx.parsed(FIO_DRIVES, parse_fio_jobs)}

@@ -24,7 +24,7 @@ from provision.conformance.parsers.mdadm import parse_mdadm_detail
 from provision.conformance.parsers.nvme import parse_nvme_list
 from provision.conformance.parsers.zpool_status import parse_zpool_status
 from provision.errors import ParseError
-from provision.spec.model import NodeSpec
+from provision.spec.model import NodeSpec, required
 
 DCGM, NCCL, FIO_POOL, FIO_DRIVES = "dcgmi_diag", "nccl_all_reduce", "fio_pool", "fio_drives"
 NCCL_MULTI = "nccl_multinode"
@@ -57,6 +57,8 @@ def scratch_drives(spec: NodeSpec, facts: NodeFacts) -> list[str]:
     size that are not members of the boot mirror (boot and scratch drives may be of one size). Raises
     ParseError when `nvme list` could not be read."""
     scratch = spec.storage.scratch
+    if scratch is None:  # no scratch set in the spec: no drives to read
+        return []
     section = facts.section(nvme.LIST)
     if section is None or section.rc != 0:
         raise ParseError("nvme list", "not gathered" if section is None else f"exit {section.rc}")
@@ -82,10 +84,10 @@ def _boot_members(facts: NodeFacts) -> set[str]:
 def pool_present(spec: NodeSpec, facts: NodeFacts) -> bool:
     """The spec'd scratch pool exists (bring-up before configure: it does not yet)."""
     section = facts.section(zfs.STATUS)
-    if section is None or section.rc != 0:
+    if spec.storage.scratch is None or section is None or section.rc != 0:
         return False
     try:
-        return any(p.name == spec.storage.scratch.zfs.pool for p in parse_zpool_status(section.stdout))
+        return any(p.name == spec.need_scratch().zfs.pool for p in parse_zpool_status(section.stdout))
     except ParseError:
         return False
 
@@ -109,18 +111,19 @@ def _natural(text: str) -> list[object]:
 
 # ---- node-local measurements ----------------------------------------------------------------------------------
 def dcgm_probe(spec: NodeSpec) -> Probe:
-    return Probe(name=DCGM, command=f"dcgmi diag -r {spec.acceptance.dcgm_diag_level}")
+    level = required(spec.acceptance.dcgm_diag_level, "acceptance.dcgm_diag_level")
+    return Probe(name=DCGM, command=f"dcgmi diag -r {level}")
 
 
 def nccl_probe(spec: NodeSpec) -> Probe:
     """all_reduce_perf on this node's GPUs (NVLink/NVSwitch only), 8 B to 8 GiB."""
-    return Probe(name=NCCL, command=f"all_reduce_perf -b 8 -e 8G -f 2 -g {spec.gpu.count}")
+    return Probe(name=NCCL, command=f"all_reduce_perf -b 8 -e 8G -f 2 -g {spec.need_gpu().count}")
 
 
 def fio_pool_probe(spec: NodeSpec) -> Probe:
     """Sequential 1 MiB then random 4 KiB reads on the pool, past the ARC (see ARC_METHOD); one fio run, two
     reporting groups (`--stonewall` starts the second after the first and a new group)."""
-    z = spec.storage.scratch.zfs
+    z = spec.need_scratch().zfs
     seq, rnd = f"{z.pool}/{BURNIN_DATASET}", f"{z.pool}/{BURNIN_DATASET}-rand"
     mseq, mrnd = f"{z.mountpoint.rstrip('/')}/{BURNIN_DATASET}", f"{z.mountpoint.rstrip('/')}/{BURNIN_DATASET}-rand"
     nocache = "-o primarycache=metadata -o secondarycache=none"
@@ -153,7 +156,9 @@ def fio_drives_probe(drives: list[str]) -> Probe:
 def local_probes(spec: NodeSpec, facts: NodeFacts) -> list[Probe]:
     """The node-local burn-in, in the order it runs (one at a time). fio on the pool only where the pool
     exists; raw drive reads wherever the scratch drives were listed."""
-    found = [dcgm_probe(spec), nccl_probe(spec)]
+    found = [dcgm_probe(spec)] if spec.gpu is not None else []  # no GPUs: no DCGM
+    if spec.has("gpus"):  # NCCL all_reduce needs two GPUs or more
+        found.append(nccl_probe(spec))
     if pool_present(spec, facts):
         found.append(fio_pool_probe(spec))
     try:
@@ -167,11 +172,11 @@ def local_probes(spec: NodeSpec, facts: NodeFacts) -> list[Probe]:
 
 def drive_gate(spec: NodeSpec) -> tuple[float, str]:
     """Each scratch drive's raw sequential read gate (GB/s) and where it comes from."""
-    acc, scratch = spec.acceptance, spec.storage.scratch
+    acc, scratch = spec.acceptance, spec.need_scratch()
     if acc.scratch_drive_seq_read_gbs is not None:
         return acc.scratch_drive_seq_read_gbs, "acceptance.scratch_drive_seq_read_gbs"
-    return (acc.scratch_seq_read_gbs / scratch.count,
-            f"acceptance.scratch_seq_read_gbs {acc.scratch_seq_read_gbs:g} / {scratch.count} drives")
+    array = required(acc.scratch_seq_read_gbs, "acceptance.scratch_seq_read_gbs")
+    return (array / scratch.count, f"acceptance.scratch_seq_read_gbs {array:g} / {scratch.count} drives")
 
 
 # ---- across nodes -------------------------------------------------------------------------------------------
@@ -232,10 +237,12 @@ def multinode_gate(spec: NodeSpec) -> tuple[float, str]:
     acc, ib = spec.acceptance, spec.network.infiniband
     if acc.allreduce_multinode_busbw_gbs is not None:
         return acc.allreduce_multinode_busbw_gbs, "acceptance.allreduce_multinode_busbw_gbs"
+    busbw = required(acc.allreduce_busbw_gbs, "acceptance.allreduce_busbw_gbs")
     if ib is None or not ib.count:
-        return acc.allreduce_busbw_gbs, "acceptance.allreduce_busbw_gbs"
-    cap = ib.count * acc.ib_write_bw_gbps / 8
-    if cap < acc.allreduce_busbw_gbs:
-        return cap, (f"acceptance.allreduce_busbw_gbs {acc.allreduce_busbw_gbs:g} capped at {ib.count} HCAs x "
-                     f"ib_write_bw_gbps {acc.ib_write_bw_gbps:g} / 8")
-    return acc.allreduce_busbw_gbs, "acceptance.allreduce_busbw_gbs"
+        return busbw, "acceptance.allreduce_busbw_gbs"
+    ib_bw = required(acc.ib_write_bw_gbps, "acceptance.ib_write_bw_gbps")
+    cap = ib.count * ib_bw / 8
+    if cap < busbw:
+        return cap, (f"acceptance.allreduce_busbw_gbs {busbw:g} capped at {ib.count} HCAs x "
+                     f"ib_write_bw_gbps {ib_bw:g} / 8")
+    return busbw, "acceptance.allreduce_busbw_gbs"

@@ -33,7 +33,7 @@ from provision.conformance.checks.burnin_plan import (
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, Section, build_script, split_sections
 from provision.conformance.model import CheckResult, Level
 from provision.errors import ParseError
-from provision.spec.model import HostEntry
+from provision.spec.model import Acceptance, HostEntry, required
 
 RunnerFor = Callable[[HostEntry], Runner]
 ONE_NODE = "one node in this verify run: {what} needs a peer node (peers are the other nodes of the run)"
@@ -93,7 +93,7 @@ def _ib_id(node: _Node, test: str, hca: str) -> str:
 
 
 def _ib_gate(node: _Node) -> str:
-    return f">= {node.host.spec.acceptance.ib_write_bw_gbps:g}"
+    return f">= {required(node.host.spec.acceptance.ib_write_bw_gbps, 'acceptance.ib_write_bw_gbps'):g}"
 
 
 def _ib(nodes: dict[str, _Node], runner_for: RunnerFor) -> None:
@@ -147,7 +147,7 @@ def _ib_verdict(ends: list[tuple[_Node, _Node]], test: str, rail: int, hca: dict
     for node, peer in ends:
         own = hca[node.host.name] or f"rail{rail}"
         desc = f"ib_{test}_bw {own} <-> {peer.host.name} {hca[peer.host.name] or '(none)'} (Gb/s)"
-        gate = node.host.spec.acceptance.ib_write_bw_gbps
+        gate = required(node.host.spec.acceptance.ib_write_bw_gbps, "acceptance.ib_write_bw_gbps")
         if figure is None:
             node.ctx.error(_ib_id(node, test, own), AREA, desc, _ib_gate(node), why)
         else:
@@ -181,23 +181,33 @@ def _ib_figure(test: str, s_sec: Section | None, c_sec: Section | None,
 
 
 # ---- multi-node NCCL ---------------------------------------------------------------------------------------
+def _latency_gate(acc: Acceptance) -> float:
+    return required(acc.allreduce_latency_us_p99, "acceptance.allreduce_latency_us_p99")
+
+
 def _nccl_multinode(nodes: dict[str, _Node], runner_for: RunnerFor) -> None:
+    # Nodes whose spec gates multi-node NCCL (GPUs and an all_reduce figure); others have no such check.
+    nodes = {n: node for n, node in nodes.items()
+             if node.host.spec.gpu is not None and node.host.spec.acceptance.allreduce_busbw_gbs is not None
+             and node.host.spec.acceptance.allreduce_latency_us_p99 is not None}
     acc_of = {n: node.host.spec.acceptance for n, node in nodes.items()}
     names = sorted(nodes)
+    if not names:
+        return
     if len(names) == 1:
         node = nodes[names[0]]
         gate, _src = multinode_gate(node.host.spec)
         node.ctx.waive("burnin.nccl_multinode.busbw", AREA, "NCCL all_reduce_perf across nodes: bus bandwidth (GB/s)",
                        f">= {gate:g}", ONE_NODE.format(what="multi-node NCCL"))
         node.ctx.waive("burnin.nccl_multinode.latency", AREA, "NCCL all_reduce_perf across nodes: 8 B time (us)",
-                       f"<= {acc_of[names[0]].allreduce_latency_us_p99:g}", ONE_NODE.format(what="multi-node NCCL"))
+                       f"<= {_latency_gate(acc_of[names[0]]):g}", ONE_NODE.format(what="multi-node NCCL"))
         return
     good = [nodes[n] for n in names if nodes[n].facts is not None and nodes[n].host.ssh is not None]
     lost = [n for n in names if nodes[n] not in good]
     launcher = good[0] if len(good) >= 2 else None
     out: Section | None = None
     if launcher is not None:
-        hosts = [(n.host.ssh.host, n.host.spec.gpu.count) for n in good if n.host.ssh is not None]
+        hosts = [(n.host.ssh.host, n.host.spec.need_gpu().count) for n in good if n.host.ssh is not None]
         probe = nccl_multinode_probe(launcher.host.spec, hosts)
         out = run_probes(launcher.host.name, [probe], runner_for(launcher.host)).get(NCCL_MULTI)
     for node in good or [nodes[n] for n in names]:
@@ -210,7 +220,7 @@ def _nccl_verdict(node: _Node, out: Section | None, launcher: _Node | None, ran:
     bw_id, lat_id = "burnin.nccl_multinode.busbw", "burnin.nccl_multinode.latency"
     bw_desc = f"NCCL all_reduce_perf across {len(ran)} nodes: bus bandwidth at the largest size (GB/s)"
     lat_desc = f"NCCL all_reduce_perf across {len(ran)} nodes: time at the smallest size (us)"
-    bw_exp, lat_exp = f">= {gate:g}", f"<= {acc.allreduce_latency_us_p99:g}"
+    bw_exp, lat_exp = f">= {gate:g}", f"<= {_latency_gate(acc):g}"
     why = None
     if launcher is None or out is None:
         why = f"fewer than two nodes could be gathered (not gathered: {', '.join(lost)})"
@@ -235,7 +245,7 @@ def _nccl_verdict(node: _Node, out: Section | None, launcher: _Node | None, ran:
         evidence += f"; not gathered, left out: {', '.join(lost)}"
     node.ctx.record(bw_id, AREA, bw_desc, bw_exp, f"{big.busbw_gbs:g}", big.busbw_gbs >= gate,
                     f"{big.size_bytes} B; gate: {source}; {evidence}")
-    fast = small.time_us <= acc.allreduce_latency_us_p99
+    fast = small.time_us <= _latency_gate(acc)
     node.ctx.record(lat_id, AREA, lat_desc, lat_exp, f"{small.time_us:g}", fast,
                     f"{small.size_bytes} B out of place; nccl-tests reports the mean over its iterations, held "
                     f"against the seed's p99 figure (acceptance.allreduce_latency_us_p99); {evidence}")

@@ -15,11 +15,13 @@ AREA = "fabric"
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
-    return [services.units_probe(spec), packages.dpkg_probe(spec)] if spec.gpu.fabric_manager else []
+    if spec.gpu is None or not spec.gpu.fabric_manager:  # no NVSwitch (or no GPUs): no fabric checks
+        return []
+    return [services.units_probe(spec), packages.dpkg_probe(spec)]
 
 
 def evaluate(ctx: Context) -> None:
-    if not ctx.spec.gpu.fabric_manager:
+    if ctx.spec.gpu is None or not ctx.spec.gpu.fabric_manager:
         return
     _service(ctx)
     _version(ctx)
@@ -38,7 +40,7 @@ def _service(ctx: Context) -> None:
 
 
 def _version(ctx: Context) -> None:
-    driver = ctx.spec.software.nvidia_driver.version
+    driver = ctx.spec.need_driver().version
     name = fabric_manager_package(ctx.spec)
     desc = f"{name} at exactly the driver version"
     try:

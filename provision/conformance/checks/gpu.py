@@ -17,6 +17,8 @@ NVLINK = "nvidia_smi_nvlink"
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
+    if spec.gpu is None:  # no gpu section: no GPU checks at all (not a pass)
+        return []
     found = [Probe(name=QUERY, command="nvidia-smi -q")]
     if spec.gpu.nvlink is not None and level is not Level.QUICK:
         found.append(Probe(name=NVLINK, command="nvidia-smi nvlink -s"))
@@ -24,8 +26,10 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
 
 
 def evaluate(ctx: Context) -> None:
+    if ctx.spec.gpu is None:
+        return
     gpu = ctx.spec.gpu
-    driver = ctx.spec.software.nvidia_driver.version
+    driver = ctx.spec.need_driver().version
     try:
         report = ctx.parsed(QUERY, parse_nvidia_smi_query)
     except Unreadable as why:
@@ -42,7 +46,7 @@ def evaluate(ctx: Context) -> None:
 
 
 def _per_gpu(ctx: Context, index: int, info: GpuInfo) -> None:
-    gpu = ctx.spec.gpu
+    gpu = ctx.spec.need_gpu()
     pid = f"gpu.{index}"
     where = f"GPU {index} ({info.bus_id})"
     ctx.equal(f"{pid}.model", AREA, f"{where} model", gpu.model, info.product_name)
@@ -70,7 +74,7 @@ def _per_gpu(ctx: Context, index: int, info: GpuInfo) -> None:
 
 
 def _nvlinks(ctx: Context, report: GpuQueryReport) -> None:
-    nvlink = ctx.spec.gpu.nvlink
+    nvlink = ctx.spec.need_gpu().nvlink
     if nvlink is None:
         return
     expected = f"{nvlink.links_per_gpu} active at {nvlink.link_speed_gbs} GB/s"
@@ -84,7 +88,7 @@ def _nvlinks(ctx: Context, report: GpuQueryReport) -> None:
 
 
 def _nvlink(ctx: Context, index: int, bus_id: str, links: NvlinkGpu | None, expected: str) -> None:
-    nvlink = ctx.spec.gpu.nvlink
+    nvlink = ctx.spec.need_gpu().nvlink
     assert nvlink is not None
     desc = f"GPU {index} ({bus_id}) NVLinks active at spec speed"
     if links is None:

@@ -44,7 +44,7 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
     if level is Level.QUICK:
         return []
     found = [Probe(name=KERNEL_LOG, command=KERNEL_LOG_COMMAND)]
-    if spec.gpu.nvlink is not None:
+    if spec.need_gpu().nvlink is not None:
         found.append(Probe(name=NVLINK_ERRORS, command="nvidia-smi nvlink -e"))
     return found
 
@@ -62,13 +62,13 @@ def evaluate_gpus(ctx: Context, gpus: tuple[GpuInfo, ...]) -> None:
         _retired_pages(ctx, index, info)
         _ecc(ctx, index, info)
         _clocks(ctx, index, info)
-        health = ctx.spec.gpu.health
+        health = ctx.spec.need_gpu().health
         _temperature(ctx, f"gpu.{index}.temperature", f"{where(index, info)} GPU temperature",
                      info.temperature_gpu_c, health.gpu_temperature)
         _temperature(ctx, f"gpu.{index}.memory_temperature", f"{where(index, info)} memory temperature",
                      info.temperature_memory_c, health.memory_temperature)
     _xids(ctx, gpus)
-    if ctx.spec.gpu.nvlink is not None:
+    if ctx.spec.need_gpu().nvlink is not None:
         _nvlink_errors(ctx, gpus)
     _name_the_gpus(ctx, first, gpus)
 
@@ -86,7 +86,7 @@ def _name_the_gpus(ctx: Context, first: int, gpus: tuple[GpuInfo, ...]) -> None:
 
 def _pcie(ctx: Context, index: int, info: GpuInfo) -> None:
     """The link as trained NOW (a GPU trained down to Gen4 or x8 in a Gen5 x16 slot fails)."""
-    pcie, spec = info.pcie, ctx.spec.gpu.pcie
+    pcie, spec = info.pcie, ctx.spec.need_gpu().pcie
     desc = f"{where(index, info)} PCIe generation (current)"
     found = f"Gen{pcie.gen_current} (max Gen{pcie.gen_max})"
     if pcie.gen_current is None:
@@ -104,7 +104,7 @@ def _pcie(ctx: Context, index: int, info: GpuInfo) -> None:
 
 def _row_remap(ctx: Context, index: int, info: GpuInfo) -> None:
     desc = f"{where(index, info)} row remapping: none pending, no failure"
-    limit = ctx.spec.gpu.health.remapped_rows_uncorrectable_max
+    limit = ctx.spec.need_gpu().health.remapped_rows_uncorrectable_max
     rows = info.remapped_rows
     if rows is None or rows.pending is None or rows.failure_occurred is None:
         ctx.error(f"gpu.{index}.row_remap", AREA, desc, "none pending", "nvidia-smi reports no row remapping state")
@@ -126,7 +126,7 @@ def _retired_pages(ctx: Context, index: int, info: GpuInfo) -> None:
     pages = info.retired_pages
     if pages is None or (pages.single_bit_ecc is None and pages.double_bit_ecc is None and pages.pending is None):
         return
-    limit = ctx.spec.gpu.health.retired_pages_max
+    limit = ctx.spec.need_gpu().health.retired_pages_max
     total = (pages.single_bit_ecc or 0) + (pages.double_bit_ecc or 0)
     problems = ([f"{total} pages retired (>= {limit})"] if total >= limit else []) + (
         ["retirement pending (needs a reboot)"] if pages.pending else [])
@@ -136,7 +136,7 @@ def _retired_pages(ctx: Context, index: int, info: GpuInfo) -> None:
 
 def _ecc(ctx: Context, index: int, info: GpuInfo) -> None:
     desc = f"{where(index, info)} ECC volatile uncorrectable errors"
-    limit = ctx.spec.gpu.health.ecc_volatile_uncorrectable_max
+    limit = ctx.spec.need_gpu().health.ecc_volatile_uncorrectable_max
     count = info.ecc_errors.volatile_uncorrectable if info.ecc_errors else None
     if count is None:
         ctx.error(f"gpu.{index}.ecc_errors", AREA, desc, f"<= {limit}", "nvidia-smi reports no volatile ECC counts")
@@ -164,7 +164,7 @@ def _temperature(ctx: Context, check_id: str, desc: str, value: int | None, tier
 
 
 def _xid_outcome(ctx: Context, events: list[XidEvent]) -> tuple[Outcome, str]:
-    failing = set(ctx.spec.gpu.health.failing_xids)
+    failing = set(ctx.spec.need_gpu().health.failing_xids)
     if not events:
         return Outcome.PASS, "none"
     shown = "; ".join(f"Xid {e.code}" + (f" ({e.message[:80]})" if e.message else "") for e in events[:5])
@@ -187,7 +187,7 @@ def _xids(ctx: Context, gpus: tuple[GpuInfo, ...]) -> None:
         mine = [events[n] for n in positions]
         outcome, found = _xid_outcome(ctx, mine)
         ctx.result(f"gpu.{index}.xid", AREA, f"{where(index, info)} Xid events since boot", expected, found, outcome,
-                   "failing Xids: " + ", ".join(map(str, ctx.spec.gpu.health.failing_xids)) if mine else "")
+                   "failing Xids: " + ", ".join(map(str, ctx.spec.need_gpu().health.failing_xids)) if mine else "")
     stray = [e for n, e in enumerate(events) if n not in claimed]
     if stray:  # e.g. a GPU that fell off the bus (Xid 79) is no longer in nvidia-smi's list
         outcome, found = _xid_outcome(ctx, stray)
@@ -196,7 +196,7 @@ def _xids(ctx: Context, gpus: tuple[GpuInfo, ...]) -> None:
 
 
 def _nvlink_errors(ctx: Context, gpus: tuple[GpuInfo, ...]) -> None:
-    limit = ctx.spec.gpu.health.nvlink_errors_max
+    limit = ctx.spec.need_gpu().health.nvlink_errors_max
     expected = f"CRC and recovery errors <= {limit}"
     try:
         per_gpu = {g.uuid: g for g in ctx.parsed(NVLINK_ERRORS, parse_nvlink_errors)}

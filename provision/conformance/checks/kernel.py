@@ -25,14 +25,16 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
 
 
 def required_modules(spec: NodeSpec) -> list[str]:
-    """Modules a node of this spec runs with (md raid1 shows in /proc/mdstat; see raid checks)."""
-    mods = ["nvidia", "nvidia_uvm", "nvidia_modeset"]
+    """Modules a node of this spec runs with (md raid1 shows in /proc/mdstat; see raid checks). A section the
+    spec does not have (gpu, network.infiniband, storage.scratch) needs no module."""
+    mods = ["nvidia", "nvidia_uvm", "nvidia_modeset"] if spec.gpu is not None else []
     ib = spec.network.infiniband
     if ib is not None and ib.count:
-        mods += ["mlx5_core", "mlx5_ib", "ib_uverbs", "nvidia_peermem"]
+        mods += ["mlx5_core", "mlx5_ib", "ib_uverbs"] + (["nvidia_peermem"] if spec.gpu is not None else [])
         if ib.ipoib is not None:
             mods.append("ib_ipoib")
-    mods.append("zfs")
+    if spec.storage.scratch is not None:
+        mods.append("zfs")
     return mods
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from provision.spec.model import NodeSpec
+from provision.spec.model import NodeSpec, Pin
 
 
 class PinnedPackage(BaseModel):
@@ -30,22 +30,23 @@ class RequiredUnit(BaseModel):
 
 
 def pinned_packages(spec: NodeSpec) -> list[PinnedPackage]:
-    """Every pinned apt package of the spec, in a stable order."""
+    """Every pinned apt package of the spec, in a stable order; a pin the spec leaves out has no row."""
     sw = spec.software
-    cuda_mm = "-".join(sw.cuda.version.split(".")[:2])
-    cudnn_major = sw.cudnn.version.split(".")[0]
-    cuda_major = sw.cuda.version.split(".")[0]
-    rows = [
-        ("kernel", sw.kernel.package, sw.kernel.apt_version),
-        ("nvidia_driver", "nvidia-driver", sw.nvidia_driver.apt_version),
-        ("cuda", f"cuda-toolkit-{cuda_mm}", sw.cuda.apt_version),
-        ("cudnn", f"cudnn{cudnn_major}-cuda-{cuda_major}", sw.cudnn.apt_version),
-        ("nccl", "libnccl2", sw.nccl.apt_version),
-        ("container_toolkit", "nvidia-container-toolkit", sw.container_toolkit.apt_version),
-        ("dcgm", "datacenter-gpu-manager", sw.dcgm.apt_version),
-        ("zfs", "zfsutils-linux", sw.zfs.apt_version),
-        ("mdadm", "mdadm", sw.mdadm.apt_version),
+    cuda_mm = "-".join(sw.cuda.version.split(".")[:2]) if sw.cuda else ""
+    cudnn_major = sw.cudnn.version.split(".")[0] if sw.cudnn else ""
+    cuda_major = sw.cuda.version.split(".")[0] if sw.cuda else ""
+    optional: list[tuple[str, str, Pin | None]] = [
+        ("nvidia_driver", "nvidia-driver", sw.nvidia_driver),
+        ("cuda", f"cuda-toolkit-{cuda_mm}", sw.cuda),
+        ("cudnn", f"cudnn{cudnn_major}-cuda-{cuda_major or cuda_mm}", sw.cudnn),
+        ("nccl", "libnccl2", sw.nccl),
+        ("container_toolkit", "nvidia-container-toolkit", sw.container_toolkit),
+        ("dcgm", "datacenter-gpu-manager", sw.dcgm),
+        ("zfs", "zfsutils-linux", sw.zfs),
+        ("mdadm", "mdadm", sw.mdadm),
     ]
+    rows = [("kernel", sw.kernel.package, sw.kernel.apt_version)]
+    rows += [(c, p, pin.apt_version) for c, p, pin in optional if pin is not None]
     if sw.fabric_manager is not None:
         rows.insert(2, ("fabric_manager", fabric_manager_package(spec), sw.fabric_manager.apt_version))
     if sw.rdma is not None:
@@ -54,7 +55,7 @@ def pinned_packages(spec: NodeSpec) -> list[PinnedPackage]:
 
 
 def fabric_manager_package(spec: NodeSpec) -> str:
-    return f"nvidia-fabricmanager-{spec.software.nvidia_driver.branch}"
+    return f"nvidia-fabricmanager-{spec.need_driver().branch}"
 
 
 FABRIC_MANAGER_UNIT = "nvidia-fabricmanager.service"
@@ -65,10 +66,12 @@ def required_units(spec: NodeSpec) -> list[RequiredUnit]:
     units = [
         RequiredUnit(unit="ssh.service", reason="remote management"),
         RequiredUnit(unit="chrony.service", reason="time sync"),
-        RequiredUnit(unit="nvidia-dcgm.service", reason="GPU health (DCGM)"),
         RequiredUnit(unit="prometheus-node-exporter.service", reason="node metrics"),
         RequiredUnit(unit="smartmontools.service", reason="drive health (smartd)"),
     ]
+    if spec.gpu is None:  # no GPUs: no DCGM, persistence daemon or fabric manager is required
+        return units
+    units.insert(2, RequiredUnit(unit="nvidia-dcgm.service", reason="GPU health (DCGM)"))
     if spec.gpu.persistence_mode:
         units.append(RequiredUnit(unit="nvidia-persistenced.service", reason="gpu.persistence_mode"))
     if spec.gpu.fabric_manager:

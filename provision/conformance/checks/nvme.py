@@ -45,7 +45,7 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
 
 def expected_drives(spec: NodeSpec) -> int:
     st = spec.storage
-    return sum(s.count for s in (st.boot, st.scratch) if s.interface == "nvme")
+    return sum(s.count for s in (st.boot, st.scratch) if s is not None and s.interface == "nvme")
 
 
 def evaluate(ctx: Context) -> None:

@@ -18,7 +18,9 @@ ROOT = "root_source"
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
-    dev = shlex.quote(spec.storage.boot.raid.device)
+    if spec.storage.boot.raid is None:  # no boot mirror in the spec: no RAID checks (not a pass)
+        return []
+    dev = shlex.quote(spec.need_boot_raid().device)
     found = [Probe(name=MDSTAT, command="cat /proc/mdstat")]
     if level is not Level.QUICK:
         found += [
@@ -30,8 +32,9 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
 
 def evaluate(ctx: Context) -> None:
     """/proc/mdstat (array, sync, members) and mdadm --detail (state) are two readings, judged each."""
-    boot = ctx.spec.storage.boot
-    device = boot.raid.device
+    if ctx.spec.storage.boot.raid is None:
+        return
+    device = ctx.spec.need_boot_raid().device
     name = device.removeprefix("/dev/")
     _mdstat(ctx, device, name)
     if ctx.level is not Level.QUICK:
@@ -40,17 +43,17 @@ def evaluate(ctx: Context) -> None:
 
 
 def _mdstat(ctx: Context, device: str, name: str) -> None:
-    boot = ctx.spec.storage.boot
+    boot, raid = ctx.spec.storage.boot, ctx.spec.need_boot_raid()
     try:
         array = next((a for a in ctx.parsed(MDSTAT, parse_mdstat).arrays if a.name == name), None)
     except Unreadable as why:
-        ctx.unreadable("raid.array", AREA, f"{device} present", boot.raid.level, why.reason)
+        ctx.unreadable("raid.array", AREA, f"{device} present", raid.level, why.reason)
         ctx.unreadable("raid.sync", AREA, f"{name} in sync (every member up)", "U" * boot.count, why.reason)
         ctx.unreadable("raid.members", AREA, f"{name} working members", boot.count, why.reason)
         return
-    ctx.record("raid.array", AREA, f"{device} active, level {boot.raid.level}", boot.raid.level,
+    ctx.record("raid.array", AREA, f"{device} active, level {raid.level}", raid.level,
                f"{array.level} ({'active' if array.active else 'inactive'})" if array else "absent",
-               bool(array and array.active and array.level == boot.raid.level))
+               bool(array and array.active and array.level == raid.level))
     if array is None:
         return
     _members(ctx, array, boot.count)

@@ -21,7 +21,9 @@ _SIZE = {"K": 1 << 10, "M": 1 << 20}
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
-    pool = shlex.quote(spec.storage.scratch.zfs.pool)
+    if spec.storage.scratch is None:  # no scratch set in the spec: no pool checks (not a pass)
+        return []
+    pool = shlex.quote(spec.need_scratch().zfs.pool)
     found = [Probe(name=STATUS, command=f"zpool status -P {pool}")]
     if level is not Level.QUICK:
         found += [
@@ -33,7 +35,9 @@ def probes(spec: NodeSpec, level: Level) -> list[Probe]:
 
 
 def evaluate(ctx: Context) -> None:
-    z = ctx.spec.storage.scratch.zfs
+    if ctx.spec.storage.scratch is None:
+        return
+    z = ctx.spec.need_scratch().zfs
     try:
         pool = next((p for p in ctx.parsed(STATUS, parse_zpool_status) if p.name == z.pool), None)
     except Unreadable as why:

@@ -19,7 +19,8 @@ _OK = {"State": "Enabled", "Health": "OK"}
 
 
 def complete(res: dict[str, Json], parts: Parts) -> list[str]:
-    """Fill `res` in place; returns the URIs it added."""
+    """Fill `res` in place; returns the URIs it added. Members beyond the spec's counts (a one-socket profile
+    served from a two-socket capture, no GPU, two drives) are removed with every link to them."""
     added = fill_listed(res)
     for system in _members(res, f"{ROOT}/Systems"):
         added += _memory(res, system, parts)
@@ -149,6 +150,7 @@ def _top_up(res: dict[str, Json], coll: str, have: list[str], want: int) -> list
 def _memory(res: dict[str, Json], system: str, parts: Parts) -> list[str]:
     coll = str(res.get(system, {}).get("Memory", {}).get("@odata.id", "")).rstrip("/")
     dimms = [m for m in _members(res, coll) if m in res]
+    dimms = _trim(res, dimms, parts.dimms)
     added = _top_up(res, coll, dimms, parts.dimms)
     _place_clones(res, *_located(res, dimms), parts)
     for uri in dimms:
@@ -212,6 +214,7 @@ def _is_cpu(obj: Json) -> bool:
 def _cpus(res: dict[str, Json], system: str, parts: Parts) -> list[str]:
     coll = str(res.get(system, {}).get("Processors", {}).get("@odata.id", "")).rstrip("/")
     cpus = [m for m in _members(res, coll) if m in res and _is_cpu(res[m])]
+    cpus = _trim(res, cpus, parts.cpus)
     added = _top_up(res, coll, cpus, parts.cpus)
     for uri in cpus:
         res[uri].update(Model=parts.cpu_model, TotalCores=parts.cpu_cores, Status=dict(_OK))
@@ -231,6 +234,7 @@ def _is_gpu(uri: str, obj: Json) -> bool:
 
 def _gpus(res: dict[str, Json], parts: Parts) -> list[str]:
     gpus = sorted((u for u, o in res.items() if _is_gpu(u, o)), key=_natural)
+    gpus = _trim(res, gpus, parts.gpus)
     if gpus:
         added = _top_up(res, gpus[-1].rsplit("/", 1)[0], gpus, parts.gpus)
         for uri in gpus:
@@ -249,6 +253,32 @@ def _gpus(res: dict[str, Json], parts: Parts) -> list[str]:
     return added + _top_up(res, coll, [first], parts.gpus)
 
 
+def _trim(res: dict[str, Json], have: list[str], want: int) -> list[str]:
+    """Drop the members of `have` past the first `want` (and what lies under them, and every link to them);
+    returns the ones kept."""
+    for uri in have[want:]:
+        for sub in [u for u in res if u == uri or u.startswith(uri + "/")]:
+            del res[sub]
+        gone = {"@odata.id": uri}
+        for obj in res.values():
+            _unlink(obj, gone)
+    return have[:want]
+
+
+def _unlink(node: Any, gone: dict[str, str]) -> None:
+    """Remove `gone` from every list of links in `node`, keeping each `X@odata.count` beside it right."""
+    if isinstance(node, dict):
+        for key, value in list(node.items()):
+            if isinstance(value, list) and gone in value:
+                node[key] = [v for v in value if v != gone]
+                if f"{key}@odata.count" in node:
+                    node[f"{key}@odata.count"] = len(node[key])
+            _unlink(node[key], gone)
+    elif isinstance(node, list):
+        for item in node:
+            _unlink(item, gone)
+
+
 def _natural(uri: str) -> tuple[str, int]:
     m = _DIGITS.match(uri.rsplit("/", 1)[1])
     return (uri, 0) if not m else (uri.rsplit("/", 1)[0] + m.group(1), int(m.group(2)))
@@ -260,6 +290,7 @@ def _drives(res: dict[str, Json], want: int) -> list[str]:
     if not drives:
         return _new_storage(res, want)
     if len(drives) >= want:
+        _trim(res, drives, want)
         return []
     added: list[str] = []
     storages = [(u, o) for u, o in res.items() if isinstance(o.get("Drives"), list)

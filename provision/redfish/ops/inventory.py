@@ -374,11 +374,14 @@ def _gpu_match(want: str, seen: str) -> bool:
 
 
 def _gpu_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
+    if spec.gpu is None:  # no gpu section: the profile says nothing about GPUs, so nothing to drift from
+        return []
+    gpu = spec.gpu
     mems = [None if g.memory_gib is None else float(round(g.memory_gib)) for g in inv.gpus]
     return [
-        _count(spec, "gpu.count", spec.gpu.count, len(inv.gpus)),
-        _text("gpu.model", spec.gpu.model, [g.model for g in inv.gpus], _gpu_match),
-        _figure(spec, "gpu.memory_gb", spec.gpu.memory_gb, mems),
+        _count(spec, "gpu.count", gpu.count, len(inv.gpus)),
+        _text("gpu.model", gpu.model, [g.model for g in inv.gpus], _gpu_match),
+        _figure(spec, "gpu.memory_gb", gpu.memory_gb, mems),
     ]
 
 
@@ -390,8 +393,14 @@ def _storage_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     nvme = [d for d in inv.drives if d.is_nvme]
     sized = [d for d in nvme if d.capacity_tb]
     boot = [d for d in sized if _near(d.capacity_tb, spec.storage.boot.size_tb)]
-    scratch = [d for d in sized if _near(d.capacity_tb, spec.storage.scratch.size_tb)]
     st = spec.storage
+    if st.scratch is None:  # boot drives only: every NVMe drive the BMC lists is one
+        return [
+            _count(spec, "storage.nvme_drives", st.boot.count, len(nvme)),
+            _count(spec, "storage.boot.count", st.boot.count, len(boot), bool(sized)).model_copy(
+                update={"expected": f"{st.boot.count} x {st.boot.size_tb} TB"}),
+        ]
+    scratch = [d for d in sized if _near(d.capacity_tb, st.scratch.size_tb)]
     want_boot, want_scratch = st.boot.count, st.scratch.count
     if _near(st.boot.size_tb, st.scratch.size_tb) or _near(st.scratch.size_tb, st.boot.size_tb):
         # One drive size for both roles (e.g. eight 7.68 TB U.2 drives, two of them the RAID1 boot pair): the
@@ -412,7 +421,7 @@ def _storage_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
 
 def _roles(st: StorageSpec, shared: bool, own: str) -> str:
     """The expected text: the role's own drives, or both roles' when they share one drive size."""
-    if not shared:
+    if not shared or st.scratch is None:
         return own
     return (f"{st.boot.count} x {st.boot.size_tb} TB boot + {st.scratch.count} x {st.scratch.size_tb} TB scratch "
             "(one drive size: counted together)")

@@ -150,3 +150,38 @@ def test_distinct_sizes_still_count_each_role(spec) -> None:  # type: ignore[no-
     items = {i.key: i for i in drift(spec, _inv(drives=[scratch] * 10)).items}
     assert items["storage.boot.count"].verdict == "drift" and items["storage.boot.count"].expected == "2 x 1.92 TB"
     assert items["storage.scratch.count"].verdict == "drift"
+
+
+def _workstation_inv(**kw: object) -> NodeInventory:
+    """The catalogue i5-13500 workstation as its BMC shows it: one CPU, 2 DIMMs, one RTX 4000, two 0.5 TB NVMe."""
+    cpu = r.Processor(Id="1", ProcessorType="CPU", Model="13th Gen Intel(R) Core(TM) i5-13500", TotalCores=14)
+    gpu = GpuView(uri="/g", model="NVIDIA RTX 4000 SFF Ada Generation", serial_number=None, firmware_version=None,
+                  memory_gib=20, source="pcie")
+    boot = r.Drive(Id="b", CapacityBytes=500_107_862_016, Protocol="NVMe")
+    eth = Adapter(adapter=r.NetworkAdapter(Id="e"), ports=[r.NetworkPort(LinkNetworkTechnology="Ethernet")])
+    psu = r.PowerSupply(PowerCapacityWatts=750, Status={"State": "Enabled"})
+    base: dict[str, object] = dict(
+        vendor="generic", system=r.ComputerSystem(), cpus=[cpu], gpus=[gpu],
+        memory=[r.Memory(Id="d", CapacityMiB=32768, MemoryDeviceType="DDR5")] * 2, drives=[boot] * 2, storage=[],
+        pcie_devices=[], adapters=[eth], power=[r.Power(PowerSupplies=[psu])], thermal=[], firmware=[],
+    )
+    base.update(kw)
+    return NodeInventory.model_validate(base)
+
+
+@pytest.fixture(scope="module")
+def profiles():  # type: ignore[no-untyped-def]
+    return load_fleet(ROOT / "inventory" / "hosts.yml").profiles
+
+
+def test_catalogue_profiles_have_drift_items_only_for_their_sections(profiles) -> None:  # type: ignore[no-untyped-def]
+    ws = drift(profiles["catalogue_i5_13500_ws"], _workstation_inv())
+    assert ws.drifted == [], ws.drifted
+    keys = {i.key for i in ws.items}
+    assert {"gpu.count", "storage.boot.count", "storage.nvme_drives"} <= keys
+    assert "storage.scratch.count" not in keys  # no scratch set: no scratch figure
+    assert "gpu.count" in {i.key for i in drift(profiles["catalogue_i5_13500_ws"], _workstation_inv(gpus=[])).drifted}
+    epyc = drift(profiles["catalogue_epyc_9454p"], _workstation_inv(gpus=[]))
+    assert not [i for i in epyc.items if i.key.startswith("gpu.")]  # no gpu section: no GPU figures
+    assert "storage.nvme_drives" in {i.key for i in drift(profiles["catalogue_i5_13500_ws"],
+                                                          _workstation_inv(drives=[])).drifted}

@@ -97,6 +97,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "nvme_wearing_out": bool(scratch),
         "dimm_missing": bool(hw.dimms),
         "container_gpu_hidden": bool(hw.gpus),
+        "boot_mirror_degraded": hw.boot_raid is not None,
+        "package_wrong_version": hw.driver_apt_version is not None,
         "nvme_worn": bool(scratch),
         "nvme_spare_low": bool(scratch),
         "snapshot_missing": bool(scratch),
@@ -121,6 +123,7 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
     if kind == "nvme_read_slow":  # the first scratch drive reads at 1.2 GB/s (fio stand-in), SMART healthy
         return {"drive": scratch[0].name}
     if kind == "boot_mirror_degraded":
+        assert hw.boot_raid is not None  # needs above
         return {"member": hw.boot_raid.members[-1]}
     if kind == "scratch_drive_missing":
         return {"drive": scratch[-1].name}
@@ -143,6 +146,7 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
     if kind == "container_gpu_hidden":  # containers run, but their nvidia-smi -L finds no GPU (docker, apptainer)
         return {}
     if kind == "package_wrong_version":
+        assert hw.driver_apt_version is not None  # needs above
         return {"package": "nvidia-driver", "version": _older_version(hw.driver_apt_version)}
     raise InputError(f"unknown fault kind {kind!r}; known: {', '.join(sorted(FAULT_KINDS))}")
 

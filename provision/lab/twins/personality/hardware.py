@@ -61,6 +61,8 @@ class CpuHw(_Hw):
     sockets: int
     cores_per_socket: int
     threads_per_core: int
+    logical_cpus: int = 0
+    """CPU(s) as lscpu counts them; 0: sockets x cores x threads per core (a hybrid part sets it)."""
     base_mhz: int
     max_mhz: int
     l3_kb_per_socket: int
@@ -154,10 +156,13 @@ class Hardware(_Hw):
     gpu_fabric: bool
     hcas: tuple[HcaHw, ...]
     nvme: tuple[NvmeHw, ...]
-    boot_raid: BootRaidHw
-    scratch: ZpoolSpecHw
+    boot_raid: BootRaidHw | None
+    """None: the profile has no boot mirror (no md array, /proc/mdstat lists none)."""
+    scratch: ZpoolSpecHw | None
+    """None: the profile has no scratch set (no scratch drives, no pool)."""
     kernel_release: str
-    driver_apt_version: str
+    driver_apt_version: str | None
+    """None: the profile has no GPUs and pins no NVIDIA driver."""
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(self.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
@@ -185,6 +190,8 @@ def _firmware(spec: NodeSpec, component: str, default: str) -> str:
 
 
 def _system(spec: NodeSpec, seed: str) -> SystemHw:
+    if spec.gpu is None or spec.cpu.sockets == 1:  # a catalogue server: one socket, a tower/1U board
+        return _single_socket_system(spec, seed)
     return SystemHw(
         manufacturer="Supermicro",
         product="SYS-821GE-TNHR" if spec.gpu.form_factor == "SXM" else "SYS-421GE-TNRT",
@@ -195,6 +202,19 @@ def _system(spec: NodeSpec, seed: str) -> SystemHw:
         bios_date="05/20/2024",
         board_product="X13DEG-OAD" if spec.gpu.form_factor == "SXM" else "X13DEG-QT",
     )
+
+
+# Boards of the catalogue's single-socket servers (a plausible board per CPU family; the seed names none).
+_BOARDS = {"intel": ("Supermicro", "SYS-510T-MR", "X13SAE"), "amd": ("Supermicro", "AS-1015A-MT", "H13SAE-MF"),
+           "epyc": ("Supermicro", "AS-1014S-WTRT", "H12SSL-i")}
+
+
+def _single_socket_system(spec: NodeSpec, seed: str) -> SystemHw:
+    kind = "epyc" if "EPYC" in spec.cpu.model.upper() else spec.cpu.vendor
+    maker, product, board = _BOARDS[kind]
+    return SystemHw(manufacturer=maker, product=product, serial="S" + _decimal(9, seed, "system"),
+                    uuid=_uuid(seed, "system-uuid"), bios_vendor="American Megatrends International, LLC.",
+                    bios_version=_firmware(spec, "bios", "2.1"), bios_date="05/20/2024", board_product=board)
 
 
 def _cpu(spec: NodeSpec, flags: tuple[str, ...]) -> CpuHw:
@@ -210,6 +230,7 @@ def _cpu(spec: NodeSpec, flags: tuple[str, ...]) -> CpuHw:
         sockets=c.sockets,
         cores_per_socket=c.cores_per_socket,
         threads_per_core=c.threads_per_core,
+        logical_cpus=c.total_threads,
         base_mhz=round(c.base_clock_ghz * 1000),
         max_mhz=3900 if intel else 3700,
         l3_kb_per_socket=c.l3_cache_mb_per_socket * 1024,
@@ -244,6 +265,8 @@ def _dimms(spec: NodeSpec, seed: str) -> tuple[DimmHw, ...]:
 
 def _gpus(spec: NodeSpec, seed: str) -> tuple[GpuHw, ...]:
     g = spec.gpu
+    if g is None:  # no gpu section: the twin presents no GPU
+        return ()
     dev, sub, fb = _GPU_PRODUCTS.get(g.model, ("0x233010DE", "0x16C110DE", g.memory_gb * 1024))
     out = []
     for i in range(g.count):
@@ -326,8 +349,9 @@ def _nvme_model(size_tb: float, gen5: bool) -> tuple[str, str]:
 
 def _nvme(spec: NodeSpec, seed: str) -> tuple[NvmeHw, ...]:
     boot, scratch = spec.storage.boot, spec.storage.scratch
-    sets = [("boot", boot.count, boot.size_tb, False), ("scratch", scratch.count, scratch.size_tb,
-                                                        scratch.pcie_generation >= 5)]
+    sets = [("boot", boot.count, boot.size_tb, False)]
+    if scratch is not None:
+        sets.append(("scratch", scratch.count, scratch.size_tb, scratch.pcie_generation >= 5))
     out, n = [], 0
     for role, count, size_tb, gen5 in sets:
         model, fw = _nvme_model(size_tb, gen5)
@@ -349,12 +373,15 @@ def _nvme(spec: NodeSpec, seed: str) -> tuple[NvmeHw, ...]:
     return tuple(out)
 
 
-def _boot_raid(spec: NodeSpec, nvme: tuple[NvmeHw, ...], seed: str) -> BootRaidHw:
+def _boot_raid(spec: NodeSpec, nvme: tuple[NvmeHw, ...], seed: str) -> BootRaidHw | None:
+    raid = spec.storage.boot.raid
+    if raid is None:
+        return None
     members = tuple(f"{d.name}p2" for d in nvme if d.role == "boot")
     size_kb = int(spec.storage.boot.size_tb * 1e12 / 1024) - 1_100_000
     return BootRaidHw(
-        device=spec.storage.boot.raid.device,
-        level=spec.storage.boot.raid.level,
+        device=raid.device,
+        level=raid.level,
         members=members,
         blocks=size_kb // 64 * 64,
         uuid=_digest(seed, "md")[:32],
@@ -365,7 +392,7 @@ def hardware_from_spec(spec: NodeSpec, index: int, cpu_flags: tuple[str, ...]) -
     """The simulated server for node `index` of a spec (pure)."""
     seed = f"{spec.profile}/{index}"
     nvme = _nvme(spec, seed)
-    z = spec.storage.scratch.zfs
+    z = spec.storage.scratch.zfs if spec.storage.scratch is not None else None
     return Hardware(
         profile=spec.profile,
         node_index=index,
@@ -375,11 +402,11 @@ def hardware_from_spec(spec: NodeSpec, index: int, cpu_flags: tuple[str, ...]) -
         memory_total_kb=int(spec.memory.total_gb * 1024 * 1024 * 0.984),
         dimms=_dimms(spec, seed),
         gpus=_gpus(spec, seed),
-        gpu_fabric=spec.gpu.fabric_manager,
+        gpu_fabric=spec.gpu is not None and spec.gpu.fabric_manager,
         hcas=_hcas(spec, seed),
         nvme=nvme,
         boot_raid=_boot_raid(spec, nvme, seed),
-        scratch=ZpoolSpecHw(name=z.pool, layout=z.layout, mountpoint=z.mountpoint),
+        scratch=ZpoolSpecHw(name=z.pool, layout=z.layout, mountpoint=z.mountpoint) if z is not None else None,
         kernel_release=spec.software.kernel.release,
-        driver_apt_version=spec.software.nvidia_driver.apt_version,
+        driver_apt_version=spec.software.nvidia_driver.apt_version if spec.software.nvidia_driver else None,
     )

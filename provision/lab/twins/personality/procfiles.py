@@ -34,7 +34,8 @@ def render_meminfo(hw: Hardware) -> str:
         ("Buffers", 212_436, True), ("Cached", cached, True), ("SwapCached", 0, True),
         ("Active", cached // 3, True), ("Inactive", cached // 2, True),
         ("Active(anon)", 30_112, True), ("Inactive(anon)", 301_944, True),
-        ("Active(file)", cached // 3 - 30_112, True), ("Inactive(file)", cached // 2 - 301_944, True),
+        # never negative: a small server's page cache is below the anon figures
+        ("Active(file)", max(0, cached // 3 - 30_112), True), ("Inactive(file)", max(0, cached // 2 - 301_944), True),
         ("Unevictable", 30_336, True), ("Mlocked", 27_520, True), ("SwapTotal", 0, True),
         ("SwapFree", 0, True), ("Dirty", 96, True), ("Writeback", 0, True), ("AnonPages", 330_000, True),
         ("Mapped", 301_588, True), ("Shmem", 12_540, True), ("KReclaimable", 1_410_648, True),
@@ -84,12 +85,14 @@ def _cpu_block(hw: Hardware, n: int) -> str:
 
 
 def render_cpuinfo(hw: Hardware) -> str:
-    total = hw.cpu.sockets * hw.cpu.cores_per_socket * hw.cpu.threads_per_core
+    total = hw.cpu.logical_cpus or hw.cpu.sockets * hw.cpu.cores_per_socket * hw.cpu.threads_per_core
     return "".join(_cpu_block(hw, n) for n in range(total))
 
 
 def render_mdstat(hw: Hardware, faults: Faults) -> str:
     raid = hw.boot_raid
+    if raid is None:  # no md array: what the kernel's md driver prints with none assembled
+        return "Personalities : \nunused devices: <none>\n"
     failed = faults.degraded_member()
     members = " ".join(
         f"{m}[{i}]" + ("(F)" if m == failed else "") for i, m in reversed(list(enumerate(raid.members)))

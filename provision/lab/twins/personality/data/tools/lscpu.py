@@ -24,7 +24,7 @@ def _ranges(cpu: dict[str, Any], node: int) -> str:
 
 def fields(hw: dict[str, Any]) -> list[tuple[str, str]]:
     c = hw["cpu"]
-    n = c["sockets"] * c["cores_per_socket"] * c["threads_per_core"]
+    n = c.get("logical_cpus") or c["sockets"] * c["cores_per_socket"] * c["threads_per_core"]
     cores = c["sockets"] * c["cores_per_socket"]
     out = [
         ("Architecture", "x86_64"), ("CPU op-mode(s)", "32-bit, 64-bit"),

@@ -37,6 +37,8 @@ def _failed(raid: dict[str, Any]) -> str | None:
 
 def _array_or_die(hw: dict[str, Any], dev: str) -> dict[str, Any]:
     raid = hw["boot_raid"]
+    if raid is None:  # a server without a boot mirror has no md array at all
+        labstate.die(f"mdadm: cannot open {dev}: No such file or directory", 1)
     if os.path.basename(dev) != os.path.basename(raid["device"]) and dev not in ("/dev/md/0",):
         labstate.die(f"mdadm: cannot open {dev}: No such file or directory", 1)
     return raid
@@ -99,6 +101,8 @@ def examine(hw: dict[str, Any], dev: str) -> str:
 
 def scan_line(hw: dict[str, Any]) -> str:
     raid = hw["boot_raid"]
+    if raid is None:
+        return ""
     return f"ARRAY {raid['device']} metadata=1.2 name={socket.gethostname()}:0 UUID={_uuid(raid)}\n"
 
 
@@ -113,7 +117,8 @@ def main(args: list[str]) -> int:
         if flags & {"--scan", "-s"}:
             sys.stdout.write(scan_line(hw))
             return 0
-        sys.stdout.write("".join(detail(hw, d) for d in devs or [hw["boot_raid"]["device"]]))
+        default = [hw["boot_raid"]["device"]] if hw["boot_raid"] else []
+        sys.stdout.write("".join(detail(hw, d) for d in devs or default))
         return 0
     if flags & {"--examine", "-E"}:
         if flags & {"--scan", "-s"}:

@@ -42,6 +42,9 @@ class Ctx:
         self.driver: str = driver
         self.cuda = labstate.cuda_version(driver)
         self.gpus = labstate.visible_gpus(self.hw)
+        if not self.hw.get("gpus"):  # a server without GPUs: what nvidia-smi prints with the driver and no device
+            sys.stdout.write("No devices were found\n")
+            sys.exit(6)
         self.all_gpus = list(self.gpus)
         self.fabric = bool(self.hw.get("gpu_fabric"))
         self.fabric_ok = self.fabric and labstate.fabric_manager_ok(driver)

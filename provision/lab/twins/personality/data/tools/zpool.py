@@ -179,7 +179,7 @@ def _parse_vdevs(hw: dict[str, Any], data: dict[str, Any], spec: list[str], forc
         if drive is None or drive not in labstate.present_drives(hw):
             labstate.die(f"cannot open '{dev}': no such device in /dev\n"
                          "must be a full path or shorthand device name", 1)
-        if drive["role"] == "boot" and not force:
+        if drive["role"] == "boot" and hw.get("boot_raid") and not force:
             labstate.die(f"invalid vdev specification\nuse '-f' to override the following errors:\n"
                          f"{dev} is part of active md RAID array {hw['boot_raid']['device']}", 1)
         for pname, pool in data["pools"].items():
