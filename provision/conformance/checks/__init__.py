@@ -16,6 +16,7 @@ from provision.conformance.checks import (
     infiniband,
     kernel,
     memory,
+    nfs,
     nvme,
     packages,
     raid,
@@ -49,4 +50,5 @@ NODE_AREAS: tuple[CheckModule, ...] = (
     zfs,
     nvme,
     services,
+    nfs,
 )

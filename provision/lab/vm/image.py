@@ -24,7 +24,7 @@ from provision.lab.vm import debs, initrd
 from provision.lab.vm.models import VmImage
 
 IMAGE_PACKAGES = ["udev", "initramfs-tools"]
-REPO_PACKAGES = ["mdadm"]  # what the role installs (at the spec's pinned version) from the repository
+REPO_PACKAGES = ["mdadm", "nfs-kernel-server"]  # what the roles (mdadm, at its pinned version) and the NFS test install
 ROOT_SIZE = "2G"
 GUEST_ADDRESS = "10.0.2.15/24"
 HOST_FROM_GUEST = "10.0.2.2"  # qemu user-mode networking: the host's loopback as the guest sees it
