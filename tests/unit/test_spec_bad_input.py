@@ -107,6 +107,12 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
      ["node03", "provision_lab_waivers", "not a check id or pattern"]),
     ("duplicate-spec-key", _edit(PROFILE, "    sockets: 2\n", "    sockets: 2\n    sockets: 3\n"),
      [PROFILE, "duplicate key 'sockets'"]),
+    ("nfs-bad-vers", _edit(PROFILE, "  form_factor:", "  nfs_mounts:\n    - {name: ckpt, server: 10.0.0.5, export: /x, "
+                                                 "mountpoint: /mnt/c, options: 'vers=5,hard'}\n  form_factor:"),
+     [PROFILE, "node01", r"nfs_mounts\.0\.options", "vers=5", "bad value"]),
+    ("nfs-soft-unacknowledged", _edit(PROFILE, "  form_factor:", "  nfs_mounts:\n    - {name: ckpt, server: nfs1, "
+                                                            "export: /x, mountpoint: /mnt/c, options: soft}\n  form_factor:"),
+     [PROFILE, "node01", r"nfs_mounts\.0", "soft mounts can cut checkpoints short"]),
 ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from provision.ansible.models import PlayResult, RunOptions
 from provision.ansible.runner import run_playbook
@@ -22,8 +23,7 @@ from provision.conformance.facts import gather, ssh_runner
 from provision.conformance.model import CheckResult, Level, Outcome
 from provision.lab.vm import VmInfo, ssh
 from provision.lab.vm.inventory import write_vm_inventory
-from provision.spec.loader import load_fleet
-from provision.spec.model import HostEntry
+from provision.spec.model import BmcEndpoint, HostEntry, NodeSpec, SshEndpoint
 from provision.spec.nfs import NfsMount
 
 pytestmark = [pytest.mark.lab, pytest.mark.vm, pytest.mark.timeout(900)]
@@ -57,9 +57,14 @@ def inventory(vm: VmInfo, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def host(inventory: Path, vm: VmInfo) -> HostEntry:
-    entry = load_fleet(inventory).hosts[vm.name]
-    return entry.model_copy(update={"spec": entry.spec.model_copy(update={"nfs_mounts": ()})})
+def host(vm: VmInfo) -> HostEntry:
+    """The VM as a verify target: ML-PROD-V4 (its nfs_mounts set per case), reached over SSH, host key checked."""
+    data = yaml.safe_load((ROOT / "inventory/group_vars/all/profile_ml_prod_v4.yml").read_text())
+    return HostEntry(
+        name=vm.name, profile=PROFILE, groups=("all",), spec=NodeSpec.model_validate(data["provision_profile_ml_prod_v4"]),
+        bmc=BmcEndpoint(address="https://127.0.0.1", username="unused", password="unused"),  # type: ignore[arg-type]
+        ssh=SshEndpoint(host=vm.address, port=vm.port, user=vm.user, key_file=vm.key_file, known_hosts=vm.known_hosts),
+    )
 
 
 def play(inventory: Path, check: bool = False) -> PlayResult:
