@@ -3,8 +3,8 @@
 The image directory holds the cloud kernel, a busybox initramfs, an ext4 root image (made with
 `mke2fs -d`, no loop device) and a flat apt repository holding the real mdadm. The root gets the
 kernel's modules, udev and initramfs-tools (so the role's initramfs handler really rebuilds
-/boot/initrd.img-<version>), nfs-kernel-server (disabled; tests/vm/test_nfs_vm.py starts it), static networking for qemu's user-mode network, and no mdadm: the role
-installs it from the repository, as on a node.
+/boot/initrd.img-<version>), nfs-kernel-server (disabled; tests/vm/test_nfs_vm.py starts it), static
+networking for qemu's user-mode network, and no mdadm: the role installs it from the repository, as on a node.
 """
 
 from __future__ import annotations
