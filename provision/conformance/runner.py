@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from fnmatch import fnmatchcase
 
-from provision.conformance.checks import NODE_AREAS, burnin, burnin_run
+from provision.conformance.checks import NODE_AREAS, burnin, burnin_run, nfs
 from provision.conformance.checks._base import Context
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, gather, ssh_runner
 from provision.conformance.model import CheckResult, Level, NodeReport, Outcome, RunReport
@@ -96,6 +96,7 @@ def verify_node(
     """Gather, evaluate, and (when a hook is given) run the BMC-side checks of one node. At burn-in the
     node-local measurements run after the gather; the checks that need a peer node are waived (one node)."""
     report, facts = _verify_node(host, level, runner_for, bmc)
+    report = _with_nfs([host], [report], {host.name: facts}, runner_for or ssh_runner_for(level))[0]
     if level is Level.BURNIN:
         return _with_fabric([host], [report], {host.name: facts}, runner_for or ssh_runner_for(level))[0]
     return report
@@ -132,7 +133,21 @@ def _with_fabric(
     hosts: Sequence[HostEntry], reports: list[NodeReport], facts: dict[str, NodeFacts | None], runner_for: RunnerFor
 ) -> list[NodeReport]:
     """The burn-in checks across the run's nodes (IB pairs, multi-node NCCL) added to each node's report."""
-    extra = burnin_run.across_nodes(hosts, facts, runner_for)
+    return _with_results(hosts, reports, burnin_run.across_nodes(hosts, facts, runner_for))
+
+
+def _with_nfs(
+    hosts: Sequence[HostEntry], reports: list[NodeReport], facts: dict[str, NodeFacts | None], runner_for: RunnerFor
+) -> list[NodeReport]:
+    """Phase 2 of the NFS probe (a node reads what another wrote on a shared export), when a spec has one."""
+    if not any(m.shared for h in hosts for m in h.spec.nfs_mounts):
+        return reports
+    return _with_results(hosts, reports, nfs.across_nodes(hosts, facts, runner_for))
+
+
+def _with_results(
+    hosts: Sequence[HostEntry], reports: list[NodeReport], extra: dict[str, list[CheckResult]]
+) -> list[NodeReport]:
     out = []
     for host, report in zip(hosts, reports, strict=True):
         added = apply_waivers(extra.get(host.name, []), host.lab.waivers)
@@ -173,7 +188,8 @@ def verify(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         done = list(pool.map(one, hosts))
     reports = [report for report, _ in done]
+    facts = {h.name: f for h, (_, f) in zip(hosts, done, strict=True)}
+    reports = _with_nfs(hosts, reports, facts, runner_for or ssh_runner_for(level))
     if level is Level.BURNIN:
-        facts = {h.name: f for h, (_, f) in zip(hosts, done, strict=True)}
         reports = _with_fabric(hosts, reports, facts, runner_for or ssh_runner_for(level))
     return RunReport(level=level, started=started, seconds=round(time.monotonic() - t0, 3), nodes=tuple(reports))

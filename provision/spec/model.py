@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field
 from provision.errors import SpecError
 from provision.scheduler.settings import SlurmSettings
 from provision.spec.containers import Containers
+from provision.spec.nfs import NfsMount, unique_mounts
 from provision.spec.patterns import HostPatterns
 
 _VERSION_RE = re.compile(r"^[0-9]+(?:[.\-][0-9A-Za-z]+)*$")
@@ -740,10 +741,16 @@ class NodeSpec(Frozen):
     software: Software
     acceptance: Acceptance
     containers: Containers = Field(default_factory=Containers, description="Container engines wired to the GPUs")
+    nfs_mounts: tuple[NfsMount, ...] = Field(default=(), description="NFS checkpoint mounts (none: no NFS)")
     comparisons: dict[str, Comparison] = Field(
         default_factory=dict,
         description="Per drift figure, exact or minimum; figures not named keep the default kind (COMPARISONS)",
     )
+
+    @field_validator("nfs_mounts")
+    @classmethod
+    def _unique_mounts(cls, value: tuple[NfsMount, ...]) -> tuple[NfsMount, ...]:
+        return unique_mounts(value)
 
     @field_validator("comparisons")
     @classmethod

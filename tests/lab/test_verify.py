@@ -285,3 +285,20 @@ def test_burnin_tier_runs_the_twins_stand_ins_and_says_so(lab: tuple[Path, Path,
         assert result.outcome is Outcome.ERROR and "not found" in result.detail, result
     peer = [r for r in burnin.values() if r.id.startswith(("burnin.ib.", "burnin.nccl_multinode."))]
     assert len(peer) == 6 and all(r.outcome is Outcome.WAIVED and "one node" in r.detail for r in peer)
+
+
+def test_a_twin_with_an_nfs_mount_in_its_spec_fails_verify_not_mounted(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    """A twin cannot mount NFS (the host kernel has no client): its NFS checks must fail, never pass or vanish."""
+    from provision.spec.nfs import NfsMount
+
+    inventory, *_ = lab
+    (host,) = load_fleet(inventory).select([NODE])
+    mount = NfsMount(name="ckpt", server="10.203.1.1", export="/export/ckpt", mountpoint="/mnt/ckpt",
+                     options="vers=4.2,hard,nconnect=8", shared=True)
+    host = host.model_copy(update={"spec": host.spec.model_copy(update={"nfs_mounts": (mount,)})})
+    (report,) = verify([host], Level.QUICK).nodes
+    nfs = {r.id: r for r in report.results if r.area == "nfs"}
+    assert nfs["nfs.ckpt.mounted"].outcome is Outcome.FAIL and nfs["nfs.ckpt.mounted"].found == "not mounted"
+    assert {nfs[f"nfs.ckpt.{k}"].outcome for k in ("options", "free", "consistency")} == {Outcome.ERROR}
+    assert nfs["nfs.ckpt.cross_node"].outcome is Outcome.WAIVED and "only node01" in nfs["nfs.ckpt.cross_node"].detail
+    assert "nfs.ckpt.mounted" in failing(report)

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ROLES = sorted(p for p in (ROOT / "roles").iterdir() if (p / "tasks" / "main.yml").is_file())
 ROLE_IDS = [p.name for p in ROLES]
 EXPECTED = {"base", "boot_raid1", "zfs_scratch", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl",
-            "infiniband", "container_runtime", "monitoring", "apt_source", "apt_pin"}
+            "infiniband", "container_runtime", "monitoring", "apt_source", "apt_pin", "nfs_client"}
 
 
 def _yaml(path: Path) -> Any:

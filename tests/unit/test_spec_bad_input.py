@@ -179,6 +179,12 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("test-sif-relative", _edit(PROFILE, "      apptainer: /var/lib/provision/images/cuda-12.4.1-base.sif",
                                 "      apptainer: cuda.sif"),
      [PROFILE, r"containers\.test_image\.apptainer", "not an absolute path"]),
+    ("nfs-bad-vers", _edit(PROFILE, "  form_factor:", "  nfs_mounts:\n    - {name: ckpt, server: 10.0.0.5, export: /x, "
+                                                 "mountpoint: /mnt/c, options: 'vers=5,hard'}\n  form_factor:"),
+     [PROFILE, "node01", r"nfs_mounts\.0\.options", "vers=5", "bad value"]),
+    ("nfs-soft-unacknowledged", _edit(PROFILE, "  form_factor:", "  nfs_mounts:\n    - {name: ckpt, server: nfs1, "
+                                                            "export: /x, mountpoint: /mnt/c, options: soft}\n  form_factor:"),
+     [PROFILE, "node01", r"nfs_mounts\.0", "soft mounts can cut checkpoints short"]),
 ]
 
 

@@ -1,24 +1,22 @@
 """The boot_raid1 role against a real md RAID1: a Debian cloud kernel under qemu (TCG), two blank virtio
 disks, the real mdadm installed by the role from an apt repository, a real /proc/mdstat.
 
-One VM per module (boot ~30-60 s); the cases run in order on it: (a) blank disks, then an array
+One VM for the tier (tests/vm/conftest.py; boot ~30-60 s); the cases run in order on it: (a) blank disks, then an array
 created by the test, (b) a failed and removed member repaired by the role, (c) repair off: a clean
 failure that changes nothing. Run with `PROVISION_TEST_VM=1 scripts/test.sh` or `pytest -m vm tests/vm`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from provision.ansible.models import PlayResult, RunOptions
 from provision.ansible.runner import PlayFailed, run_playbook
-from provision.lab.vm import VmInfo, VmOptions, ensure_image, running_vm, ssh
+from provision.lab.vm import VmInfo, ssh
 from provision.lab.vm.inventory import write_vm_inventory
 
 # Plain emulation is slow: a role run that rebuilds the initramfs takes minutes on a busy 2-core host.
@@ -28,15 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "ml_prod_v4"
 MD = "/dev/md0"
 MDADM_VERSION = "4.2-5"  # the ML-PROD-V4 spec's software.mdadm.apt_version
-
-
-@pytest.fixture(scope="module")
-def vm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VmInfo]:
-    if os.geteuid() != 0:
-        pytest.skip("the vm tier needs root (the twins' rootfs cache, chroot while building the image)")
-    image = ensure_image()
-    with running_vm(image, tmp_path_factory.mktemp("vmraid") / "run", VmOptions(name="vmraid")) as info:
-        yield info
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from provision.conformance.checks import (
     infiniband,
     kernel,
     memory,
+    nfs,
     nvme,
     packages,
     raid,
@@ -53,4 +54,5 @@ NODE_AREAS: tuple[CheckModule, ...] = (
     nvme,
     services,
     containers,
+    nfs,
 )

@@ -3,8 +3,8 @@
 The image directory holds the cloud kernel, a busybox initramfs, an ext4 root image (made with
 `mke2fs -d`, no loop device) and a flat apt repository holding the real mdadm. The root gets the
 kernel's modules, udev and initramfs-tools (so the role's initramfs handler really rebuilds
-/boot/initrd.img-<version>), static networking for qemu's user-mode network, and no mdadm: the role
-installs it from the repository, as on a node.
+/boot/initrd.img-<version>), nfs-kernel-server (disabled; tests/vm/test_nfs_vm.py starts it), static
+networking for qemu's user-mode network, and no mdadm: the role installs it from the repository, as on a node.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from provision.lab.twins.mounts import remove_tree
 from provision.lab.vm import debs, initrd
 from provision.lab.vm.models import VmImage
 
-IMAGE_PACKAGES = ["udev", "initramfs-tools"]
+# nfs-kernel-server (and with it nfs-common): the NFS test's server, installed here natively (its postinst
+# takes minutes under plain emulation); disabled, the test starts it.
+IMAGE_PACKAGES = ["udev", "initramfs-tools", "nfs-kernel-server"]
 REPO_PACKAGES = ["mdadm"]  # what the role installs (at the spec's pinned version) from the repository
 ROOT_SIZE = "2G"
 GUEST_ADDRESS = "10.0.2.15/24"
@@ -160,6 +162,7 @@ def _configure(tree: Path) -> None:
     (tree / "etc/systemd/network").mkdir(parents=True, exist_ok=True)
     (tree / "etc/systemd/network/10-provision-vm.network").write_text(NETWORK_UNIT)
     run([*_chroot(tree), "systemctl", "enable", "systemd-networkd.service"], timeout=120)
+    run([*_chroot(tree), "systemctl", "disable", "nfs-server.service"], timeout=120)
     (tree / "etc/hostname").write_text("provision-vm\n")
     (tree / "etc/initramfs-tools/conf.d/provision-vm.conf").write_text(INITRAMFS_CONF)
     (tree / "etc/fstab").write_text("LABEL=provision-vm / ext4 rw 0 1\n")
