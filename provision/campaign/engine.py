@@ -52,10 +52,10 @@ class Outcome(BaseModel):
 
 @dataclass
 class _Tally:
-    """Failures counted since this start/resume (halt thresholds apply to them)."""
+    """Guards the turns' gate results and the halt decision. The halt thresholds count the nodes finished
+    since the campaign's latest start/resume as the journal records them (CampaignStore.since_start), the
+    count several controllers share (provision.campaign.shared)."""
 
-    finished: int = 0
-    failed: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -192,12 +192,10 @@ class Engine:
 
     def _after_wave(self, wave: int, tally: _Tally) -> tuple[CampaignState, str] | None:
         name = self.catalog.name
-        limit = self.catalog.policy.halt.max_fail_percentage
-        if limit is not None and tally.finished and 100 * tally.failed / tally.finished > limit:
-            share = 100 * tally.failed / tally.finished
-            return CampaignState.HALTED, (
-                f"wave {wave}: {tally.failed} of {tally.finished} node(s) failed ({share:.1f}% > {limit:g}%)"
-            )
+        count = self.store.since_start(name)
+        too_many = self.catalog.policy.halt.share_reason(wave, count.failed, count.finished)
+        if too_many:
+            return CampaignState.HALTED, too_many
         done = [n.node for n in self.store.nodes(name, wave) if n.state is NodeState.DONE]
         late = [self.targets[n] for n in done if n not in self._gated]  # e.g. done before a crash
         problems = [p for n in done if n in self._gated for p in self._gated[n]]
@@ -239,13 +237,13 @@ class Engine:
                 found = self.gate.run([target], self.catalog)
                 with tally.lock:
                     self._gated[node] = found
-        with tally.lock:
-            tally.finished += 1
-            tally.failed += state is NodeState.FAILED
-            limit = self.catalog.policy.halt.max_failures
-            if tally.failed > limit and not self._halt.is_set():
-                self._halt_reason = f"{tally.failed} node(s) failed (max_failures {limit}); last: {node}"
-                self._halt.set()
+        if state is NodeState.FAILED:
+            with tally.lock:
+                count = self.store.since_start(self.catalog.name)
+                reason = self.catalog.policy.halt.failures_reason(count.failed, node)
+                if reason and not self._halt.is_set():
+                    self._halt_reason = reason
+                    self._halt.set()
         if self._on_node is not None:
             self._on_node(self.store.node(self.catalog.name, node), time.monotonic() - started)
 

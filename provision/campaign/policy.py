@@ -56,10 +56,25 @@ class WavePolicy(_Frozen):
 
 
 class HaltPolicy(_Frozen):
-    """When to stop taking new nodes. Counted over the nodes finished since start/resume."""
+    """When to stop taking new nodes. Counted over the nodes whose turn ended since the campaign's latest
+    start/resume, by any controller (provision.journal.campaigns.CampaignStore.since_start); a `join` does
+    not restart the count. Both engines decide with the two methods below."""
 
     max_failures: Annotated[int, Field(ge=0)] = 0
     max_fail_percentage: Annotated[float, Field(ge=0, le=100)] | None = None
+
+    def failures_reason(self, failed: int, last: str) -> str | None:
+        """Why to halt at once (`failed` nodes failed since start/resume, the latest `last`), or None."""
+        if failed > self.max_failures:
+            return f"{failed} node(s) failed (max_failures {self.max_failures}); last: {last}"
+        return None
+
+    def share_reason(self, wave: int, failed: int, finished: int) -> str | None:
+        """Why to halt after wave `wave` ended (its turns over, before its gate), or None."""
+        limit = self.max_fail_percentage
+        if limit is None or not finished or 100 * failed / finished <= limit:
+            return None
+        return f"wave {wave}: {failed} of {finished} node(s) failed ({100 * failed / finished:.1f}% > {limit:g}%)"
 
 
 class GatePolicy(_Frozen):

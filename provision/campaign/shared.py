@@ -10,7 +10,9 @@ both run this loop, every `poll_s`:
 2. read the campaign: halted, paused, aborted or done, or a pause/abort asked, and it claims nothing more;
 3. claim nodes of the active wave, among those it reaches (its shard), up to its free workers and the
    campaign's max unavailable, and run each node's turn (provision.campaign.node: observe first) under the
-   claim's lease, then its health gate; a failure past max_failures halts the campaign for every controller.
+   claim's lease, then its health gate; a failure past max_failures halts the campaign for every controller
+   (counted, as the one-controller engine does, over the nodes finished since the latest start/resume, and
+   decided again in each claim's transaction; max_fail_percentage once a wave's turns are over).
 
 Everything that more than one controller decides is decided in a journal transaction. A controller killed at
 any moment leaves leases that expire; a controller that loses the journal stops claiming, lets the turns in
@@ -32,7 +34,7 @@ from provision.campaign.node import NodeContext, process_node
 from provision.campaign.waves import resolve_count
 from provision.campaign.workers import Workers
 from provision.errors import InputError
-from provision.journal.campaigns import CampaignState, NodeState, WaveRecord, WaveState
+from provision.journal.campaigns import CampaignState, NodeState, SinceStart, WaveRecord, WaveState
 from provision.journal.claims import Claims
 from provision.journal.locks import LEASE_TTL_S, NodeLocks
 from provision.journal.store import JournalError, JournalUnreachable
@@ -148,7 +150,7 @@ class SharedEngine(Engine):
             else:
                 self._look_ahead(record.waves, wave.wave, pool.size)
                 free = pool.size - len(inflight)
-                for lease in claims.claim(wave.wave, reachable, free, budget):
+                for lease in claims.claim(wave.wave, reachable, free, budget, self._failures):
                     locks.adopt([lease])
                     inflight[lease.node] = pool.submit(lambda n: self._turn(ctx, n), [lease.node])[0]
                 if leading and not inflight:
@@ -173,6 +175,10 @@ class SharedEngine(Engine):
         total = len(self.store.nodes(self.catalog.name))
         return max(1, resolve_count(waves.max_unavailable, total, round_up=False))
 
+    def _failures(self, count: SinceStart) -> str | None:
+        """max_failures on the nodes finished since the latest start/resume, decided as nodes are claimed."""
+        return self.catalog.policy.halt.failures_reason(count.failed, count.last_failed)
+
     def _any_active(self) -> bool:
         return any(n.state is NodeState.ACTIVE for n in self.store.nodes(self.catalog.name))
 
@@ -185,11 +191,10 @@ class SharedEngine(Engine):
                 state = process_node(ctx, target)  # under the adopted lease; released as it ends
                 if state is NodeState.DONE:
                     self.store.node_gated(name, node, self.gate.run([target], self.catalog))
-            if state is NodeState.FAILED:
-                failed, _ = self.store.failed_count(name)
-                limit = self.catalog.policy.halt.max_failures
-                if failed > limit:
-                    self.store.halt(name, f"{failed} node(s) failed (max_failures {limit}); last: {node}")
+            if state is NodeState.FAILED:  # halt now for everyone; every claim decides it again (Claims.claim)
+                reason = self.catalog.policy.halt.failures_reason(self.store.since_start(name).failed, node)
+                if reason:
+                    self.store.halt(name, reason)
             if self._on_node is not None:
                 self._on_node(self.store.node(name, node), time.monotonic() - started)
         except JournalError as exc:  # the journal is gone: this node's lease expires; another re-observes it
@@ -204,11 +209,10 @@ class SharedEngine(Engine):
         nodes = self.store.nodes(name, wave.wave)
         if any(n.state in (NodeState.PENDING, NodeState.ACTIVE) for n in nodes):
             return
-        failed, finished = self.store.failed_count(name)
-        limit = self.catalog.policy.halt.max_fail_percentage
-        if limit is not None and finished and 100 * failed / finished > limit:
-            self.store.halt(name, f"wave {wave.wave}: {failed} of {finished} node(s) failed "
-                                  f"({100 * failed / finished:.1f}% > {limit:g}%)")
+        count = self.store.since_start(name)  # as the one-controller engine: after the wave's turns, before its gate
+        too_many = self.catalog.policy.halt.share_reason(wave.wave, count.failed, count.finished)
+        if too_many:
+            self.store.halt(name, too_many)
             return
         problems: list[str] = []
         for n in nodes:

@@ -41,7 +41,7 @@ from provision.cli.output import (
 from provision.errors import CheckFailed, InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
-from provision.journal.location import ENV_URL, recorded, resolve
+from provision.journal.location import ENV_URL, Backend, recorded, resolve
 from provision.journal.locks import LEASE_TTL_S
 from provision.private import write_private
 from provision.redfish.image_server import ImageServer
@@ -138,11 +138,12 @@ def join(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
          image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False, lease_seconds: LeaseOpt = LEASE_TTL_S) -> None:
     """Take part in a running campaign from another controller: claim nodes of its current wave that no other
     controller holds (a PostgreSQL journal: PROVISION_JOURNAL_URL)."""
+    where = resolve(None)
+    if where.backend is Backend.SQLITE:  # refused before the file is opened (or created)
+        raise InputError(f"journal {where.shown}: campaign join needs a journal shared by the controllers "
+                         f"(PostgreSQL: set {ENV_URL}=postgresql://user@host/database); a SQLite journal has one "
+                         "controller, the one that started the campaign")
     with Journal() as jr:
-        if not jr.dialect.row_claims:
-            raise InputError(f"{jr.where}: campaign join needs a journal shared by the controllers "
-                             f"(PostgreSQL: set {ENV_URL}); a SQLite journal has one controller, the one that "
-                             "started the campaign")
         store = CampaignStore(jr)
         resolved = control.resolve(store, campaign)
         if resolved.record is None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -58,6 +60,35 @@ class CampaignRecord(BaseModel):
     created_at: float
     updated_at: float
     ended_at: float | None
+    epoch: int = 0
+    """How many times the campaign was started or resumed (halt thresholds count from the latest)."""
+
+
+class SinceStart(BaseModel):
+    """The nodes whose turn ended since the campaign's latest start/resume (what halt thresholds count)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    failed: int
+    finished: int
+    last_failed: str
+    """The node that failed most recently ('' none)."""
+
+
+def since_start(query: Callable[[str, tuple[Any, ...]], list[Any]], name: str) -> SinceStart:
+    """Counted by `query` (SQL, parameters -> rows): the journal's, or one inside a transaction
+    (provision.journal.claims decides with it in the transaction that claims nodes)."""
+    mine = " FROM campaign_nodes n JOIN campaigns c ON c.name = n.campaign WHERE n.campaign = ? AND n.epoch = c.epoch"
+    rows = query("SELECT n.state, COUNT(*)" + mine + " AND n.state IN (?, ?) GROUP BY n.state",
+                 (name, NodeState.DONE, NodeState.FAILED))
+    count = {str(r[0]): int(r[1]) for r in rows}
+    failed = count.get(NodeState.FAILED.value, 0)
+    last = ""
+    if failed:
+        found = query("SELECT n.node" + mine + " AND n.state = ? ORDER BY n.ended_at DESC, n.node LIMIT 1",
+                      (name, NodeState.FAILED))
+        last = str(found[0][0]) if found else ""
+    return SinceStart(failed=failed, finished=failed + count.get(NodeState.DONE.value, 0), last_failed=last)
 
 
 class CampaignNode(BaseModel):
@@ -77,6 +108,8 @@ class CampaignNode(BaseModel):
     """The health gate's problems once run on the node ([] passed); None not run yet."""
     controller: str = ""
     """The controller that last took the node (several controllers on one campaign)."""
+    epoch: int = 0
+    """The campaign's start/resume count when the node's turn last ended."""
 
     @property
     def duration_s(self) -> float | None:
@@ -150,9 +183,10 @@ class CampaignStore:
         )
 
     def claim(self, name: str, pid: int) -> None:
-        """Record the controller process now driving the campaign."""
+        """Record the controller process now driving the campaign (a start or resume: halt thresholds count
+        again from here, see since_start)."""
         self.journal.execute(
-            "UPDATE campaigns SET pid = ?, state = ?, request = NULL, reason = '', updated_at = ?"
+            "UPDATE campaigns SET pid = ?, state = ?, request = NULL, reason = '', updated_at = ?, epoch = epoch + 1"
             " WHERE name = ?",
             (pid, CampaignState.RUNNING, time.time(), name),
         )
@@ -203,9 +237,9 @@ class CampaignStore:
         self, name: str, node: str, state: NodeState, after: dict[str, str | None], error: str = ""
     ) -> None:
         self.journal.execute(
-            "UPDATE campaign_nodes SET state = ?, after = ?, ended_at = ?, error = ?"
-            " WHERE campaign = ? AND node = ?",
-            (state, json.dumps(after), time.time(), error, name, node),
+            "UPDATE campaign_nodes SET state = ?, after = ?, ended_at = ?, error = ?,"
+            " epoch = (SELECT epoch FROM campaigns WHERE name = ?) WHERE campaign = ? AND node = ?",
+            (state, json.dumps(after), time.time(), error, name, name, node),
         )
 
     def reset_failed(self, name: str) -> int:
@@ -234,8 +268,12 @@ class CampaignStore:
                              (CampaignState.HALTED, reason, now, name, CampaignState.RUNNING))
             return bool(cur.rowcount)
 
+    def since_start(self, name: str) -> SinceStart:
+        """The nodes finished since the campaign's latest start/resume (the halt policy's count)."""
+        return since_start(self.journal.query, name)
+
     def failed_count(self, name: str) -> tuple[int, int]:
-        """(failed, finished) nodes of the campaign."""
+        """(failed, finished) nodes of the campaign, since it was created."""
         rows = self.journal.query(
             "SELECT state, COUNT(*) FROM campaign_nodes WHERE campaign = ? GROUP BY state", (name,))
         count = {str(r[0]): int(r[1]) for r in rows}

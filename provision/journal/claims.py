@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 
-from provision.journal.campaigns import CampaignState, NodeState
+from provision.journal.campaigns import CampaignState, NodeState, SinceStart, since_start
 from provision.journal.locks import Lease, alive, swap
 from provision.journal.store import Journal
 
@@ -75,9 +75,12 @@ class Claims:
                              (self.campaign, LEADER, self.token))
 
     # -- node claims -------------------------------------------------------------------------------------
-    def claim(self, wave: int, reachable: Sequence[str], limit: int, max_unavailable: int | None) -> list[Lease]:
+    def claim(self, wave: int, reachable: Sequence[str], limit: int, max_unavailable: int | None,
+              halt_if: Callable[[SinceStart], str | None] | None = None) -> list[Lease]:
         """Up to `limit` nodes of `wave` among `reachable`, pending or stranded (active, lease stale), as leases
-        of this controller; none while the campaign is not running or a pause/abort is asked."""
+        of this controller; none while the campaign is not running or a pause/abort is asked. `halt_if` (the
+        halt policy on the nodes finished since the latest start/resume) is decided under the campaign's row
+        lock: a reason halts the campaign in this transaction and nothing is claimed."""
         if limit <= 0 or not reachable:
             return []
         dialect, now = self.journal.dialect, self.clock()
@@ -86,6 +89,12 @@ class Claims:
             camp = db.execute("SELECT state, request FROM campaigns WHERE name = ?" + dialect.for_update(),
                               (self.campaign,)).fetchone()
             if camp is None or camp["state"] != CampaignState.RUNNING.value or camp["request"]:
+                return []
+            reason = None if halt_if is None else halt_if(since_start(lambda q, p: db.execute(q, p).fetchall(),
+                                                                      self.campaign))
+            if reason:
+                db.execute("UPDATE campaigns SET state = ?, reason = ?, updated_at = ? WHERE name = ?",
+                           (CampaignState.HALTED, reason, time.time(), self.campaign))
                 return []
             active = int(db.execute("SELECT COUNT(*) FROM campaign_nodes WHERE campaign = ? AND state = ?",
                                     (self.campaign, NodeState.ACTIVE)).fetchone()[0])

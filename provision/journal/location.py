@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,10 +89,16 @@ def resolve(path: Path | str | None) -> Location:
 def postgres(url: str) -> Location:
     """A PostgreSQL location from a URL, with its password resolved (never printed)."""
     parts = urlsplit(url)
-    if parts.scheme not in SCHEMES or (not parts.netloc and not parts.query):
-        raise InputError(f"{ENV_URL}={redact_url(url)}: expected postgresql://[user@]host[:port]/database")
     if parts.password:
         register_secret(parts.password)
+    shape = "expected postgresql://[user@]host[:port]/database"
+    if parts.scheme not in SCHEMES:
+        raise InputError(f"{ENV_URL}={redact_url(url)}: {shape}")
+    params = parse_qs(parts.query)
+    if not parts.hostname and not params.get("host"):  # ?host=/run/postgresql names a Unix socket's directory
+        raise InputError(f"{ENV_URL}={redact_url(url)}: no host; {shape}")
+    if not parts.path.strip("/") and not params.get("dbname"):
+        raise InputError(f"{ENV_URL}={redact_url(url)}: no database name; {shape}")
     try:
         parts.port  # noqa: B018 -- validates the port
     except ValueError:

@@ -135,6 +135,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE campaign_nodes ADD COLUMN gate TEXT;
     ALTER TABLE campaign_nodes ADD COLUMN controller TEXT NOT NULL DEFAULT '';
     """,
+    # 7: the campaign's start/resume count, and the one in which each node's turn last ended: halt thresholds
+    # count the nodes finished since the latest start/resume, whichever controller ran them
+    """
+    ALTER TABLE campaigns ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE campaign_nodes ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

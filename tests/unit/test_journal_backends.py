@@ -170,11 +170,20 @@ def test_redact_url(url: str, shown: str) -> None:
 @pytest.mark.parametrize(("url", "error"), [
     ("mysql://db/prov", "expected postgresql://"),
     ("postgresql://db:port/prov", "port is not a number"),
+    ("postgresql://db", "no database name"),
+    ("postgresql://u@/prov", "no host"),
 ])
 def test_bad_url_is_one_input_error(url: str, error: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROVISION_JOURNAL_URL", url)
     with pytest.raises(InputError, match=f"PROVISION_JOURNAL_URL=.*{error}"):
         resolve(None)
+
+
+@pytest.mark.parametrize("url", ["postgresql:///prov?host=/run/postgresql", "postgres://db?dbname=prov",
+                                 "postgresql://u@db:5433/prov?sslmode=require"])
+def test_good_urls_resolve(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROVISION_JOURNAL_URL", url)
+    assert resolve(None).backend is Backend.POSTGRESQL
 
 
 def test_location_order(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:

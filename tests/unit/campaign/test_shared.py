@@ -57,13 +57,14 @@ def _engine(cat: Catalog, bmcs: FakeBmcs, nodes: Sequence[str] = NODES, **kw: ob
                         lease_s=kw.pop("lease_s", 5.0), **kw)  # type: ignore[arg-type]
 
 
-def _run_all(engines: list[SharedEngine], first: object) -> list[object]:
-    """The first engine's start/resume in this thread's company: the others join as soon as it exists."""
+def _run_all(engines: list[SharedEngine], first: object, running: bool = False) -> list[object]:
+    """The first engine's start/resume in this thread's company: the others join as soon as it exists (with
+    `running`: as soon as it runs, e.g. resumed)."""
     out: list[object] = [None] * len(engines)
 
     def go(i: int) -> None:
         try:
-            out[i] = first() if i == 0 else _join_when_started(engines[i])  # type: ignore[operator]
+            out[i] = first() if i == 0 else _join_when_started(engines[i], running)  # type: ignore[operator]
         except BaseException as exc:
             out[i] = exc
 
@@ -78,10 +79,13 @@ def _run_all(engines: list[SharedEngine], first: object) -> list[object]:
     return out
 
 
-def _join_when_started(engine: SharedEngine) -> object:
+def _join_when_started(engine: SharedEngine, running: bool = False) -> object:
     deadline = time.monotonic() + 30
-    while engine.store.find(engine.catalog.name) is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while time.monotonic() < deadline:
+        found = engine.store.find(engine.catalog.name)
+        if found is not None and (not running or found.state is CampaignState.RUNNING):
+            break
+        time.sleep(0.005)
     return engine.join()
 
 
@@ -115,6 +119,30 @@ def test_a_failure_halts_every_controller(pg_url: str, tmp_path: Path) -> None:
         assert "max_failures 0" in store.get("test").reason
         assert all(n.state is NodeState.PENDING for n in store.nodes("test") if n.wave >= 2)
     assert not any(node in {"n12", "n20", "n30"} for node, _ in bmcs.flashes)
+
+
+@pytest.mark.postgres
+def test_three_controllers_count_failures_from_the_resume(pg_url: str, tmp_path: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}, "halt": {"max_failures": 2}, "concurrency": 2})
+    bmcs = FakeBmcs(NODES, OLD, flash_s=0.02)
+    for node in ("n02", "n03", "n04"):  # wave 1: three failures, past max_failures 2
+        bmcs.faults[node] = "fail"
+    engines = [_engine(cat, bmcs) for _ in range(3)]
+    out = _run_all(engines, lambda: engines[0].start(_source(tmp_path), waves_for(NODES, cat)))
+    assert all(getattr(o, "state", o) is CampaignState.HALTED for o in out), out
+    assert "3 node(s) failed (max_failures 2)" in out[0].reason  # type: ignore[attr-defined]
+    bmcs.faults.clear()
+    bmcs.faults.update({"n12": "fail", "n25": "fail"})  # after the resume, taken by any of the three
+    engines = [_engine(cat, bmcs) for _ in range(3)]
+    out = _run_all(engines, lambda: engines[0].resume(), running=True)
+    assert all(getattr(o, "state", o) is CampaignState.DONE for o in out), out  # 2 since the resume: not past 2
+    with Journal() as j:
+        store = CampaignStore(j)
+        record, nodes = store.get("test"), store.nodes("test")
+    assert record.reason == "5 node(s) failed"
+    assert sorted(n.node for n in nodes if n.state is NodeState.FAILED) == ["n02", "n03", "n04", "n12", "n25"]
+    assert len({n.controller for n in nodes if n.wave >= 2}) >= 2  # the resumed waves were shared
+    assert set(bmcs.flashes.values()) == {1}  # none flashed twice across the halt and the resume
 
 
 @pytest.mark.postgres
@@ -166,9 +194,33 @@ def test_the_leader_lease_is_taken_over_when_it_expires(pg_url: str, tmp_path: P
         assert b.lead() and not a.lead() and b.leader() == b.owner
 
 
-def test_join_on_sqlite_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_join_on_sqlite_is_refused(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                   tmp_path: Path) -> None:
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
     assert main(["campaign", "join", "test"]) == 2
-    assert "campaign join needs a journal shared by the controllers" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err  # one line
+    assert str(tmp_path / "state" / "provision.db") in err  # names the journal
+    assert "campaign join needs a journal shared by the controllers" in err and "PROVISION_JOURNAL_URL" in err
+    assert not (tmp_path / "state").exists()  # refused before the SQLite file is created
+
+
+@pytest.mark.parametrize(("url", "wrong"), [
+    ("mysql://u:s3cret@db/prov", "expected postgresql://"),
+    ("postgresql://u:s3cret@/prov", "no host"),
+    ("postgresql:///prov", "no host"),
+    ("postgresql://u:s3cret@db", "no database name"),
+    ("postgresql://u:s3cret@db/", "no database name"),
+    ("postgresql://u:s3cret@db:port/prov", "port is not a number"),
+])
+def test_join_with_a_malformed_journal_url_is_one_line(url: str, wrong: str, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROVISION_JOURNAL_URL", url)
+    assert main(["campaign", "join", "test"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "PROVISION_JOURNAL_URL=" in err and wrong in err
+    assert "s3cret" not in err and ("<redacted>" in err or ":s3cret@" not in url)
 
 
 @pytest.mark.postgres
