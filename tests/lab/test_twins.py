@@ -266,7 +266,7 @@ def _ansible(tmp_path: Path, inventory: Path, module: str, args: str) -> str:
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_SSH_CONTROL_PATH_DIR=str(tmp_path / "cp"))
     ansible = shutil.which("ansible") or str(Path(sys.executable).with_name("ansible"))
     proc = subprocess.run([ansible, "-i", str(inventory), "all", "-m", module, "-a", args],
-                          capture_output=True, text=True, timeout=180, env=env, check=False)
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180, env=env, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

@@ -109,7 +109,7 @@ def test_ansible_accepts_the_packaged_playbooks_and_roles(unpacked: Path, tmp_pa
     env = _outside_env(unpacked) | base_env(root, None) | {"ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")}
     playbook = Path(sys.executable).with_name("ansible-playbook")
     proc = subprocess.run([str(playbook), "--syntax-check", "-i", str(root / "inventory" / "hosts.yml"),
-                           str(root / "playbooks" / "site.yml")], cwd=tmp_path, env=env, capture_output=True,
+                           str(root / "playbooks" / "site.yml")], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert env["ANSIBLE_ROLES_PATH"] == str(root / "roles")

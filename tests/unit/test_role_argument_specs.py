@@ -29,7 +29,7 @@ def test_site_roles_argument_specs_validate(profile: str) -> None:
     proc = subprocess.run(
         [str(ANSIBLE_PLAYBOOK), "-i", str(ROOT / "inventory" / "hosts.yml"), str(ROOT / "playbooks" / "site.yml"),
          "-c", "local", "--check", "--tags", "provision-argument-specs-only", "--limit", "node01",
-         "-e", f"provision_profile={profile}"],
+         "-e", f"provision_profile={profile}"], stdin=subprocess.DEVNULL,
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     validated = re.findall(r"TASK \[(\w+) : Validating arguments", proc.stdout)
