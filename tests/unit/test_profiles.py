@@ -147,6 +147,8 @@ def _side_effects(section: str) -> tuple[str, ...]:
     if section == "network.infiniband":
         return ("packages.rdma-core", "kernel.module.")
     pkg = {"storage.scratch": "zfsutils-linux", "storage.boot.raid": "mdadm", "network.infiniband": "rdma-core"}[section]
+    if section == "storage.scratch":  # checkpoint protection is the scratch pool's (checks/checkpoints.py)
+        return (f"packages.{pkg}", "kernel.module.zfs", "checkpoints.")
     return (f"packages.{pkg}", "kernel.module.zfs")
 
 
