@@ -147,6 +147,8 @@ def _side_effects(section: str) -> tuple[str, ...]:
     if section == "network.infiniband":
         return ("packages.rdma-core", "kernel.module.")
     pkg = {"storage.scratch": "zfsutils-linux", "storage.boot.raid": "mdadm", "network.infiniband": "rdma-core"}[section]
+    if section == "storage.scratch":  # checkpoint protection is the scratch pool's (checks/checkpoints.py)
+        return (f"packages.{pkg}", "kernel.module.zfs", "checkpoints.")
     return (f"packages.{pkg}", "kernel.module.zfs")
 
 
@@ -285,3 +287,32 @@ def test_preflight_and_dcgm_follow_their_sections() -> None:
     assert "provision_spec.gpu" in defaults["monitoring_dcgm_enabled"]
     tasks = yaml.safe_load((REPO / "roles" / "monitoring" / "tasks" / "main.yml").read_text())
     assert tasks[0]["when"] == "monitoring_dcgm_enabled"
+
+
+@pytest.mark.parametrize("profile", CATALOGUE)
+def test_a_catalogue_twins_bmc_shows_no_gpu_or_ib_drift(profiles: dict[str, NodeSpec], profile: str,
+                                                        tmp_path: Path) -> None:
+    """The simulated BMC of `lab up --profile` (the Supermicro capture trimmed to the profile) read as preflight
+    and verify read it: absent sections now expect none, so a GPU or IB adapter the trim left behind would be
+    drift and fail bmc.gpu_count on the twin."""
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "redfish"))
+    from rf_fakebmc import FakeBmc, Served
+    from rf_support import connect
+
+    from provision.conformance.checks.bmc import evaluate_bmc
+    from provision.conformance.checks.bmc_read import read_connected
+    from provision.lab import manager
+    from provision.redfish.ops.inventory import drift, observe
+
+    spec = profiles[profile]
+    parts, _ = manager._profile(manager.UpOptions(lab_dir=tmp_path, profile=profile, source_inventory=HOSTS))
+    sim = build(TREES_DIR / "supermicro", as_captured=False, parts=parts).tree
+    with Served(FakeBmc(tree={u: sim.get(u) for u in sim.uris()})) as srv:
+        items = {i.key: i for i in drift(spec, observe(connect(srv))).items}
+        facts = read_connected(connect(srv), spec)
+    assert items["gpu.count"].verdict == "ok", items["gpu.count"]
+    assert items["network.infiniband.count"].verdict in ("ok", "unknown"), items["network.infiniband.count"]
+    ctx = Context(node="n1", spec=spec, facts=NodeFacts(node="n1", sections={}), level=Level.FULL)
+    evaluate_bmc(ctx, facts)
+    row = next(r for r in ctx.results if r.id == "bmc.gpu_count")
+    assert row.passed, row

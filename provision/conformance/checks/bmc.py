@@ -18,9 +18,10 @@ from provision.conformance.checks.bmc_read import read_bmc
 from provision.conformance.checks.memory_layout import layout, redfish_places
 from provision.conformance.model import Outcome, Threshold, worst
 from provision.errors import ProvisionError
+from provision.redfish.ops.inventory import shown
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.resources.power import Temperature
-from provision.spec.model import Cooling, HostEntry, NodeSpec
+from provision.spec.model import Comparison, Cooling, HostEntry, NodeSpec
 from provision.spec.model import Power as PowerSpec
 
 AREA = "bmc"
@@ -28,9 +29,9 @@ BmcRead = Callable[[HostEntry], BmcFacts]
 """Reads a host's BMC facts (from a session the caller keeps, or one it opens); raises ProvisionError."""
 
 __all__ = ["AREA", "POWER_DESC", "BiosSetting", "BmcFacts", "BmcRead", "FirmwareSeen", "ambient_threshold",
-           "bmc_problem", "draw_threshold", "error_all", "evaluate_bmc", "fan_spares", "inlet_threshold",
-           "memory_expected", "observe_bmc", "planned", "psu_healthy", "run_bmc_checks", "sensor_threshold",
-           "waive_all"]
+           "bmc_problem", "draw_threshold", "error_all", "evaluate_bmc", "fan_spares", "gpu_expected",
+           "inlet_threshold", "memory_expected", "observe_bmc", "planned", "psu_healthy", "run_bmc_checks",
+           "sensor_threshold", "waive_all"]
 
 
 def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -> None:
@@ -45,6 +46,7 @@ def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -
     _temperatures(ctx, facts)
     _power_draw(ctx, facts)
     _memory_population(ctx, facts)
+    _gpu_count(ctx, facts)
     _sel(ctx, facts, since)
 
 
@@ -64,6 +66,7 @@ def planned(spec: NodeSpec) -> list[tuple[str, str, str]]:
     rows.append(("bmc.temperatures", TEMPS_DESC, f"<= {spec.cooling.critical_component_c:g} C"))
     rows.append(("bmc.power_draw", POWER_DESC, draw_threshold(spec.power).describe()))
     rows.append(("bmc.memory_population", MEMORY_DESC, memory_expected(spec)))
+    rows.append(("bmc.gpu_count", GPU_DESC, gpu_expected(spec)))
     rows.append(("bmc.sel", "no critical SEL entry since the last bring-up", "none"))
     return rows
 
@@ -346,6 +349,32 @@ def _memory_population(ctx: Context, facts: BmcFacts) -> None:
         return
     ctx.record("bmc.memory_population", AREA, MEMORY_DESC, expected, found.summary, not found.problems,
                "; ".join(found.problems))
+
+
+GPU_DESC = "GPUs the BMC lists vs the spec (none when it has no gpu section)"
+
+
+def gpu_expected(spec: NodeSpec) -> str:
+    """The spec's GPU count; a spec without a gpu section expects none, exactly (a minimum of 0 holds for any)."""
+    if spec.gpu is None:
+        return "0 (no gpu section)"
+    return f">= {spec.gpu.count}" if spec.comparison("gpu.count") == Comparison.MINIMUM else str(spec.gpu.count)
+
+
+def _gpu_count(ctx: Context, facts: BmcFacts) -> None:
+    """The count the BMC sees, held against the spec. Unlike the node-side gpu.* checks (absent without a gpu
+    section: there is no nvidia-smi to ask), this one needs no GPU to be made, so it is always made: GPUs on a
+    profile that has none fail it (expected 0, found 8 x ...), as a missing GPU on a profile that has them does.
+    The BMC listing no GPU at all is a finding, not an unreadable: the vendor plugin reads every place GPUs sit."""
+    gpu = ctx.spec.gpu
+    seen = len(facts.gpus)
+    found = shown([g.model for g in facts.gpus])
+    if gpu is None:
+        ok = seen == 0
+    else:
+        ok = seen >= gpu.count if ctx.spec.comparison("gpu.count") == Comparison.MINIMUM else seen == gpu.count
+    ctx.record("bmc.gpu_count", AREA, GPU_DESC, gpu_expected(ctx.spec), found, ok,
+               "" if ok else f"expected {gpu.count if gpu else 0}, found {seen}")
 
 
 def _sel(ctx: Context, facts: BmcFacts, since: datetime | None) -> None:

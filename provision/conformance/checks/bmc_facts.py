@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from provision.redfish.resources import Memory, Power, Thermal
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.log import LogEntry
+from provision.redfish.vendors import GpuView
 from provision.redfish.vendors.base import BiosProof
 
 
@@ -50,3 +51,4 @@ class BmcFacts(BaseModel):
     ambient: tuple[str, ...] = Field(default=(), description="Thermal sensors that read the internal ambient")
     inlet: tuple[str, ...] = Field(default=(), description="Thermal sensors that read the chassis inlet")
     memory: tuple[Memory, ...] = Field(default=(), description="The system's Memory members (DIMM slots)")
+    gpus: tuple[GpuView, ...] = Field(default=(), description="The GPUs the BMC lists (vendor plugin's find_gpus)")

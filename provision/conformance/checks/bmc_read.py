@@ -54,7 +54,7 @@ def read_connected(conn: Connector, spec: NodeSpec) -> BmcFacts:
     inlet, ambient = node.vendor.temperature_roles([t for th in inv.thermal for t in th.temperatures])
     return BmcFacts(vendor=node.vendor.name, bios=bios, firmware=firmware, power=tuple(inv.power),
                     thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read, ambient=ambient, inlet=inlet,
-                    memory=tuple(inv.memory))
+                    memory=tuple(inv.memory), gpus=tuple(inv.gpus))
 
 
 def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:

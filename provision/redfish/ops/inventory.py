@@ -309,6 +309,10 @@ def _item(key: str, kind: Comparison, want: object, observed: object, ok: bool |
     return DriftItem(key=key, expected=expected, observed=str(observed), verdict=verdict, kind=kind)
 
 
+def _expected(spec: NodeSpec, key: str, want: object) -> str:
+    return f">= {want}" if spec.comparison(key) == Comparison.MINIMUM else str(want)
+
+
 def _figure(spec: NodeSpec, key: str, want: float, values: list[float | None]) -> DriftItem:
     """A per-part figure (DIMM size, PSU watts): every part that reports it must hold; unknown if none does."""
     kind = spec.comparison(key)
@@ -373,9 +377,25 @@ def _gpu_match(want: str, seen: str) -> bool:
     return bool(b) and (b in a or a in b)
 
 
+def shown(names: list[str | None]) -> str:
+    """What the BMC lists, counted by name: "8 x NVIDIA H100 80GB HBM3", "2 x ?, 1 x ConnectX-7", "0"."""
+    if not names:
+        return "0"
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n or "?"] = counts.get(n or "?", 0) + 1
+    return ", ".join(f"{c} x {n}" for n, c in sorted(counts.items()))
+
+
+def _absent(key: str, section: str, seen: int, observed: str, known: bool = True) -> DriftItem:
+    """A figure of an optional section the spec does not have: it expects none of that hardware, exactly (a
+    `comparisons:` minimum would make 0 hold for anything), and drifts when the BMC shows some."""
+    return _item(key, Comparison.EXACT, f"0 (no {section} section)", observed, seen == 0 if known else None)
+
+
 def _gpu_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
-    if spec.gpu is None:  # no gpu section: the profile says nothing about GPUs, so nothing to drift from
-        return []
+    if spec.gpu is None:  # no gpu section: no GPU expected, so every GPU the BMC lists is drift
+        return [_absent("gpu.count", "gpu", len(inv.gpus), shown([g.model for g in inv.gpus]))]
     gpu = spec.gpu
     mems = [None if g.memory_gib is None else float(round(g.memory_gib)) for g in inv.gpus]
     return [
@@ -394,9 +414,11 @@ def _storage_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     sized = [d for d in nvme if d.capacity_tb]
     boot = [d for d in sized if _near(d.capacity_tb, spec.storage.boot.size_tb)]
     st = spec.storage
-    if st.scratch is None:  # boot drives only: every NVMe drive the BMC lists is one
+    if st.scratch is None:  # boot drives only: every NVMe drive the BMC lists is one, any more is drift
         return [
-            _count(spec, "storage.nvme_drives", st.boot.count, len(nvme)),
+            _count(spec, "storage.nvme_drives", st.boot.count, len(nvme)).model_copy(
+                update={"expected": f"{_expected(spec, 'storage.nvme_drives', st.boot.count)} "
+                                    "(boot only: no storage.scratch section)"}),
             _count(spec, "storage.boot.count", st.boot.count, len(boot), bool(sized)).model_copy(
                 update={"expected": f"{st.boot.count} x {st.boot.size_tb} TB"}),
         ]
@@ -431,11 +453,11 @@ def _network_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     known = [a for a in inv.adapters if a.technology]
     ib = [a for a in known if a.technology == "InfiniBand"]
     eth = [a for a in known if a.technology == "Ethernet"]
-    want_ib = spec.network.infiniband.count if spec.network.infiniband else 0
-    return [
-        _count(spec, "network.ethernet.count", spec.network.ethernet.count, len(eth), bool(known)),
-        _count(spec, "network.infiniband.count", want_ib, len(ib), bool(known)),
-    ]
+    eth_item = _count(spec, "network.ethernet.count", spec.network.ethernet.count, len(eth), bool(known))
+    if spec.network.infiniband is None:  # no InfiniBand expected: every IB adapter the BMC lists is drift
+        return [eth_item, _absent("network.infiniband.count", "network.infiniband", len(ib),
+                                  shown([a.adapter.model for a in ib]), bool(known))]
+    return [eth_item, _count(spec, "network.infiniband.count", spec.network.infiniband.count, len(ib), bool(known))]
 
 
 def _power_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:

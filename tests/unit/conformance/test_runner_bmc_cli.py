@@ -17,6 +17,7 @@ from provision.conformance.runner import verify
 from provision.errors import ProvisionError
 from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
 from provision.redfish.resources import LogEntry, Memory, Power, Thermal
+from provision.redfish.vendors import GpuView
 from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
 from tests.unit.conformance.helpers import ROOT, area, framed, run, spec
 from tests.unit.parsers._fixtures import H100_590, section
@@ -91,7 +92,9 @@ def bmc_facts(**over: object) -> BmcFacts:
                          {"Name": "GPU1 Temp", "ReadingCelsius": 61, "UpperThresholdCritical": 87}]}),)
     base = {"vendor": "supermicro", "bios": bios, "firmware": firmware, "power": power, "thermal": thermal,
             "sel": (LogEntry.parse({"Severity": "OK", "Message": "boot", "Created": "2026-11-30T10:00:00Z"}),),
-            "inlet": ("Inlet Temp",), "ambient": ("System Temp",), "memory": capture_memory("supermicro")}
+            "inlet": ("Inlet Temp",), "ambient": ("System Temp",), "memory": capture_memory("supermicro"),
+            "gpus": tuple(GpuView(uri=f"/g{i}", model="NVIDIA H100 80GB HBM3", serial_number=None,
+                                  firmware_version=None, memory_gib=80, source="pcie") for i in range(8))}
     return BmcFacts.model_validate(base | over)
 
 
@@ -112,7 +115,7 @@ def test_bmc_all_good() -> None:
     checks = bmc_run(bmc_facts())
     assert [r.id for r in checks.values() if not r.passed] == []
     bmc_side = [f for f in spec().firmware if f.updated_by == "bmc"]  # in-band firmware is checked on the node
-    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 10
+    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 11
 
 
 def test_bmc_faults_fail_their_checks() -> None:

@@ -116,3 +116,40 @@ def test_a_missing_dimm_in_the_capture_fails_naming_its_channel(spec: NodeSpec) 
         f = read_connected(connect(srv), spec)
     row = judge(spec, f)["bmc.memory_population"]
     assert row.outcome is F and row.detail == "socket 0 MC1/Channel3: 1 DIMM(s) (P1-DIMMD2), spec 2", row
+
+
+# ---- bmc.gpu_count: made for every profile; one without a gpu section expects none -------------------------
+@pytest.fixture(scope="module")
+def profiles() -> dict[str, NodeSpec]:
+    return load_fleet(ROOT / "inventory" / "hosts.yml").profiles
+
+
+# (profile, capture, outcome, found, detail): the captures as verify reads them. Supermicro SYS-821GE-TNHR
+# lists 8 H100, Lenovo SR670 V2 8 L40, HPE DL385 none; ML-PROD-V4 wants 8 H100, the catalogue profiles none.
+@pytest.mark.parametrize(("profile", "capture", "outcome", "found", "detail"), [
+    ("catalogue_epyc_9454p", "supermicro", F, "8 x H100 80GB HBM3", "expected 0, found 8"),
+    ("catalogue_i9_9900k", "lenovo", F, "8 x NVIDIA L40", "expected 0, found 8"),
+    ("catalogue_ryzen9_7950x", "hpe", P, "0", ""),
+    ("ml_prod_v4", "supermicro", P, "8 x H100 80GB HBM3", ""),
+    ("ml_prod_v4", "hpe", F, "0", "expected 8, found 0"),
+    ("catalogue_i5_13500_ws", "supermicro", F, "8 x H100 80GB HBM3", "expected 1, found 8"),
+])
+def test_gpu_count_against_the_bmc(profiles: dict[str, NodeSpec], profile: str, capture: str, outcome: Outcome,
+                                   found: str, detail: str) -> None:
+    spec = profiles[profile]
+    with Served(FakeBmc(tree=full_tree(capture))) as srv:
+        facts = read_connected(connect(srv), spec)
+    row = judge(spec, facts)["bmc.gpu_count"]
+    want = str(spec.gpu.count) if spec.gpu else "0 (no gpu section)"
+    assert (row.outcome, row.expected, row.found, row.detail) == (outcome, want, found, detail)
+
+
+def test_gpu_count_is_planned_without_a_gpu_section(profiles: dict[str, NodeSpec]) -> None:
+    """An unreadable BMC makes the GPU count an ERROR on a GPU-less profile too (it is a check, not a skip)."""
+    from provision.conformance.checks.bmc import planned
+
+    rows = {cid: expected for cid, _desc, expected in planned(profiles["catalogue_epyc_9454p"])}
+    assert rows["bmc.gpu_count"] == "0 (no gpu section)"
+    relaxed = NodeSpec.model_validate({**profiles["ml_prod_v4"].model_dump(mode="json"),
+                                       "comparisons": {"gpu.count": "minimum"}})
+    assert {cid: e for cid, _d, e in planned(relaxed)}["bmc.gpu_count"] == ">= 8"

@@ -182,6 +182,70 @@ def test_catalogue_profiles_have_drift_items_only_for_their_sections(profiles) -
     assert "storage.scratch.count" not in keys  # no scratch set: no scratch figure
     assert "gpu.count" in {i.key for i in drift(profiles["catalogue_i5_13500_ws"], _workstation_inv(gpus=[])).drifted}
     epyc = drift(profiles["catalogue_epyc_9454p"], _workstation_inv(gpus=[]))
-    assert not [i for i in epyc.items if i.key.startswith("gpu.")]  # no gpu section: no GPU figures
+    # no gpu section: one GPU figure, none expected (model and memory have nothing to be compared with)
+    assert [(i.key, i.expected, i.observed, i.verdict) for i in epyc.items if i.key.startswith("gpu.")] == [
+        ("gpu.count", "0 (no gpu section)", "0", "ok")]
     assert "storage.nvme_drives" in {i.key for i in drift(profiles["catalogue_i5_13500_ws"],
                                                           _workstation_inv(drives=[])).drifted}
+
+
+# ---- absent sections expect none: catalogue profiles against real captures -------------------------------
+def _capture(name: str) -> NodeInventory:
+    """A capture as observe() reads it: 'full/NAME' from tests/fixtures/redfish/full, else a mockup tree."""
+    from full_captures import full_tree
+
+    served = full_tree(name.split("/", 1)[1]) if name.startswith("full/") else tree(name)
+    with Served(FakeBmc(tree=served)) as srv:
+        return observe(connect(srv))
+
+
+@pytest.fixture(scope="module")
+def captures() -> dict[str, NodeInventory]:
+    return {n: _capture(n) for n in ("supermicro", "full/supermicro", "full/lenovo", "full/hpe", "public-rackmount1")}
+
+
+# (profile, capture, gpu.count verdict, what the BMC shows). Counts read from the captures: the Supermicro
+# SYS-821GE-TNHR trees list 8 H100 (PCIe devices), Lenovo SR670 V2 8 L40, HPE DL385 and the DMTF public
+# rackmount none.
+@pytest.mark.parametrize(("profile", "capture", "verdict", "observed"), [
+    ("catalogue_epyc_9454p", "supermicro", "drift", "8 x H100 80GB HBM3"),
+    ("catalogue_ryzen9_7950x", "full/supermicro", "drift", "8 x H100 80GB HBM3"),
+    ("catalogue_i9_9900k", "full/lenovo", "drift", "8 x NVIDIA L40"),
+    ("catalogue_epyc_9454p", "full/hpe", "ok", "0"),
+    ("catalogue_i9_9900k", "public-rackmount1", "ok", "0"),
+])
+def test_no_gpu_section_means_no_gpu_expected(profiles, captures, profile: str, capture: str, verdict: str,
+                                              observed: str) -> None:  # type: ignore[no-untyped-def]
+    items = {i.key: i for i in drift(profiles[profile], captures[capture]).items}
+    gpu = items["gpu.count"]
+    assert (gpu.expected, gpu.observed, gpu.verdict, gpu.kind) == ("0 (no gpu section)", observed, verdict, "exact")
+    assert not {"gpu.model", "gpu.memory_gb"} & set(items)
+
+
+def test_absent_gpu_expects_none_even_where_the_profile_makes_counts_minimums(profiles, captures) -> None:  # type: ignore[no-untyped-def]
+    """A minimum of 0 would hold for any count: an absent section is held exactly."""
+    relaxed = _with(profiles["catalogue_epyc_9454p"], **{"gpu.count": "minimum", "network.infiniband.count": "minimum"})
+    items = {i.key: i for i in drift(relaxed, captures["supermicro"]).items}
+    assert (items["gpu.count"].kind, items["gpu.count"].verdict) == ("exact", "drift")
+    hpe = {i.key: i for i in drift(relaxed, captures["full/hpe"]).items}
+    assert (hpe["network.infiniband.count"].kind, hpe["network.infiniband.count"].verdict) == ("exact", "drift")
+
+
+# (profile, capture, figure, expected, observed, verdict): InfiniBand and NVMe drives a profile without
+# those sections does not expect. The HPE DL385 capture has two InfiniBand adapters and 16 NVMe drives (its
+# two 480 GB boot drives are not NVMe).
+@pytest.mark.parametrize(("profile", "capture", "key", "expected", "observed", "verdict"), [
+    ("catalogue_epyc_9454p", "full/hpe", "network.infiniband.count", "0 (no network.infiniband section)",
+     "2 x HPE InfiniBand HDR100/Ethernet 100Gb 1-port MCX653105A-ECAT QSFP56 x16 Adapter", "drift"),
+    ("catalogue_epyc_9454p", "full/supermicro", "network.infiniband.count", "0 (no network.infiniband section)",
+     "0", "ok"),
+    ("catalogue_epyc_9454p", "full/hpe", "storage.nvme_drives", "2 (boot only: no storage.scratch section)", "16",
+     "drift"),
+    ("catalogue_epyc_9454p", "public-rackmount1", "storage.nvme_drives",
+     "2 (boot only: no storage.scratch section)", "2", "ok"),
+])
+def test_absent_network_and_scratch_sections_name_what_the_bmc_shows(
+        profiles, captures, profile: str, capture: str, key: str, expected: str, observed: str,
+        verdict: str) -> None:  # type: ignore[no-untyped-def]
+    item = next(i for i in drift(profiles[profile], captures[capture]).items if i.key == key)
+    assert (item.expected, item.observed, item.verdict) == (expected, observed, verdict)
