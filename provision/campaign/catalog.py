@@ -28,10 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from provision.campaign.policy import Policy
 from provision.errors import InputError
+from provision.spec.digests import check_sha256
 from provision.spec.strict_yaml import load_strict
 
 _VERSION_RE = re.compile(r"^[0-9A-Za-z]+(?:[.\-_][0-9A-Za-z]+)*$")
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 class _Frozen(BaseModel):
@@ -112,9 +112,7 @@ class Component(_Frozen):
     @field_validator("sha256")
     @classmethod
     def _sha(cls, value: str) -> str:
-        if not _SHA256_RE.match(value):
-            raise ValueError("sha256 must be 64 lowercase hex characters")
-        return value
+        return check_sha256(value)
 
     @property
     def is_url(self) -> bool:

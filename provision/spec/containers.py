@@ -14,8 +14,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from provision.spec.digests import check_sha256
+
 _URL_RE = re.compile(r"^(https?|file):/{1,3}[^\s]+$")
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _APT_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9][0-9A-Za-z.+~\-]*$")
 _IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@\-]*$")
 
@@ -108,9 +109,7 @@ class ReleaseDeb(_Frozen):
     @field_validator("sha256")
     @classmethod
     def _sha(cls, value: str) -> str:
-        if not _SHA256_RE.match(value):
-            raise ValueError("sha256 must be 64 lowercase hex characters")
-        return value
+        return check_sha256(value)
 
 
 class ApptainerSource(_Frozen):

@@ -17,12 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field
 from provision.errors import SpecError
 from provision.scheduler.settings import SlurmSettings
 from provision.spec.containers import Containers
+from provision.spec.digests import check_sha256
 from provision.spec.nfs import NfsMount, unique_mounts
 from provision.spec.patterns import HostPatterns
 
 _VERSION_RE = re.compile(r"^[0-9]+(?:[.\-][0-9A-Za-z]+)*$")
 _APT_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9][0-9A-Za-z.+~\-]*$")
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -564,9 +564,7 @@ class FirmwareComponent(Frozen):
     @field_validator("sha256")
     @classmethod
     def _sha(cls, value: str) -> str:
-        if not _SHA256_RE.match(value):
-            raise ValueError("sha256 must be 64 lowercase hex characters")
-        return value
+        return check_sha256(value)
 
 
 class Pin(Frozen):
