@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import http.server
 import json
 import os
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from provision.lab.bmcsim.host import BootTarget, HostBackend, HostEvent, HostEv
 from provision.lab.bmcsim.seed import get_seed
 from provision.lab.bmcsim.server import host_backend
 from provision.lab.bmcsim.vmhost import VmHost, boot_indexes, drive_file, media_refusal, qemu_argv
+from provision.redfish.image_server import ImageServer
 
 SYS = "/redfish/v1/Systems/1"
 CD = "/redfish/v1/Managers/1/VirtualMedia/CD1"  # the Supermicro tree completed: a CD and a USB stick
@@ -233,22 +232,13 @@ def test_the_host_powering_off_by_itself_shows_off_and_a_failed_fetch_ejects(tmp
 
 # --- the VM host itself: image fetch, and qemu's life (a fake qemu on PATH) ------------------------------
 @pytest.fixture
-def image_server(tmp_path: Path) -> Iterator[str]:
+def image_server(tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """The URL of a file in a served directory, through the project's own image server (what a BMC fetches)."""
     root = tmp_path / "www"
     root.mkdir()
     (root / "os.iso").write_bytes(b"CD001" * 1000)
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a: Any, **kw: Any) -> None:
-            super().__init__(*a, directory=str(root), **kw)
-
-        def log_message(self, *_: Any) -> None:
-            return None
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    with ImageServer() as srv:
+        yield lambda name: srv.url_for(root / name)
 
 
 @pytest.fixture
@@ -274,12 +264,12 @@ def wait(pred: Any, timeout: float = 10) -> None:
         time.sleep(0.02)
 
 
-def test_vm_host_fetches_the_image_and_boots_it_first_then_stops(tmp_path: Path, image_server: str,
+def test_vm_host_fetches_the_image_and_boots_it_first_then_stops(tmp_path: Path, image_server: Callable[[str], str],
                                                                 fake_qemu: Path) -> None:  # fmt: skip
     events: list[HostEvent] = []
     host = VmHost("node01", vm_cfg(tmp_path), ("127.0.0.1",))
     host.bind(events.append)
-    host.insert_media(f"{image_server}/os.iso")
+    host.insert_media(image_server("os.iso"))
     host.power(True, BootTarget.CD)
     wait(lambda: list(fake_qemu.glob("argv-*")))
     argv = next(fake_qemu.glob("argv-*")).read_text().splitlines()
@@ -297,12 +287,12 @@ def test_vm_host_fetches_the_image_and_boots_it_first_then_stops(tmp_path: Path,
     assert events == []  # stopped by the BMC: not reported as the host's own power-off
 
 
-def test_vm_host_reports_the_guest_powering_off_and_a_failed_fetch(tmp_path: Path, image_server: str,
+def test_vm_host_reports_the_guest_powering_off_and_a_failed_fetch(tmp_path: Path, image_server: Callable[[str], str],
                                                                   fake_qemu: Path) -> None:  # fmt: skip
     events: list[HostEvent] = []
     host = VmHost("node01", vm_cfg(tmp_path), ("127.0.0.1",))
     host.bind(events.append)
-    host.insert_media(f"{image_server}/missing.iso")
+    host.insert_media(image_server("missing.iso"))
     host.power(True, BootTarget.CD)
     wait(lambda: list(fake_qemu.glob("argv-*")))
     assert "scsi-cd" not in " ".join(next(fake_qemu.glob("argv-*")).read_text().splitlines())  # nothing fetched
