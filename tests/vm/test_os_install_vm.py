@@ -13,15 +13,12 @@ the default vm tier's CI budget leaves (README, "Tests").
 
 from __future__ import annotations
 
-import http.server
 import os
 import re
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,6 +26,7 @@ from provision.errors import LabError
 from provision.lab.twins.ssh import client_argv, lab_key
 from provision.lab.vm import deploy, installer
 from provision.lab.vm.node import VmNode, VmNodeOptions, drive_serials, vm_node
+from provision.redfish.image_server import ImageServer
 
 pytestmark = [
     pytest.mark.lab, pytest.mark.vm, pytest.mark.timeout(3600),
@@ -62,17 +60,8 @@ def served_iso(lab: tuple[VmNode, Path], tmp_path_factory: pytest.TempPathFactor
     installer.installer_iso(conf, root / "install.iso")
     print(f"\ninstaller CD built in {time.monotonic() - started:.1f} s ({(root / 'install.iso').stat().st_size >> 20} MiB)")
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a: Any, **kw: Any) -> None:
-            super().__init__(*a, directory=str(root), **kw)
-
-        def log_message(self, *_: Any) -> None:
-            return None
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/install.iso"
-    srv.shutdown()
+    with ImageServer() as srv:  # the project's own image server, on 127.0.0.1, where the BMC fetches from
+        yield srv.url_for(root / "install.iso")
 
 
 def test_install_from_virtual_media_then_boot_from_the_md_mirror(lab: tuple[VmNode, Path], served_iso: str) -> None:
