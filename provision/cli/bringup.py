@@ -22,6 +22,7 @@ from provision.cli.options import (
     InventoryOpt,
     JsonOpt,
     LimitOpt,
+    journal_at,
     load_hosts,
 )
 from provision.cli.output import add_row, cell, console, emit_json, new_table, print_wide
@@ -29,7 +30,6 @@ from provision.cli.paths import check_paths
 from provision.conformance.model import Level
 from provision.errors import InputError
 from provision.journal import Journal
-from provision.journal.paths import default_path
 
 MAX_CONCURRENCY = 256
 STYLE = {Outcome.APPLIED: "yellow", Outcome.CONVERGED: "green", Outcome.PLANNED: "cyan", Outcome.FAILED: "red",
@@ -62,13 +62,14 @@ def bringup_command(
         raise InputError("select nodes: a host pattern (PATTERN...), --limit PATTERN, or both")
     if start is not None and only is not None:
         raise InputError("--from and --only exclude each other: --from runs a stage and those after it, --only one")
-    check_paths(journal=journal or default_path(), log_dir=log_dir, os_image=os_image)
+    where = journal_at(journal, inventory)
+    check_paths(journal=where.path, log_dir=log_dir, os_image=os_image)
     hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
                           poll_s=poll, recheck=recheck)
     stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None)
     live = not as_json and sys.stdout.isatty()  # a terminal: the live table; otherwise one line per stage
-    with Journal(journal) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
+    with Journal(where) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
         say = progress if live else tee(progress, StageEvents())  # on stderr, as each stage ends
         result = run_bringup(hosts, stages, journal=jr, plan_only=plan, concurrency=concurrency, progress=say)
     if as_json:
