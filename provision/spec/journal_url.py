@@ -31,15 +31,18 @@ class InventoryUrl(BaseModel):
     where: str
 
 
-def _candidates(inventory: Path) -> list[Path]:
-    """The files that may set a variable of group `all`, in Ansible's order (later ones win)."""
+def _candidates(inventory: Path) -> list[tuple[Path, bool]]:
+    """The files that may set a variable of group `all`, in Ansible's order (later ones win), each with whether
+    it is an inventory file (its `all: vars:`) rather than a vars file."""
     base = inventory if inventory.is_dir() else inventory.parent
-    files = [] if inventory.is_dir() else yaml_files(inventory)
+    sources = sorted(p for p in base.glob("*") if p.is_file() and p.suffix in {".yml", ".yaml"}) \
+        if inventory.is_dir() else yaml_files(inventory)
+    files = [(p, True) for p in sources]
     for name in ("all.yml", "all.yaml"):
         if (base / "group_vars" / name).is_file():
-            files.append(base / "group_vars" / name)
+            files.append((base / "group_vars" / name, False))
     if (base / "group_vars" / "all").is_dir():
-        files += yaml_files(base / "group_vars" / "all")
+        files += [(p, False) for p in yaml_files(base / "group_vars" / "all")]
     return files
 
 
@@ -61,8 +64,8 @@ def journal_url(inventory: Path) -> InventoryUrl | None:
     if not inventory.exists():
         return None
     found: InventoryUrl | None = None
-    for path in _candidates(inventory):
-        value = _value(path, load_strict(path, allow_empty=True), inventory_file=path == inventory)
+    for path, inventory_file in _candidates(inventory):
+        value = _value(path, load_strict(path, allow_empty=True), inventory_file)
         if value is None:
             continue
         found = InventoryUrl(url=_checked(path, value), where=f"{path}: {VAR}")
