@@ -9,8 +9,9 @@ the lease (another controller may have finished it meanwhile), run the stages it
 A controller killed -9 leaves its nodes' leases unrenewed: they expire (at once where the dead holder ran on
 this host), and another controller takes the node and resumes at its first stage not completed; that stage
 observes the node and the journal (what was staged, which flash was interrupted) before it plans, as a
-resumed single-controller run does. A node that failed a stage is not taken again by this share: its
-controllers end when every node is done or failed, and exit 1 naming the failures.
+resumed single-controller run does. A node that failed a stage is not taken again by this share (unless a controller
+starts with --retry-failed: the failures journaled before it started are tried again): its controllers end when
+every node is done or failed, and exit 1 naming the failures.
 """
 
 from __future__ import annotations
@@ -86,19 +87,26 @@ def decide(views: Sequence[NodeShare], stages: Sequence[str]) -> Decision:
     return Decision(verdict=Verdict.TAKE, node=chosen.node, stages=remaining(chosen, stages))
 
 
-def fold(rows: Sequence[tuple[str, str, str | None]], nodes: Sequence[str], held: set[str],
-         stages: Sequence[str]) -> list[NodeShare]:
-    """Pure: the views of `nodes` from the share's stage rows (node, stage, outcome; oldest first). A node is
-    failed when its latest row failed and it is not done since (a controller fenced off after a takeover may
-    journal its failure after the new holder completed the node: done wins)."""
+Row = tuple[int, str, str, str | None]
+"""A stage row of the share: (id, node, stage, outcome)."""
+
+
+def fold(rows: Sequence[Row], nodes: Sequence[str], held: set[str], stages: Sequence[str],
+         forgive_upto: int | None = None) -> list[NodeShare]:
+    """Pure: the views of `nodes` from the share's stage rows (oldest first). A node is failed when its latest
+    row failed and it is not done since (a controller fenced off after a takeover may journal its failure after
+    the new holder completed the node: done wins); a failure in a row up to `forgive_upto` (--retry-failed: the
+    rows journaled before this controller started) does not count."""
     completed: dict[str, set[str]] = {n: set() for n in nodes}
     latest: dict[str, tuple[str, str | None]] = {}
-    for node, stage, outcome in rows:
+    for row_id, node, stage, outcome in rows:
         if node not in completed:
             continue
         if outcome in COMPLETED:
             completed[node].add(stage)
-        if outcome is not None:  # an open row (its controller died in it) says nothing
+        if outcome == Outcome.FAILED.value and forgive_upto is not None and row_id <= forgive_upto:
+            latest.pop(node, None)
+        elif outcome is not None:  # an open row (its controller died in it) says nothing
             latest[node] = (stage, outcome)
     views = []
     for node in nodes:
@@ -109,13 +117,19 @@ def fold(rows: Sequence[tuple[str, str, str | None]], nodes: Sequence[str], held
     return views
 
 
-def observe(journal: Journal, share: str, nodes: Sequence[str], locks: NodeLocks,
-            stages: Sequence[str]) -> list[NodeShare]:
+def observe(journal: Journal, share: str, nodes: Sequence[str], locks: NodeLocks, stages: Sequence[str],
+            forgive_upto: int | None = None) -> list[NodeShare]:
     """The share as the journal shows it now (one query for the stages, one for the leases)."""
-    rows = journal.query("SELECT ns.node, ns.stage, ns.outcome FROM node_stages ns JOIN runs r ON r.id = ns.run_id"
-                         " WHERE r.kind = ? AND r.target = ? ORDER BY ns.id", (KIND, target(share)))
+    rows = journal.query("SELECT ns.id, ns.node, ns.stage, ns.outcome FROM node_stages ns JOIN runs r"
+                         " ON r.id = ns.run_id WHERE r.kind = ? AND r.target = ? ORDER BY ns.id", (KIND, target(share)))
     held = {lease.node for lease in locks.held()}
-    return fold([(r["node"], r["stage"], r["outcome"]) for r in rows], nodes, held, stages)
+    return fold([(r["id"], r["node"], r["stage"], r["outcome"]) for r in rows], nodes, held, stages, forgive_upto)
+
+
+def watermark(journal: Journal) -> int:
+    """The newest stage row now: failures up to it are the ones --retry-failed tries again."""
+    rows = journal.query("SELECT MAX(id) FROM node_stages")
+    return int(rows[0][0] or 0)
 
 
 class ShareSummary(BaseModel):
@@ -141,20 +155,22 @@ class SharedBringup:
 
     def __init__(self, hosts: Sequence[HostEntry], stages: Sequence[Stage], journal: Journal, share: str, *,
                  concurrency: int = 4, progress: Progress | None = None, ttl_s: float = LEASE_TTL_S,
-                 poll_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 poll_s: float = 1.0, retry_failed: bool = False, sleep: Callable[[float], None] = time.sleep) -> None:
         self.hosts = {h.name: h for h in hosts}
         self.stages = {s.name: s for s in stages}
         self.order = [s.name for s in stages]
         self.journal, self.share, self.concurrency = journal, share, concurrency
         self.progress = progress or (lambda node, stage, msg: None)
         self.locks = NodeLocks(journal, ttl_s)
-        self.poll_s, self.sleep = poll_s, sleep
+        self.poll_s, self.sleep, self.retry_failed = poll_s, sleep, retry_failed
+        self.forgive_upto: int | None = None
         self.owner = f"bringup share {share}"
         self._pick = threading.Lock()  # one worker of this controller decides and takes at a time
         self._results: dict[str, NodeResult] = {}
         self.run_id = 0
 
     def run(self) -> tuple[BringupResult, ShareSummary]:
+        self.forgive_upto = watermark(self.journal) if self.retry_failed else None
         self.run_id = self.journal.start_run(KIND, target(self.share), {"stages": self.order, "share": self.share})
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="bringup") as pool:
             for future in [pool.submit(self._worker) for _ in range(max(1, self.concurrency))]:
@@ -165,17 +181,20 @@ class SharedBringup:
         return BringupResult(run_id=self.run_id, plan_only=False, nodes=nodes), summary
 
     def summary(self) -> ShareSummary:
-        views = observe(self.journal, self.share, list(self.hosts), self.locks, self.order)
+        views = self._observe(list(self.hosts))
         done = [v.node for v in views if not remaining(v, self.order)]
         return ShareSummary(share=self.share, nodes=len(views), done=done,
                             failed={v.node: v.failed for v in views if v.failed is not None},
                             mine=sorted(self._results))
 
+    def _observe(self, nodes: list[str]) -> list[NodeShare]:
+        return observe(self.journal, self.share, nodes, self.locks, self.order, self.forgive_upto)
+
     def _worker(self) -> None:
         while True:
             with ExitStack() as held:
                 with self._pick:
-                    decision = decide(observe(self.journal, self.share, list(self.hosts), self.locks, self.order),
+                    decision = decide(self._observe(list(self.hosts)),
                                       self.order)
                     if decision.verdict is Verdict.FINISHED:
                         return
@@ -195,7 +214,7 @@ class SharedBringup:
             held.enter_context(self.locks.hold([decision.node], owner=self.owner))
         except NodeLocked:
             return Decision(verdict=Verdict.WAIT)
-        (view,) = observe(self.journal, self.share, [decision.node], self.locks, self.order)
+        (view,) = self._observe([decision.node])
         again = decide([view.model_copy(update={"held": False})], self.order)
         return again if again.verdict is Verdict.TAKE else Decision(verdict=Verdict.WAIT)
 

@@ -55,6 +55,9 @@ def bringup_command(
     lease_seconds: Annotated[float, typer.Option(
         "--lease-seconds", min=1.0, help="--share: a dead controller's node leases expire this long after it died")]
     = LEASE_TTL_S,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed", help="--share: take again the nodes that failed in it before this controller started")]
+    = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Nodes at once")] = 4,
     journal: Annotated[Path | None, typer.Option("--journal", help="Journal database")] = None,
     log_dir: Annotated[Path, typer.Option("--log-dir", help="One log file per node")] = Path("logs/bringup"),
@@ -78,6 +81,8 @@ def bringup_command(
     where = journal_at(journal, inventory)
     if share is not None:
         _check_share(share, plan, where)
+    elif retry_failed:
+        raise InputError("--retry-failed goes with --share (a bring-up without it takes every node it is given)")
     check_paths(journal=where.path, log_dir=log_dir, os_image=os_image)
     hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
@@ -92,7 +97,7 @@ def bringup_command(
                                           progress=say), None
         else:
             result, summary = SharedBringup(hosts, stages, jr, share, concurrency=concurrency, progress=say,
-                                            ttl_s=lease_seconds, poll_s=poll).run()
+                                            ttl_s=lease_seconds, poll_s=poll, retry_failed=retry_failed).run()
     if as_json:
         emit_json(_summary(result) | ({"share": summary.model_dump()} if summary is not None else {}))
     else:

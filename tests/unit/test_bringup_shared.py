@@ -47,21 +47,33 @@ def test_decide(views: list[NodeShare], expected: Decision) -> None:
     assert decide(views, STAGES) == expected
 
 
-@pytest.mark.parametrize(("rows", "held", "expected"), [
-    ([], set(), [_v("n1"), _v("n2")]),
-    ([("n1", "preflight", "converged"), ("n1", "firmware", "applied"), ("n1", "bios", None)], {"n1"},
+def _rows(*rows: tuple[str, str, str | None]) -> list[tuple[int, str, str, str | None]]:
+    return [(i, *row) for i, row in enumerate(rows, 1)]
+
+
+@pytest.mark.parametrize(("rows", "held", "forgive", "expected"), [
+    ([], set(), None, [_v("n1"), _v("n2")]),
+    (_rows(("n1", "preflight", "converged"), ("n1", "firmware", "applied"), ("n1", "bios", None)), {"n1"}, None,
      [_v("n1", ("preflight", "firmware"), held=True), _v("n2")]),
-    ([("n1", "preflight", "converged"), ("n1", "firmware", "failed")], set(),
+    (_rows(("n1", "preflight", "converged"), ("n1", "firmware", "failed")), set(), None,
      [_v("n1", ("preflight",), failed="firmware"), _v("n2")]),
-    # failed, then taken again (--from) and completed: done wins; an open row says nothing
-    ([("n2", "bios", "failed"), *[("n2", s, "applied") for s in STAGES], ("n2", "reset", None)], set(),
+    # --retry-failed: a failure journaled before this controller started (row 2 <= 2) is tried again...
+    (_rows(("n1", "preflight", "converged"), ("n1", "firmware", "failed")), set(), 2,
+     [_v("n1", ("preflight",)), _v("n2")]),
+    # ... one after it (this run's own) is not
+    (_rows(("n1", "preflight", "converged"), ("n1", "firmware", "failed")), set(), 1,
+     [_v("n1", ("preflight",), failed="firmware"), _v("n2")]),
+    # failed, then taken again and completed: done wins; an open row says nothing
+    (_rows(("n2", "bios", "failed"), *[("n2", s, "applied") for s in STAGES], ("n2", "reset", None)), set(), None,
      [_v("n1"), _v("n2", tuple(STAGES))]),
     # a fenced-off controller journals its failure after the new holder completed the node
-    ([*[("n1", s, "applied") for s in STAGES], ("n1", "bios", "failed")], set(), [_v("n1", tuple(STAGES)), _v("n2")]),
-    ([("other", "preflight", "applied")], set(), [_v("n1"), _v("n2")]),  # a node not in this selection
+    (_rows(*[("n1", s, "applied") for s in STAGES], ("n1", "bios", "failed")), set(), None,
+     [_v("n1", tuple(STAGES)), _v("n2")]),
+    (_rows(("other", "preflight", "applied")), set(), None, [_v("n1"), _v("n2")]),  # not in this selection
 ])
-def test_fold(rows: list[tuple[str, str, str | None]], held: set[str], expected: list[NodeShare]) -> None:
-    assert fold(rows, ["n1", "n2"], held, STAGES) == expected
+def test_fold(rows: list[tuple[int, str, str, str | None]], held: set[str], forgive: int | None,
+              expected: list[NodeShare]) -> None:
+    assert fold(rows, ["n1", "n2"], held, STAGES, forgive) == expected
 
 
 def _hosts() -> list:  # type: ignore[type-arg]
@@ -139,5 +151,23 @@ def test_a_failed_node_is_not_taken_again(tmp_path: Path) -> None:
         result, summary = SharedBringup(hosts, stages, jr, "s3", poll_s=0.05).run()
         assert summary.failed == {"node02": "bios"} and not summary.ok and not result.ok
         _, again = SharedBringup(hosts, stages, jr, "s3", poll_s=0.05).run()
-    assert again.failed == {"node02": "bios"} and again.mine == []
-    assert stages[2].applied == ["node01"]
+        assert again.failed == {"node02": "bios"} and again.mine == []
+        assert stages[2].applied == ["node01"]
+        stages[2].fail_on.clear()  # the BIOS fixed: --retry-failed takes node02 again, from bios
+        result, retried = SharedBringup(hosts, stages, jr, "s3", poll_s=0.05, retry_failed=True).run()
+    assert retried.ok and retried.mine == ["node02"] and stages[2].applied == ["node01", "node02"]
+    assert [(s.stage, s.outcome) for s in result.nodes[0].stages] == [
+        ("preflight", Outcome.SKIPPED), ("firmware", Outcome.SKIPPED), ("bios", Outcome.APPLIED),
+        ("reset", Outcome.APPLIED)]
+
+
+def test_retry_failed_tries_a_node_once_per_controller(tmp_path: Path) -> None:
+    """A node that fails again under --retry-failed is not retried in a loop: its new failure is this run's."""
+    hosts = _hosts()[:1]
+    world: dict[str, dict[str, str]] = {h.name: {} for h in hosts}
+    stages = [FakeStage(name, world, fail_on={"node01"} if name == "firmware" else set()) for name in STAGES]
+    with Journal(tmp_path / "j.db") as jr:
+        SharedBringup(hosts, stages, jr, "s4", poll_s=0.05).run()
+        _, again = SharedBringup(hosts, stages, jr, "s4", poll_s=0.05, retry_failed=True).run()
+        assert again.failed == {"node01": "firmware"} and again.mine == ["node01"]
+        assert len([s for s in jr.stages("node01") if s.stage == "firmware"]) == 2
