@@ -2,7 +2,8 @@
 
 LAB STAND-IN. Puts the tool implementations (data/tools, stdlib Python) under
 /usr/lib/provision-lab/tools, entry points for tools every server has from its factory image
-(lscpu, dmidecode, nvme) under /usr/local/sbin, the boot unit that presents the simulated drives,
+(lscpu, dmidecode, nvme, and `ip`, whose JSON view presents the on-board NIC) under /usr/local/sbin,
+the boot unit that presents the simulated drives,
 and — into a rootfs that has a dpkg database — the stand-in packages of the factory image
 (FACTORY_PACKAGES: mdadm, zfsutils, an older NVIDIA driver), so a fresh twin answers `mdadm`,
 `zpool` and `nvidia-smi -L` as a fresh server does and the roles have real upgrades to do.
@@ -35,6 +36,15 @@ BASE_TOOLS = {
     # The twin shares the lab host's kernel: its kernel log is the simulated server's (NVIDIA lines, Xids).
     "/usr/local/sbin/dmesg": "dmesg",
 }
+# `ip`: only JSON output (`ip -j ...`) goes through ip.py, which presents the twin's link as the simulated
+# server's on-board NIC (hardware.json `nics`); every other call is the real ip, without starting Python.
+IP_ENTRY = f"""#!/bin/sh
+{TOOL_HEADER}
+for _pv_a; do
+  case $_pv_a in -j*|--j*) _pv_tool=ip; . {LAB_TOOLS_DIR}/front.sh ;; -*) ;; *) break ;; esac
+done
+exec /usr/bin/ip "$@"
+"""
 UNITS = {
     "provision-lab-devices.service": "multi-user.target",
     "provision-lab-devices.path": "paths.target",
@@ -60,6 +70,9 @@ def _entry_points(root: Path) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(entry_point(impl), encoding="utf-8")
         dest.chmod(0o755)
+    ip = root / "usr/local/sbin/ip"
+    ip.write_text(IP_ENTRY, encoding="utf-8")
+    ip.chmod(0o755)
 
 
 def _units(root: Path) -> None:
