@@ -5,8 +5,9 @@ LAB STAND-IN. Puts the tool implementations (data/tools, stdlib Python) under
 (lscpu, dmidecode, nvme, and `ip`, whose JSON view presents the on-board NIC) under /usr/local/sbin,
 the boot unit that presents the simulated drives,
 and — into a rootfs that has a dpkg database — the stand-in packages of the factory image
-(FACTORY_PACKAGES: mdadm, zfsutils, an older NVIDIA driver), so a fresh twin answers `mdadm`,
-`zpool` and `nvidia-smi -L` as a fresh server does and the roles have real upgrades to do.
+(FACTORY_IMAGES: mdadm, zfsutils and, on a server with GPUs only, an older NVIDIA driver), so a fresh twin
+answers `mdadm`, `zpool` and (with GPUs) `nvidia-smi -L` as a fresh server does and the roles have real
+upgrades to do; a twin without GPUs has no nvidia-smi at all.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from pathlib import Path
 
 from provision.errors import LabError
 from provision.lab.twins.personality.packages import (
-    FACTORY_PACKAGES,
+    FACTORY_IMAGES,
     LAB_TOOLS_DIR,
     TOOL_HEADER,
     catalog_by_name,
     entry_point,
 )
 from provision.lab.twins.personality.repo import stage_package
+from provision.spec.model import NodeSpec
 
 HEADER = TOOL_HEADER
 # Tools of the factory image that no stand-in package provides: path -> implementation module.
@@ -86,14 +88,21 @@ def _units(root: Path) -> None:
         link.symlink_to(f"/etc/systemd/system/{unit}")
 
 
-def _preinstall(root: Path) -> None:
+def factory_image(spec: NodeSpec) -> str:
+    """The factory image of a twin of `spec`: a server with GPUs comes with an (older) NVIDIA driver."""
+    return "gpu" if spec.gpu is not None else "no-gpu"
+
+
+def _preinstall(root: Path, image: str) -> None:
     """dpkg-install the factory image's stand-ins into the rootfs (no maintainer scripts run)."""
+    if image not in FACTORY_IMAGES:
+        raise LabError(f"unknown factory image {image!r}; known: {', '.join(sorted(FACTORY_IMAGES))}")
     catalog = catalog_by_name()
     arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
                           check=False).stdout.strip() or "amd64"
     with tempfile.TemporaryDirectory(prefix="provision-factory-") as tmp:
         debs = []
-        for name, version in FACTORY_PACKAGES:
+        for name, version in FACTORY_IMAGES[image]:
             stage = Path(tmp) / name
             stage_package(catalog[name], version, arch, stage)
             scripts = [p.name for p in (stage / "DEBIAN").iterdir() if p.name != "control"]
@@ -111,12 +120,12 @@ def _dpkg(cmd: list[str]) -> None:
         raise LabError(f"{cmd[0]} failed while preparing the twin rootfs: {done.stderr.strip()[:300]}")
 
 
-def install_tools(root: Path) -> None:
-    """Install the simulated tools, boot unit and factory stand-in packages into a twin rootfs."""
+def install_tools(root: Path, image: str = "gpu") -> None:
+    """Install the simulated tools, boot unit and the factory `image`'s stand-in packages into a twin rootfs."""
     if not root.is_dir():
         raise LabError(f"{root}: not a root filesystem directory")
     _copy_tools(root)
     _entry_points(root)
     _units(root)
     if (root / "var/lib/dpkg/status").exists():
-        _preinstall(root)
+        _preinstall(root, image)
