@@ -84,7 +84,8 @@ def prepare_node(state_dir: Path, spec: NodeSpec, index: int) -> None:
 def proc_binds(state_dir: Path) -> dict[str, Path]:
     """Twin path -> host file for the /proc and /sys files to bind-mount (read-only is fine)."""
     binds = {f"/proc/{name}": state_dir / "proc" / name for name in PROC_FILES}
-    binds.update({f"/sys/{name}": state_dir / "sys" / name for name in render_sysfs(load_hardware(state_dir))})
+    if (state_dir / "hardware.json").exists():  # without one the twin presents no NIC (and its /proc files miss)
+        binds.update({f"/sys/{name}": state_dir / "sys" / name for name in render_sysfs(load_hardware(state_dir))})
     return binds
 
 
