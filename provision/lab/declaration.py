@@ -20,7 +20,7 @@ NOTICE_VAR = "provision_lab_notice"
 # report can list them; no probe on the node looks for them.
 STANDIN_TOOLS: tuple[str, ...] = (
     "all_reduce_perf", "apptainer", "dcgmi", "dmesg", "dmidecode", "docker", "fio", "ib_read_bw", "ib_write_bw",
-    "ibstat", "ibv_devinfo", "lscpu", "mdadm", "mpirun", "nvidia-ctk", "nvidia-smi", "nvme", "smartctl", "zfs",
+    "ibstat", "ibv_devinfo", "ip", "lscpu", "mdadm", "mpirun", "nvidia-ctk", "nvidia-smi", "nvme", "smartctl", "zfs",
     "zpool",
 )
 

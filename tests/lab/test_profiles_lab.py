@@ -4,7 +4,9 @@ For each profile: `lab up --bmc-only --profile NAME` (the simulated BMC presents
 and drives), a twin of that profile (lscpu, /proc/cpuinfo and meminfo of the catalogue CPU; one GPU behind the
 nvidia-smi stand-in for the workstation, none for the others; no md array, no scratch pool), converged minimally
 (tests/lab/verify_lab.py), then `provision verify --level full` through the real CLI: exit 0, nothing failed or
-in error, and no check of a section the profile does not have. Run under the lab lock.
+in error, and no check of a section the profile does not have. The twin's own link stands for the profile's
+on-board 1 GbE NIC (ethernet.ports passes from `ip -j -d` and sysfs, as on a real host), and a profile without
+GPUs has no NVIDIA driver stand-in at all. Run under the lab lock.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.verify_lab import ROOT, converge, project_spec, verify_lab
+from tests.lab.verify_lab import ROOT, converge, project_spec, ssh, verify_lab
 
 pytestmark = [
     pytest.mark.lab,
@@ -35,14 +37,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
-# Known gap, found by this test's first run: the ethernet check finds the physical NICs through `ibstat`,
-# which only the rdma stack installs; a profile without InfiniBand pins no rdma, so ethernet.ports reads
-# "no physical NIC" (ERROR/FAIL). Strict: it fails loudly once the ethernet check no longer needs ibstat.
-@pytest.mark.xfail(strict=True, reason="ethernet.ports needs ibstat, which a profile without rdma lacks")
 @pytest.mark.parametrize("profile", PROFILES)
 def test_twin_of_the_profile_verifies_with_exit_0(profile: str, tmp_path: Path) -> None:
     spec = project_spec(profile)
     with verify_lab(tmp_path / "lab", 1, profile=profile) as (inventory, _twin_dir, infos):
+        # the factory image of a server without GPUs has no NVIDIA driver: no nvidia-smi on the twin at all
+        factory = ssh(infos[NODE], "command -v nvidia-smi || echo none; dpkg-query -W -f '${Package}\\n' | grep nvidia || true")
+        assert factory.split() == (["none"] if spec.gpu is None else ["/usr/bin/nvidia-smi", "nvidia-driver",
+                                                                       "nvidia-kernel-open-dkms"]), factory
         converge(infos[NODE], spec)
         report = tmp_path / "report.json"
         proc = _cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(report))
@@ -53,6 +55,8 @@ def test_twin_of_the_profile_verifies_with_exit_0(profile: str, tmp_path: Path) 
         assert proc.returncode == 0, "\n".join(bad) + proc.stderr
         assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0
         ids = {r["id"]: r for r in results}
+        ports = ids["ethernet.ports"]  # the on-board 1 GbE NIC the twin's link stands for, from sysfs (no ibstat)
+        assert ports["outcome"] == "pass" and ports["found"] == "1 (eth0 1 Gb/s)", ports
         assert not [i for i in ids if i.split(".")[0] in ABSENT_AREAS]  # absent sections: no checks at all
         for key in ("cpu.model", "cpu.sockets", "cpu.cores_per_socket", "cpu.threads", "memory.dimm_count",
                     "nvme.count"):

@@ -16,12 +16,13 @@ from provision.lab.twins.personality import (
     FAULT_KINDS,
     apply_fault,
     build_repo,
+    factory_image,
     install_tools,
     prepare_node,
     proc_binds,
 )
 from provision.lab.twins.personality.hardware import hardware_from_spec
-from provision.lab.twins.personality.packages import CATALOG, FACTORY_PACKAGES
+from provision.lab.twins.personality.packages import CATALOG, FACTORY_BASE, FACTORY_PACKAGES
 from provision.lab.twins.personality.state import load_hardware
 
 
@@ -217,6 +218,29 @@ def test_install_tools_preinstalls_the_factory_packages(tmp_path: Path) -> None:
                             check=True).stdout  # fmt: skip
     assert sorted(line.split("\t") for line in listed.splitlines()) == sorted([n, v] for n, v in FACTORY_PACKAGES)
     assert (tmp_path / "usr/bin/nvidia-smi").is_file() and (tmp_path / "usr/sbin/mdadm").is_file()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dpkg --root extracts files owned by root")
+def test_a_server_without_gpus_comes_without_the_nvidia_driver(tmp_path: Path) -> None:
+    dpkg = tmp_path / "var/lib/dpkg"
+    for sub in ("info", "updates"):
+        (dpkg / sub).mkdir(parents=True)
+    (dpkg / "status").write_text("")
+    image = factory_image(spec("catalogue_epyc_9454p"))
+    assert image == "no-gpu" and factory_image(spec("catalogue_i5_13500_ws")) == factory_image(spec()) == "gpu"
+    install_tools(tmp_path, image)
+    listed = subprocess.run(["dpkg-query", f"--admindir={dpkg}", "-W"], capture_output=True, text=True,
+                            check=True).stdout  # fmt: skip
+    assert sorted(line.split("\t")[0] for line in listed.splitlines()) == sorted(n for n, _ in FACTORY_BASE)
+    assert not [n for n in listed.split() if "nvidia" in n]
+    assert not (tmp_path / "usr/bin/nvidia-smi").exists() and (tmp_path / "usr/sbin/mdadm").is_file()
+
+
+def test_an_unknown_factory_image_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+    (tmp_path / "var/lib/dpkg/status").write_text("")
+    with pytest.raises(LabError, match="unknown factory image 'arm'"):
+        install_tools(tmp_path, "arm")
 
 
 def test_install_tools_wants_a_directory(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from provision.errors import InputError, LabError
 from provision.spec import NodeSpec
 
 MODULE = "provision.lab.twins.personality"
+DEFAULT_IMAGE = "gpu"  # the factory image of a twin whose personality names none
 SWITCH_ENV = "PROVISION_LAB_PERSONALITY"  # "off": plain Debian twins (infrastructure tests, benchmarks)
 
 
@@ -51,10 +52,16 @@ def proc_binds(state_dir: Path) -> dict[str, Path]:
     return {str(k): Path(v) for k, v in hook(state_dir).items()} if hook else {}
 
 
-def install_tools(root: Path) -> None:
+def factory_image(spec: NodeSpec) -> str:
+    """Which factory image a twin of `spec` comes from (twins of one image share a tools layer)."""
+    hook = _hook("factory_image")
+    return str(hook(spec)) if hook else DEFAULT_IMAGE
+
+
+def install_tools(root: Path, image: str = DEFAULT_IMAGE) -> None:
     hook = _hook("install_tools")
     if hook:
-        hook(root)
+        hook(root, image)
 
 
 def build_repo(repo_dir: Path) -> bool:

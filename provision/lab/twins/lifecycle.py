@@ -61,8 +61,9 @@ def _create(lab_dir: Path, base: Path, nodes: list[TwinRequest], spec_for: Calla
             state.save(lab_dir, current)
             netns.create(slot)
     _raise_inotify(len(netns.used_slots()))
-    lower = layers.tools_layer(state.twins_dir(lab_dir), base)
-    host_keys = {t.address: _prepare(t, lower, key, specs[t.profile]) for t in current.twins}
+    images = {p: hooks.factory_image(s) for p, s in specs.items()}
+    lowers = {i: layers.tools_layer(state.twins_dir(lab_dir), base, i) for i in sorted(set(images.values()))}
+    host_keys = {t.address: _prepare(t, lowers[images[t.profile]], key, specs[t.profile]) for t in current.twins}
     ssh.write_known_hosts(ssh.known_hosts_path(lab_dir), host_keys)
     current.repo = repo.start(lab_dir / "repo", [t.host_address for t in current.twins], state.twins_dir(lab_dir))
     state.save(lab_dir, current)

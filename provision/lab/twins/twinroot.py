@@ -1,4 +1,5 @@
-"""What goes into one twin's own layer before it boots: identity, /proc binds, the personality's tools."""
+"""What goes into one twin's own layer before it boots: identity, /proc and /sys binds (the twin's own
+/sys/class/net first), the personality's tools."""
 
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ _SCRIPT = """\
 #!/bin/sh
 # provision lab: present the spec'd server's /proc files (bind mounts of files the host keeps current)
 set -eu
+# systemd-nspawn with --network-namespace-path mounts the lab host's sysfs view: /sys/class/net lists the
+# host's interfaces. A sysfs mounted here, inside the twin's network namespace, lists the twin's own; its
+# net class and virtual net devices are bound over the host's, as a host's own /sys shows them.
+own=/run/provision-lab/sysfs
+mkdir -p "$own"
+if mountpoint -q "$own" || mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$own"; then
+    for d in class/net devices/virtual/net; do
+        mountpoint -q "/sys/$d" || mount --bind "$own/$d" "/sys/$d"
+    done
+fi
 while read -r src dst; do
     [ -n "$src" ] || continue
     [ -e "$src" ] || { echo "provision-lab: missing $src" >&2; continue; }

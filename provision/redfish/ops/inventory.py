@@ -410,6 +410,23 @@ def _near(tb: float | None, want: float) -> bool:
 
 
 def _storage_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
+    return _nvme_drift(spec, inv) + _sas_sata_drift(spec, inv)
+
+
+def _sas_sata_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
+    """Without a storage.jbod section the only SAS/SATA drives expected are SAS/SATA boot drives: any other the
+    BMC lists (a JBOD, a disk left in a bay) is drift, held exactly as every absent section is."""
+    st = spec.storage
+    if st.jbod is not None:
+        return []
+    seen = [d for d in inv.drives if (d.protocol or "").upper() in ("SAS", "SATA")]
+    boot = st.boot.count if st.boot.interface in ("sas", "sata") else 0
+    expected = f"{boot} ({'the SAS/SATA boot drives only: ' if boot else ''}no storage.jbod section)"
+    observed = shown([f"{d.protocol.upper() if d.protocol else '?'} {d.model or '?'}" for d in seen])
+    return [_item("storage.sas_sata_drives", Comparison.EXACT, expected, observed, len(seen) == boot)]
+
+
+def _nvme_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     nvme = [d for d in inv.drives if d.is_nvme]
     sized = [d for d in nvme if d.capacity_tb]
     boot = [d for d in sized if _near(d.capacity_tb, spec.storage.boot.size_tb)]

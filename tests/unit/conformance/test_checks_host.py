@@ -208,6 +208,40 @@ def test_ethernet_from_sysfs_and_from_ibstat_fallback() -> None:
     assert not ports.passed and ports.found.startswith("1 (") and "mlx5_2/1 Down 40" in ports.found
 
 
+# A catalogue server: one on-board 1 GbE port, no InfiniBand (no rdma stack, so no ibstat either).
+CATALOGUE_ETH = {"network.ethernet": {"count": 1, "speed_gbps": 1}, "network.infiniband": None}
+VETH = {"ifindex": 7, "link_index": 8, "ifname": "eth0", "mtu": 1500, "operstate": "UP", "link_type": "ether",
+        "link_netnsid": 0, "linkinfo": {"info_kind": "veth"}, "addr_info": []}
+NO_IBSTAT = (127, "", "bash: line 1: ibstat: command not found\n")
+
+
+@pytest.mark.parametrize(("nics", "passed", "found"), [
+    ([("eno1", "ether", 1500, "pci", "1000", "-")], True, "1 (eno1 1 Gb/s)"),
+    ([("eno1", "ether", 1500, "pci", "100", "-")], False, "0 (eno1 0.1 Gb/s)"),  # a bad cable: 100 Mb/s
+    ([("eno1", "ether", 1500, "pci", "10000", "-")], False, "0 (eno1 10 Gb/s)"),  # not the spec's speed either
+    ([("eno1", "ether", 1500, "pci", "-1", "-")], False, "0 (eno1 no link)"),  # carrier down: speed -1
+    ([("eno1", "ether", 1500, "pci", "-", "-")], False, "0 (eno1 no link)"),  # sysfs refuses to read it
+    ([("eno1", "ether", 1500, None, "1000", "-")], False, "no physical NIC; ibstat: "),  # no parent bus
+    ([], False, "no physical NIC; ibstat: "),  # the NIC is gone: lo only
+])
+def test_catalogue_ethernet_port_missing_or_slow_fails(nics: list, passed: bool, found: str) -> None:  # type: ignore[type-arg]
+    ctx = run(spec(**CATALOGUE_ETH), {"netdevs": netdev_text([LO, *nics]), "ibstat": NO_IBSTAT})
+    ports = area(ctx, "ethernet")["ethernet.ports"]
+    assert ports.passed is passed and ports.found.startswith(found), ports.found
+
+
+def test_a_veth_is_not_a_physical_port_even_at_the_right_speed() -> None:
+    text = json.dumps([VETH]) + "\n@@sysfs\neth0 7 1000 -\n"
+    ctx = run(spec(**CATALOGUE_ETH), {"netdevs": text, "ibstat": NO_IBSTAT})
+    ports = area(ctx, "ethernet")["ethernet.ports"]
+    assert not ports.passed and ports.found.startswith("no physical NIC")
+    # the same link with a PCI parent and no link kind, as a real host shows its NIC, is one
+    real = {k: v for k, v in VETH.items() if k not in ("linkinfo", "link_index", "link_netnsid")}
+    text = json.dumps([real | {"parentbus": "pci", "parentdev": "0000:05:00.0"}]) + "\n@@sysfs\neth0 7 1000 -\n"
+    ctx = run(spec(**CATALOGUE_ETH), {"netdevs": text, "ibstat": NO_IBSTAT})
+    assert area(ctx, "ethernet")["ethernet.ports"].passed and failed(ctx, "ethernet") == []
+
+
 # ---- md RAID ---------------------------------------------------------------------------------------
 def test_raid1_md0_clean_with_root_on_it() -> None:
     ctx = run(spec(), {"mdstat": MDSTAT, "mdadm_detail": MDADM_CLEAN, "root_source": "/dev/md0\n"})

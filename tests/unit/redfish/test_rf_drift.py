@@ -249,3 +249,43 @@ def test_absent_network_and_scratch_sections_name_what_the_bmc_shows(
         verdict: str) -> None:  # type: ignore[no-untyped-def]
     item = next(i for i in drift(profiles[profile], captures[capture]).items if i.key == key)
     assert (item.expected, item.observed, item.verdict) == (expected, observed, verdict)
+
+
+# ---- SAS/SATA drives: none expected without a storage.jbod section (but SAS/SATA boot drives) ------------
+def _disk(protocol: str | None, model: str = "ST18000NM004J") -> r.Drive:
+    return r.Drive(Id=model, CapacityBytes=18_000_207_937_536, Protocol=protocol, Model=model, MediaType="HDD")
+
+
+@pytest.mark.parametrize(("profile", "changes", "extra", "expected", "observed", "verdict"), [
+    ("catalogue_i5_13500_ws", {}, [], "0 (no storage.jbod section)", "0", "ok"),
+    ("catalogue_i5_13500_ws", {}, [_disk("SAS")] * 4, "0 (no storage.jbod section)", "4 x SAS ST18000NM004J", "drift"),
+    ("catalogue_i5_13500_ws", {}, [_disk("SATA", "WDC WD40EFZX")], "0 (no storage.jbod section)",
+     "1 x SATA WDC WD40EFZX", "drift"),
+    ("catalogue_i5_13500_ws", {}, [_disk(None)], "0 (no storage.jbod section)", "0", "ok"),  # NVMe for the BMC
+    # SATA boot drives are expected, and only they
+    ("catalogue_i5_13500_ws", {"storage.boot.interface": "sata"}, [_disk("SATA", "MZ7L3480")] * 2,
+     "2 (the SAS/SATA boot drives only: no storage.jbod section)", "2 x SATA MZ7L3480", "ok"),
+    ("catalogue_i5_13500_ws", {"storage.boot.interface": "sata"}, [_disk("SATA", "MZ7L3480")] * 2 + [_disk("SAS")],
+     "2 (the SAS/SATA boot drives only: no storage.jbod section)", "1 x SAS ST18000NM004J, 2 x SATA MZ7L3480",
+     "drift"),
+])
+def test_sas_sata_drives_without_a_jbod_section_are_drift(profiles, profile: str, changes: dict, extra: list,  # type: ignore[no-untyped-def,type-arg]
+                                                          expected: str, observed: str, verdict: str) -> None:
+    spec = profiles[profile]
+    if changes:
+        data = spec.model_dump(mode="json")
+        data["storage"]["boot"]["interface"] = changes["storage.boot.interface"]
+        spec = type(spec).model_validate(data)
+    inv = _workstation_inv()
+    inv = inv.model_copy(update={"drives": [d for d in inv.drives if d.is_nvme] + extra})
+    item = next(i for i in drift(spec, inv).items if i.key == "storage.sas_sata_drives")
+    assert (item.expected, item.observed, item.verdict, item.kind) == (expected, observed, verdict, "exact")
+
+
+def test_a_jbod_section_makes_no_sas_sata_figure_and_a_capture_s_sata_disks_drift(profiles, captures) -> None:  # type: ignore[no-untyped-def]
+    assert profiles["ml_prod_v4"].storage.jbod is not None
+    assert "storage.sas_sata_drives" not in {i.key for i in drift(profiles["ml_prod_v4"], captures["full/hpe"]).items}
+    # the HPE DL385 capture's two 480 GB SATA boot drives on an NVMe-boot catalogue server: not what it has
+    item = next(i for i in drift(profiles["catalogue_epyc_9454p"], captures["full/hpe"]).items
+                if i.key == "storage.sas_sata_drives")
+    assert (item.observed, item.verdict) == ("2 x SATA VK000480GZXRF", "drift")

@@ -8,7 +8,8 @@ NVMe drives, and an apt repository of stand-in packages with the real names and 
 The infra side (provision/lab/twins/) calls, per twin:
   prepare_node(state_dir, spec, index)   write hardware.json, faults.json, proc files, disk files
   proc_binds(state_dir)                  the /proc bind mounts to add to systemd-nspawn
-  install_tools(rootfs)                  once per (cached) rootfs: tools, templates, boot unit
+  factory_image(spec)                    which factory image a twin of the spec comes from ("gpu", "no-gpu")
+  install_tools(rootfs, image)           once per (cached) rootfs and image: tools, templates, boot unit
   build_repo(repo_dir)                   once per lab: the stand-in .debs + Packages index
   apply_fault(state_dir, kind, clear)    `provision lab fault NODE KIND [--clear]`
 and bind-mounts state_dir read-write at /var/lib/provision-lab in the twin.
@@ -16,7 +17,7 @@ and bind-mounts state_dir read-write at /var/lib/provision-lab in the twin.
 
 from provision.lab.twins.personality.faults import FAULT_KINDS
 from provision.lab.twins.personality.repo import build_repo
-from provision.lab.twins.personality.rootfs import install_tools
+from provision.lab.twins.personality.rootfs import factory_image, install_tools
 from provision.lab.twins.personality.state import TWIN_STATE_DIR, apply_fault, prepare_node, proc_binds
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "TWIN_STATE_DIR",
     "apply_fault",
     "build_repo",
+    "factory_image",
     "install_tools",
     "prepare_node",
     "proc_binds",

@@ -115,6 +115,15 @@ class HcaHw(_Hw):
     numa_node: int
 
 
+class NicHw(_Hw):
+    """A plain PCI Ethernet NIC (not a ConnectX): the twin presents its own link `name` as this device."""
+
+    name: str
+    pci_address: str
+    driver: str
+    speed_mbps: int
+
+
 class NvmeHw(_Hw):
     name: str
     controller: str
@@ -155,6 +164,8 @@ class Hardware(_Hw):
     gpus: tuple[GpuHw, ...]
     gpu_fabric: bool
     hcas: tuple[HcaHw, ...]
+    nics: tuple[NicHw, ...] = ()
+    """Plain Ethernet NICs (ports slower than CONNECTX_MIN_GBPS); faster ports are Ethernet-mode ConnectX HCAs."""
     nvme: tuple[NvmeHw, ...]
     boot_raid: BootRaidHw | None
     """None: the profile has no boot mirror (no md array, /proc/mdstat lists none)."""
@@ -321,7 +332,7 @@ def _hcas(spec: NodeSpec, seed: str) -> tuple[HcaHw, ...]:
             )
         )
     eth = spec.network.ethernet
-    for j in range(eth.count):
+    for j in range(eth.count if eth.speed_gbps >= CONNECTX_MIN_GBPS else 0):
         out.append(
             HcaHw(
                 name=f"mlx5_{ib_count + j}",
@@ -338,6 +349,21 @@ def _hcas(spec: NodeSpec, seed: str) -> tuple[HcaHw, ...]:
             )
         )
     return tuple(out)
+
+
+# The slowest ConnectX Ethernet port (ConnectX-6 Lx/Dx: 10/25 GbE and up). A slower spec'd port is an on-board
+# NIC: an Intel I210 (igb), as on the catalogue's Supermicro boards.
+CONNECTX_MIN_GBPS = 10
+TWIN_LINK = "eth0"  # the twin's one real network interface (provision/lab/twins/netns.py)
+
+
+def _nics(spec: NodeSpec) -> tuple[NicHw, ...]:
+    """The on-board NIC the twin's own link stands for. A twin has ONE link: a spec with more slow ports than
+    one shows only the first (ethernet.ports then fails, as it would on a server with a dead port)."""
+    eth = spec.network.ethernet
+    if eth.speed_gbps >= CONNECTX_MIN_GBPS:
+        return ()
+    return (NicHw(name=TWIN_LINK, pci_address="0000:05:00.0", driver="igb", speed_mbps=eth.speed_gbps * 1000),)
 
 
 def _nvme_model(size_tb: float, gen5: bool) -> tuple[str, str]:
@@ -404,6 +430,7 @@ def hardware_from_spec(spec: NodeSpec, index: int, cpu_flags: tuple[str, ...]) -
         gpus=_gpus(spec, seed),
         gpu_fabric=spec.gpu is not None and spec.gpu.fabric_manager,
         hcas=_hcas(spec, seed),
+        nics=_nics(spec),
         nvme=nvme,
         boot_raid=_boot_raid(spec, nvme, seed),
         scratch=ZpoolSpecHw(name=z.pool, layout=z.layout, mountpoint=z.mountpoint) if z is not None else None,

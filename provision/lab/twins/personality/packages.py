@@ -344,10 +344,15 @@ FACTORY_KERNEL = "6.1.0-27-amd64"
 
 # What a server's factory image already has (preinstalled into the twin rootfs by install_tools):
 # the boot mirror's mdadm, ZFS tools, and an older NVIDIA driver the roles will upgrade to the pin.
-FACTORY_PACKAGES: tuple[tuple[str, str], ...] = (
+FACTORY_BASE: tuple[tuple[str, str], ...] = (
     ("linux-image-6.1.0-27-amd64", "6.1.115-1"),
     ("mdadm", "4.2-5"),
     ("zfsutils-linux", "2.1.11-1+deb12u1"),
+)
+# A GPU server's image also has an older NVIDIA driver; a server without GPUs has none (no nvidia-smi).
+FACTORY_GPU: tuple[tuple[str, str], ...] = (
     ("nvidia-kernel-open-dkms", "550.90.07-1"),
     ("nvidia-driver", "550.90.07-1"),
 )
+FACTORY_PACKAGES: tuple[tuple[str, str], ...] = FACTORY_BASE + FACTORY_GPU
+FACTORY_IMAGES: dict[str, tuple[tuple[str, str], ...]] = {"gpu": FACTORY_PACKAGES, "no-gpu": FACTORY_BASE}

@@ -1,4 +1,5 @@
-"""/proc files of the simulated server (meminfo, cpuinfo, mdstat), rendered from hardware.json.
+"""/proc files of the simulated server (meminfo, cpuinfo, mdstat), rendered from hardware.json; and the one
+sysfs file of its on-board NIC (the link speed, render_sysfs).
 
 SIMULATED: the twin bind-mounts these host files over its own /proc entries (as LXCFS does),
 so `free`, `nproc`-style readers and `cat /proc/mdstat` see the spec'd server. Files are
@@ -109,6 +110,11 @@ def render_mdstat(hw: Hardware, faults: Faults) -> str:
         "\n"
         "unused devices: <none>\n"
     )
+
+
+def render_sysfs(hw: Hardware) -> dict[str, str]:
+    """sysfs files of the simulated NICs, by path under /sys: the negotiated link speed in Mb/s."""
+    return {f"class/net/{nic.name}/speed": f"{nic.speed_mbps}\n" for nic in hw.nics}
 
 
 def render_all(hw: Hardware, faults: Faults, kernel: str) -> dict[str, str]:

@@ -2,10 +2,12 @@
 
 LAB STAND-IN. Puts the tool implementations (data/tools, stdlib Python) under
 /usr/lib/provision-lab/tools, entry points for tools every server has from its factory image
-(lscpu, dmidecode, nvme) under /usr/local/sbin, the boot unit that presents the simulated drives,
+(lscpu, dmidecode, nvme, and `ip`, whose JSON view presents the on-board NIC) under /usr/local/sbin,
+the boot unit that presents the simulated drives,
 and — into a rootfs that has a dpkg database — the stand-in packages of the factory image
-(FACTORY_PACKAGES: mdadm, zfsutils, an older NVIDIA driver), so a fresh twin answers `mdadm`,
-`zpool` and `nvidia-smi -L` as a fresh server does and the roles have real upgrades to do.
+(FACTORY_IMAGES: mdadm, zfsutils and, on a server with GPUs only, an older NVIDIA driver), so a fresh twin
+answers `mdadm`, `zpool` and (with GPUs) `nvidia-smi -L` as a fresh server does and the roles have real
+upgrades to do; a twin without GPUs has no nvidia-smi at all.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from pathlib import Path
 
 from provision.errors import LabError
 from provision.lab.twins.personality.packages import (
-    FACTORY_PACKAGES,
+    FACTORY_IMAGES,
     LAB_TOOLS_DIR,
     TOOL_HEADER,
     catalog_by_name,
     entry_point,
 )
 from provision.lab.twins.personality.repo import stage_package
+from provision.spec.model import NodeSpec
 
 HEADER = TOOL_HEADER
 # Tools of the factory image that no stand-in package provides: path -> implementation module.
@@ -35,6 +38,15 @@ BASE_TOOLS = {
     # The twin shares the lab host's kernel: its kernel log is the simulated server's (NVIDIA lines, Xids).
     "/usr/local/sbin/dmesg": "dmesg",
 }
+# `ip`: only JSON output (`ip -j ...`) goes through ip.py, which presents the twin's link as the simulated
+# server's on-board NIC (hardware.json `nics`); every other call is the real ip, without starting Python.
+IP_ENTRY = f"""#!/bin/sh
+{TOOL_HEADER}
+for _pv_a; do
+  case $_pv_a in -j*|--j*) _pv_tool=ip; . {LAB_TOOLS_DIR}/front.sh ;; -*) ;; *) break ;; esac
+done
+exec /usr/bin/ip "$@"
+"""
 UNITS = {
     "provision-lab-devices.service": "multi-user.target",
     "provision-lab-devices.path": "paths.target",
@@ -60,6 +72,9 @@ def _entry_points(root: Path) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(entry_point(impl), encoding="utf-8")
         dest.chmod(0o755)
+    ip = root / "usr/local/sbin/ip"
+    ip.write_text(IP_ENTRY, encoding="utf-8")
+    ip.chmod(0o755)
 
 
 def _units(root: Path) -> None:
@@ -73,14 +88,21 @@ def _units(root: Path) -> None:
         link.symlink_to(f"/etc/systemd/system/{unit}")
 
 
-def _preinstall(root: Path) -> None:
+def factory_image(spec: NodeSpec) -> str:
+    """The factory image of a twin of `spec`: a server with GPUs comes with an (older) NVIDIA driver."""
+    return "gpu" if spec.gpu is not None else "no-gpu"
+
+
+def _preinstall(root: Path, image: str) -> None:
     """dpkg-install the factory image's stand-ins into the rootfs (no maintainer scripts run)."""
+    if image not in FACTORY_IMAGES:
+        raise LabError(f"unknown factory image {image!r}; known: {', '.join(sorted(FACTORY_IMAGES))}")
     catalog = catalog_by_name()
     arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
                           check=False).stdout.strip() or "amd64"
     with tempfile.TemporaryDirectory(prefix="provision-factory-") as tmp:
         debs = []
-        for name, version in FACTORY_PACKAGES:
+        for name, version in FACTORY_IMAGES[image]:
             stage = Path(tmp) / name
             stage_package(catalog[name], version, arch, stage)
             scripts = [p.name for p in (stage / "DEBIAN").iterdir() if p.name != "control"]
@@ -98,12 +120,12 @@ def _dpkg(cmd: list[str]) -> None:
         raise LabError(f"{cmd[0]} failed while preparing the twin rootfs: {done.stderr.strip()[:300]}")
 
 
-def install_tools(root: Path) -> None:
-    """Install the simulated tools, boot unit and factory stand-in packages into a twin rootfs."""
+def install_tools(root: Path, image: str = "gpu") -> None:
+    """Install the simulated tools, boot unit and the factory `image`'s stand-in packages into a twin rootfs."""
     if not root.is_dir():
         raise LabError(f"{root}: not a root filesystem directory")
     _copy_tools(root)
     _entry_points(root)
     _units(root)
     if (root / "var/lib/dpkg/status").exists():
-        _preinstall(root)
+        _preinstall(root, image)

@@ -6,6 +6,8 @@ Layout (all SIMULATED hardware):
   zfs.json             pools/datasets the fake zpool/zfs created (written inside the twin)
   proc/{meminfo,cpuinfo,mdstat,sys/kernel/osrelease}   bind-mounted over the twin's /proc files
                        (osrelease: the kernel the twin "runs"; set at each boot by lab_kernel.py)
+  sys/class/net/IF/speed   the link speed of the on-board NIC the twin's own link stands for
+                       (hardware.json `nics`), bind-mounted over the twin's sysfs entry (a veth reads 10000)
   disks/nvmeXn1        sparse 64 MiB files that back /dev/nvmeXn1 in the twin
 """
 
@@ -18,7 +20,13 @@ from provision.errors import InputError, LabError
 from provision.lab.twins.personality.faults import FAULT_KINDS, Faults, dump_faults, fault_params, load_faults
 from provision.lab.twins.personality.hardware import Hardware, hardware_from_spec
 from provision.lab.twins.personality.packages import FACTORY_KERNEL
-from provision.lab.twins.personality.procfiles import PROC_FILES, render_all, render_mdstat, write_in_place
+from provision.lab.twins.personality.procfiles import (
+    PROC_FILES,
+    render_all,
+    render_mdstat,
+    render_sysfs,
+    write_in_place,
+)
 from provision.spec.model import NodeSpec
 
 TWIN_STATE_DIR = "/var/lib/provision-lab"
@@ -68,12 +76,17 @@ def prepare_node(state_dir: Path, spec: NodeSpec, index: int) -> None:
     kernel = osrelease.read_text(encoding="utf-8").strip() if osrelease.exists() else FACTORY_KERNEL
     for name, text in render_all(hw, faults, kernel or FACTORY_KERNEL).items():
         write_in_place(state_dir / "proc" / name, text)
+    for name, text in render_sysfs(hw).items():
+        write_in_place(state_dir / "sys" / name, text)
     _make_disks(state_dir, hw, faults)
 
 
 def proc_binds(state_dir: Path) -> dict[str, Path]:
-    """Twin path -> host file for the /proc files to bind-mount (read-only is fine)."""
-    return {f"/proc/{name}": state_dir / "proc" / name for name in PROC_FILES}
+    """Twin path -> host file for the /proc and /sys files to bind-mount (read-only is fine)."""
+    binds = {f"/proc/{name}": state_dir / "proc" / name for name in PROC_FILES}
+    if (state_dir / "hardware.json").exists():  # without one the twin presents no NIC (and its /proc files miss)
+        binds.update({f"/sys/{name}": state_dir / "sys" / name for name in render_sysfs(load_hardware(state_dir))})
+    return binds
 
 
 def apply_fault(state_dir: Path, kind: str, clear: bool) -> None:
