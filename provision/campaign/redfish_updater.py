@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from provision.campaign.ahead import Preparer
 from provision.campaign.catalog import Component, Match, image_path
-from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
+from provision.campaign.updater import FirmwareState, GateResult, Guard, Refused, Target, UpdateFailed, unguarded
 from provision.errors import ProvisionError
 from provision.redfish.connector import ROOT, Connector, Json, is_expanded
 from provision.redfish.image_server import ImageServer
@@ -199,9 +199,10 @@ class RedfishUpdater:
                 return None
             return sess.seen
 
-    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+    def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
         """Flash each component in order on one connection (short retries: while a BMC reboots into
-        its new image, polls fail fast and are repeated), then the one host reset."""
+        its new image, polls fail fast and are repeated), then the one host reset; `guard` right before
+        each request that changes the node."""
         try:
             with self.node(target, FLASH_RETRY) as node:
                 service = self._service(target) or UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
@@ -209,12 +210,14 @@ class RedfishUpdater:
                 steps = [self._step(node, service, c, found[c.component]) for c in flash]
                 state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
                 for step in steps:
+                    guard(f"{step.component} {step.version} update")
                     self._flash(node, state, step, target)
                     self._learned(f"{step.component} {BMC_BACK}",
                                   lambda: fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock))
                 if reset:
+                    guard("host reset")
                     self._host_reset(target, node)
-        except UpdateFailed:
+        except (UpdateFailed, Refused):
             raise
         except ProvisionError as exc:
             raise UpdateFailed(str(exc)) from None

@@ -13,6 +13,9 @@ both run this loop, every `poll_s`:
    claim's lease, then its health gate; a failure past max_failures halts the campaign for every controller
    (counted, as the one-controller engine does, over the nodes finished since the latest start/resume, and
    decided again in each claim's transaction; max_fail_percentage once a wave's turns are over).
+   While a renewal of its node leases is late (NodeLocks.fresh: it is overloaded, or cut off from the
+   journal) it claims nothing; a turn whose lease went stale abandons itself before its next side effect
+   (provision.campaign.node) and its node, still active, is claimable at once by any controller.
 
 Everything that more than one controller decides is decided in a journal transaction. A controller killed at
 any moment leaves leases that expire; a controller that loses the journal stops claiming, lets the turns in
@@ -149,7 +152,7 @@ class SharedEngine(Engine):
                     continue
             else:
                 self._look_ahead(record.waves, wave.wave, pool.size)
-                free = pool.size - len(inflight)
+                free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
                 for lease in claims.claim(wave.wave, reachable, free, budget, self._failures):
                     locks.adopt([lease])
                     inflight[lease.node] = pool.submit(lambda n: self._turn(ctx, n), [lease.node])[0]

@@ -15,7 +15,7 @@ from provision.campaign.catalog import Catalog, Component
 from provision.campaign.engine import waves_for
 from provision.campaign.gates import GateRunner
 from provision.campaign.shared import SharedEngine
-from provision.campaign.updater import Target
+from provision.campaign.updater import Guard, Target, unguarded
 from provision.cli import main
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
@@ -34,12 +34,12 @@ class CountingBmcs(FakeBmcs):
         self.now_flashing = 0
         self.peak = 0
 
-    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+    def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
         with self.lock:
             self.now_flashing += 1
             self.peak = max(self.peak, self.now_flashing)
         try:
-            super().update(target, flash, reset)
+            super().update(target, flash, reset, guard)
         finally:
             with self.lock:
                 self.now_flashing -= 1
@@ -228,11 +228,11 @@ def test_a_pause_asked_mid_wave_stops_every_controller_after_its_turns(pg_url: s
     cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}})
 
     class PausingBmcs(FakeBmcs):
-        def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+        def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
             if target.name == "n03":  # wave 1: the operator pauses while it flashes
                 with Journal() as j:
                     CampaignStore(j).request("test", Request.PAUSE)
-            super().update(target, flash, reset)
+            super().update(target, flash, reset, guard)
 
     bmcs = PausingBmcs(NODES, OLD)
     engines = [_engine(cat, bmcs) for _ in range(3)]
