@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from provision.campaign.ahead import Preparer
 from provision.campaign.catalog import Component, Match, image_path
+from provision.campaign.evidence import update_evidence
 from provision.campaign.updater import FirmwareState, GateResult, Guard, Refused, Target, UpdateFailed, unguarded
 from provision.errors import ProvisionError
 from provision.redfish.connector import ROOT, Connector, Json, is_expanded
@@ -41,7 +42,6 @@ HOST_RESET = "host reset"  # a Durations kind beside the component names
 BMC_BACK = "BMC back"  # a Durations kind per component: its update task's end to the BMC answering again
 FLASH_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
-ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 FRESH_S = 5.0  # an observation this recent (same session) is reused by the node's gate
 
 
@@ -346,7 +346,8 @@ def _see(node: Node, components: Sequence[Component],
          found: dict[str, list[SoftwareInventory]] | None = None) -> Seen:
     found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
-    busy, staged = _task_state(node.conn, components, versions)
+    entries = {c: [e.uri for e in es] for c, es in found.items()}
+    busy, staged = _task_state(node.conn, components, versions, entries)
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
     return Seen(FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged), found, system)
@@ -386,20 +387,9 @@ def _version(node: Node, entries: list[SoftwareInventory], comp: Component) -> s
     return comp.version
 
 
-def _task_state(conn: Connector, components: Sequence[Component],
-                versions: dict[str, str | None]) -> tuple[bool, dict[str, str]]:
-    """(an update task is running, component -> version flashed OnReset and awaiting activation)."""
-    tasks = [Task.parse(t) for t in conn.members(TASKS)]
-    busy = any(t.task_state in ACTIVE_TASK_STATES for t in tasks)
-    staged: dict[str, str] = {}
-    for task in tasks:
-        if not task.ok:
-            continue
-        for msg in task.messages:
-            if str(msg.get("MessageId", "")).rsplit(".", 1)[-1] != "AwaitToActivate":
-                continue
-            args = [str(a).lower() for a in msg.get("MessageArgs") or []]
-            for comp in components:
-                if comp.version.lower() in args and versions.get(comp.component) != comp.version:
-                    staged[comp.component] = comp.version
-    return busy, staged
+def _task_state(conn: Connector, components: Sequence[Component], versions: dict[str, str | None],
+                entries: dict[str, list[str]] | None = None) -> tuple[bool, dict[str, str]]:
+    """(an update task is running, component -> version flashed OnReset and awaiting activation), from the
+    TaskService's tasks (provision.campaign.evidence)."""
+    evidence = update_evidence([Task.parse(t) for t in conn.members(TASKS)], components, versions, entries)
+    return evidence.busy, evidence.staged
