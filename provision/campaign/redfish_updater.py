@@ -94,10 +94,10 @@ class RedfishUpdater:
             starting=self._any_starting, resetting=self._all_resetting)
 
     @contextmanager
-    def session(self, target: Target) -> Iterator[None]:
+    def session(self, target: Target, afresh: bool = False) -> Iterator[None]:
         ahead = self._ahead.take(target)
         node, service = ahead.conn if ahead else (self._open(target), None)
-        seen = ahead.fresh() if ahead else None
+        seen = ahead.fresh() if ahead and not afresh else None  # a node taken over: observed again, now
         with self._lock:
             self._sessions[target.name] = _Session(node, service=service, seen=seen, seen_ahead=seen is not None,
                                                    seen_at=ahead.observed_at if ahead and seen else 0.0)

@@ -155,7 +155,7 @@ class SharedEngine(Engine):
                 free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
                 for lease in claims.claim(wave.wave, reachable, free, budget, self._failures):
                     locks.adopt([lease])
-                    inflight[lease.node] = pool.submit(lambda n: self._turn(ctx, n), [lease.node])[0]
+                    inflight[lease.node] = pool.submit(lambda x: self._turn(ctx, x.node, x.previous), [lease])[0]
                 if leading and not inflight:
                     self._close_wave(wave)
             time.sleep(self.poll_s)
@@ -185,12 +185,17 @@ class SharedEngine(Engine):
     def _any_active(self) -> bool:
         return any(n.state is NodeState.ACTIVE for n in self.store.nodes(self.catalog.name))
 
-    def _turn(self, ctx: NodeContext, node: str) -> None:
+    def _turn(self, ctx: NodeContext, node: str, previous: str = "") -> None:
+        """One node's turn; `previous`: the controller it was taken over from (gone, or fenced)."""
         name = self.catalog.name
         started = time.monotonic()
         try:
             target = self.targets[node]
-            with self.updater.session(target):
+            if previous:
+                action = ctx.store.journal.action_started(ctx.run_id, node, "campaign", "take-over", previous)
+                ctx.store.journal.action_finished(action, "ok", f"taken over from {previous}: its BMC's inventory "
+                                                  "and update tasks are read again before anything is sent")
+            with self.updater.session(target, afresh=bool(previous)):
                 state = process_node(ctx, target)  # under the adopted lease; released as it ends
                 if state is NodeState.DONE:
                     self.store.node_gated(name, node, self.gate.run([target], self.catalog))

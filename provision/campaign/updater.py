@@ -72,8 +72,10 @@ class NodeUpdater(Protocol):
         out)."""
         ...
 
-    def session(self, target: Target) -> AbstractContextManager[object]:
-        """Calls made inside may share one connection to the target's BMC (a node's whole turn)."""
+    def session(self, target: Target, afresh: bool = False) -> AbstractContextManager[object]:
+        """Calls made inside may share one connection to the target's BMC (a node's whole turn). `afresh`: the
+        node was taken over from another holder, who may have changed it since anything was observed ahead of
+        the turn: the turn's first observe reads the BMC now."""
         ...
 
     def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:

@@ -59,6 +59,9 @@ class Lease(BaseModel):
     host: str
     since: float
     expires_at: float
+    previous: str = Field(default="", exclude=True)
+    """Who had the node before, when a campaign claim took it over from a controller gone or fenced ('' for a
+    node nobody had taken): its next turn must read the BMC afresh, nothing observed before the claim."""
 
     def describe(self) -> str:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))

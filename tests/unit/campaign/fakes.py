@@ -59,6 +59,7 @@ class FakeBmcs:
         self.busy_until: dict[str, float] = {}
         self.staged: dict[str, dict[str, str]] = {}
         self.prepared: list[str] = []
+        self.sessions: list[tuple[str, bool]] = []  # (node, afresh) per turn
         self.released = 0
         self.lock = threading.Lock()
 
@@ -66,7 +67,9 @@ class FakeBmcs:
         """A component's update request was just sent (tests hook in here)."""
 
     # NodeUpdater
-    def session(self, target: Target) -> AbstractContextManager[object]:
+    def session(self, target: Target, afresh: bool = False) -> AbstractContextManager[object]:
+        with self.lock:
+            self.sessions.append((target.name, afresh))
         return nullcontext()
 
     def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:

@@ -315,6 +315,23 @@ def test_a_stale_look_ahead_is_not_acted_on(opened: dict[str, FakeNode], monkeyp
     up.release()
 
 
+def test_a_node_taken_over_is_observed_afresh_not_from_the_look_ahead(opened: dict[str, FakeNode]) -> None:
+    """Observed ahead before another controller took it, flashed it and died: what was seen ahead is stale."""
+    up = _updater()
+    a, b = _targets("a", "b")
+    with up.session(a):
+        up.prepare([b], COMPS)
+        up._started(a)
+        up._sessions["a"].resetting = True
+        _until(lambda: "b" in _ready(up) and _ready(up)["b"].observed is not None)
+    conn = opened["b"].conn
+    reads = conn.gets
+    with up.session(b, afresh=True):
+        up.observe(b, COMPS)
+        assert conn.gets > reads  # read now: the inventory and the update tasks as they are
+    up.release()
+
+
 COMPS = CAT.ordered()[:2]
 
 

@@ -164,6 +164,9 @@ def test_a_dead_controllers_node_is_observed_again_not_flashed_twice(pg_url: str
     assert out.ok and at_baseline(bmcs, cat) == nodes
     assert not any(node == "n01" for node, _ in bmcs.flashes)  # re-observed: at the baseline already
     assert engine.leader_seen and lease.node == "n01"
+    assert ("n01", True) in bmcs.sessions and ("n02", False) in bmcs.sessions  # taken over: nothing seen ahead used
+    takeover = [a for a in engine.store.journal.actions("n01", "campaign") if a.action == "take-over"]
+    assert [a.target for a in takeover] == [dead.owner]
     engine.store.journal.close()
 
 
