@@ -162,3 +162,45 @@ def test_the_one_controller_engine_halts_on_an_abandoned_turn_and_resume_finishe
         bmcs.stall = 0.0
         assert Engine(cat, store, targets(["n1"]), bmcs, GateRunner(FakeHealth()), poll_s=0.01).resume().ok
     assert dict(bmcs.flashes) == {("n1", "bmc"): 1, ("n1", "bios"): 1} and bmcs.resets["n1"] == 1
+
+
+# -- a controller that loses the journal ------------------------------------------------------------------------
+@pytest.mark.postgres
+def test_a_controller_that_loses_the_journal_claims_nothing_more_and_its_turn_stops(
+        pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The journal goes as the canary's BMC update is sent; the turn's flash requests are out, but the host reset
+    would come a second later, past half the 1 s lease with no renewal: not sent. No other node is touched."""
+    from provision.campaign.shared import SharedEngine
+
+    source = tmp_path / "campaign.yml"
+    source.write_text("name: test\n")
+    nodes = ["n1", "n2", "n3", "n4"]
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 3}})
+    journal = Journal()
+    gone = False
+
+    def cut(method: str) -> None:
+        real = getattr(journal, method)
+
+        def call(*args: object, **kwargs: object) -> object:
+            if gone:
+                raise JournalUnreachable("journal postgresql://127.0.0.1/postgres: lost the journal database")
+            return real(*args, **kwargs)
+        monkeypatch.setattr(journal, method, call)
+
+    for method in ("transaction", "execute", "query"):
+        cut(method)
+
+    class LosingBmcs(FakeBmcs):
+        def flashed(self, target: Target, comp: Component) -> None:
+            nonlocal gone
+            gone = True
+
+    bmcs = LosingBmcs(nodes, OLD, flash_s=1.0)
+    engine = SharedEngine(cat, CampaignStore(journal), targets(nodes), bmcs, GateRunner(FakeHealth()), poll_s=0.02,
+                          lease_s=1.0)
+    with pytest.raises(JournalUnreachable):
+        engine.start(source, waves_for(nodes, cat))
+    monkeypatch.undo()
+    journal.close()
+    assert {n for n, _ in bmcs.flashes} == {"n1"} and bmcs.resets["n1"] == 0
