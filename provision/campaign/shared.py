@@ -42,13 +42,20 @@ from provision.journal.claims import Claims
 from provision.journal.locks import LEASE_TTL_S, NodeLocks
 from provision.journal.store import JournalError, JournalUnreachable
 
+TAKEOVER_SETTLE_S = 5.0
+"""A node taken over is first observed this long after the claim (at most half the lease): a request its previous
+holder sent just before it was killed (an image upload, whose Task the BMC creates only once the upload is in)
+has reached the BMC's TaskService by then, so the observation sees it instead of flashing the node again."""
+
 
 class SharedEngine(Engine):
     """The campaign engine for a controller that shares the campaign with others."""
 
-    def __init__(self, *args: object, lease_s: float = LEASE_TTL_S, **kwargs: object) -> None:
+    def __init__(self, *args: object, lease_s: float = LEASE_TTL_S, settle_s: float | None = None,
+                 **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.lease_s = lease_s
+        self.settle_s = min(TAKEOVER_SETTLE_S, lease_s / 2) if settle_s is None else settle_s
         self.leader_seen = False
         """Whether this controller led at any moment (tests and the report)."""
         self._errors: list[BaseException] = []
@@ -194,7 +201,9 @@ class SharedEngine(Engine):
             if previous:
                 action = ctx.store.journal.action_started(ctx.run_id, node, "campaign", "take-over", previous)
                 ctx.store.journal.action_finished(action, "ok", f"taken over from {previous}: its BMC's inventory "
-                                                  "and update tasks are read again before anything is sent")
+                                                  f"and update tasks are read again, {self.settle_s:g} s from now, "
+                                                  "before anything is sent")
+                time.sleep(self.settle_s)  # a request the previous holder sent as it died reaches the BMC first
             with self.updater.session(target, afresh=bool(previous)):
                 state = process_node(ctx, target)  # under the adopted lease; released as it ends
                 if state is NodeState.DONE:
