@@ -27,7 +27,7 @@ from provision.campaign.catalog import Component, Match, image_path
 from provision.campaign.evidence import update_evidence
 from provision.campaign.updater import FirmwareState, GateResult, Guard, Refused, Target, UpdateFailed, unguarded
 from provision.errors import ProvisionError
-from provision.redfish.connector import ROOT, Connector, Json, is_expanded
+from provision.redfish.connector import ROOT, Json, is_expanded
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.power import host_reset
@@ -344,10 +344,13 @@ def observe_node(node: Node, components: Sequence[Component],
 
 def _see(node: Node, components: Sequence[Component],
          found: dict[str, list[SoftwareInventory]] | None = None) -> Seen:
+    # the tasks first: an update that ends while the inventory is read then shows in the inventory (read after
+    # it), where read the other way round it would show in neither (an old version, and a task already over)
+    tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
     found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
     entries = {c: [e.uri for e in es] for c, es in found.items()}
-    busy, staged = _task_state(node.conn, components, versions, entries)
+    busy, staged = _task_state(tasks, components, versions, entries)
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
     return Seen(FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged), found, system)
@@ -387,9 +390,9 @@ def _version(node: Node, entries: list[SoftwareInventory], comp: Component) -> s
     return comp.version
 
 
-def _task_state(conn: Connector, components: Sequence[Component], versions: dict[str, str | None],
+def _task_state(tasks: Sequence[Task], components: Sequence[Component], versions: dict[str, str | None],
                 entries: dict[str, list[str]] | None = None) -> tuple[bool, dict[str, str]]:
     """(an update task is running, component -> version flashed OnReset and awaiting activation), from the
     TaskService's tasks (provision.campaign.evidence)."""
-    evidence = update_evidence([Task.parse(t) for t in conn.members(TASKS)], components, versions, entries)
+    evidence = update_evidence(tasks, components, versions, entries)
     return evidence.busy, evidence.staged
