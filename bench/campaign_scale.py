@@ -205,17 +205,23 @@ def _pid_of(owner: str) -> int:
     return int(owner.split(":")[-1].split("/")[0])
 
 
-def _join_soon(common: list[str], env: dict[str, str], pids: list[int]) -> dict[str, float | int]:
-    """`campaign join bench` once the starting controller has recorded the campaign."""
-    deadline = time.monotonic() + 600
+def wait_for_campaign(name: str, timeout_s: float = 600.0, every_s: float = 0.5) -> bool:
+    """Whether the starting controller recorded campaign `name` in the journal within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             with Journal(read_only=True) as j:
-                if CampaignStore(j).find("bench") is not None:
-                    break
+                if CampaignStore(j).find(name) is not None:
+                    return True
         except ProvisionError:
             pass  # not migrated yet
-        time.sleep(0.5)
+        time.sleep(every_s)
+    return False
+
+
+def _join_soon(common: list[str], env: dict[str, str], pids: list[int]) -> dict[str, float | int]:
+    """`campaign join bench` once the starting controller has recorded the campaign."""
+    wait_for_campaign("bench")
     return run_controller(["campaign", "join", "bench", *common], env, pids=pids)
 
 

@@ -237,6 +237,11 @@ class Engine:
                 found = self.gate.run([target], self.catalog)
                 with tally.lock:
                     self._gated[node] = found
+        if state is NodeState.ACTIVE:  # the turn fenced itself (its lease went stale): halt, resume re-reads it
+            with tally.lock:
+                if not self._halt.is_set():
+                    self._halt_reason = f"{node}: turn abandoned (its node lease went stale); resume re-reads its BMC"
+                    self._halt.set()
         if state is NodeState.FAILED:
             with tally.lock:
                 count = self.store.since_start(self.catalog.name)

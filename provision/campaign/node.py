@@ -1,8 +1,14 @@
 """One node's turn in a campaign: observe -> drain -> flash -> re-observe and verify -> undrain.
 
-Every decision starts from the BMC's own FirmwareInventory, never from the journal, so a
-node whose flash finished while the controller was dead is not flashed again, and a node
+Every decision starts from the BMC's own FirmwareInventory and TaskService, never from the journal,
+so a node whose flash finished while the controller was dead is not flashed again, and a node
 whose flash never started is not skipped.
+
+Under a node lease (ctx.locks) the turn fences itself: right before each side effect (the drain hook,
+each component's update request, the host reset) it checks that its lease is still its own and was
+renewed recently enough (NodeLocks.check). When it is not, the turn is abandoned there: what was sent
+stays sent and finished, nothing more is, the journal records why, and the node stays `active` for its
+next holder, which re-reads the BMC before doing anything.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from dataclasses import dataclass
 
 from provision.campaign.catalog import Catalog, Component
 from provision.campaign.hooks import HookRunner, run_hook
-from provision.campaign.updater import FirmwareState, NodeUpdater, Target, UpdateFailed
+from provision.campaign.updater import FirmwareState, Guard, NodeUpdater, Refused, Target, UpdateFailed, unguarded
 from provision.errors import ProvisionError
 from provision.journal.campaigns import CampaignStore, NodeState
 from provision.journal.locks import NodeLocked, NodeLocks
@@ -64,7 +70,9 @@ def observe_settled(ctx: NodeContext, target: Target) -> FirmwareState:
 def process_node(ctx: NodeContext, target: Target) -> NodeState:
     """Run one node's turn under its lease; record the outcome in the journal; never raises ProvisionError.
 
-    A node whose lease another run holds (a bring-up on it) is refused: failed, naming the holder."""
+    A node whose lease another run holds (a bring-up on it) is refused: failed, naming the holder. A turn
+    that fenced itself (its lease stale or lost before a side effect) returns ACTIVE: abandoned, journaled,
+    the node left to its next holder."""
     if ctx.locks is None:
         return _turn(ctx, target)
     try:
@@ -89,7 +97,11 @@ def _turn(ctx: NodeContext, target: Target) -> NodeState:
     if not todo:
         ctx.store.node_finished(name, target.name, NodeState.DONE, before.versions)
         return NodeState.DONE
-    error = _take_and_flash(ctx, target, todo, before)
+    try:
+        error = _take_and_flash(ctx, target, todo, before)
+    except Refused as exc:
+        _abandoned(ctx, target, str(exc))
+        return NodeState.ACTIVE
     after = _observe_quietly(ctx, target)
     if not error and after is not None:
         problems = mismatches(ctx.catalog.ordered(), after)
@@ -104,12 +116,10 @@ def _turn(ctx: NodeContext, target: Target) -> NodeState:
 
 
 def _take_and_flash(ctx: NodeContext, target: Target, todo: list[Component], before: FirmwareState) -> str:
-    """Drain, then flash what is not already staged; returns an error text or ''."""
-    if ctx.locks is not None:  # a lease not renewed in time may be another controller's now: change nothing
-        try:
-            ctx.locks.check(target.name)
-        except NodeLocked as exc:
-            return str(exc)
+    """Drain, then flash what is not already staged; returns an error text or ''. Refused when the turn's
+    lease is stale or lost before a side effect (the firmware-update action is then journaled abandoned)."""
+    guard = _guard(ctx, target.name)
+    guard("the drain hook")
     error = _hook(ctx, "drain", ctx.catalog.policy.hooks.drain, target.name)
     if error:
         return error
@@ -120,12 +130,36 @@ def _take_and_flash(ctx: NodeContext, target: Target, todo: list[Component], bef
     action = journal.action_started(ctx.run_id, target.name, "campaign", "firmware-update", label)
     ctx.store.node_flashing(ctx.catalog.name, target.name, [c.component for c in flash])
     try:
-        ctx.updater.update(target, flash, reset)
+        ctx.updater.update(target, flash, reset, guard)
+    except Refused as exc:
+        journal.action_finished(action, "abandoned", str(exc))
+        raise
     except ProvisionError as exc:
         journal.action_finished(action, "failed", str(exc))
         return f"update failed: {exc}"
     journal.action_finished(action, "ok")
     return ""
+
+
+def _guard(ctx: NodeContext, node: str) -> Guard:
+    """Right before each side effect: the node's lease is still this turn's, and fresh (NodeLocks.check)."""
+    locks = ctx.locks
+    if locks is None:
+        return unguarded
+
+    def guard(what: str) -> None:
+        try:
+            locks.check(node, what)
+        except NodeLocked as exc:
+            raise Refused(str(exc)) from None
+    return guard
+
+
+def _abandoned(ctx: NodeContext, target: Target, why: str) -> None:
+    """Journal the abandoned turn (one line naming the node and why); the node stays active."""
+    action = ctx.store.journal.action_started(ctx.run_id, target.name, "campaign", "turn-abandoned", why)
+    ctx.store.journal.action_finished(action, "abandoned", why)
+    ctx.store.node_abandoned(ctx.catalog.name, target.name, why)
 
 
 def _observe_quietly(ctx: NodeContext, target: Target) -> FirmwareState | None:

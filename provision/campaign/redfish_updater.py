@@ -24,9 +24,10 @@ from urllib.parse import urlsplit
 
 from provision.campaign.ahead import Preparer
 from provision.campaign.catalog import Component, Match, image_path
-from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
+from provision.campaign.evidence import update_evidence
+from provision.campaign.updater import FirmwareState, GateResult, Guard, Refused, Target, UpdateFailed, unguarded
 from provision.errors import ProvisionError
-from provision.redfish.connector import ROOT, Connector, Json, is_expanded
+from provision.redfish.connector import ROOT, Json, is_expanded
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.power import host_reset
@@ -41,7 +42,6 @@ HOST_RESET = "host reset"  # a Durations kind beside the component names
 BMC_BACK = "BMC back"  # a Durations kind per component: its update task's end to the BMC answering again
 FLASH_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=2.0)
 TRANSITIONS = frozenset({"PoweringOn", "PoweringOff"})
-ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 FRESH_S = 5.0  # an observation this recent (same session) is reused by the node's gate
 
 
@@ -94,10 +94,10 @@ class RedfishUpdater:
             starting=self._any_starting, resetting=self._all_resetting)
 
     @contextmanager
-    def session(self, target: Target) -> Iterator[None]:
+    def session(self, target: Target, afresh: bool = False) -> Iterator[None]:
         ahead = self._ahead.take(target)
         node, service = ahead.conn if ahead else (self._open(target), None)
-        seen = ahead.fresh() if ahead else None
+        seen = ahead.fresh() if ahead and not afresh else None  # a node taken over: observed again, now
         with self._lock:
             self._sessions[target.name] = _Session(node, service=service, seen=seen, seen_ahead=seen is not None,
                                                    seen_at=ahead.observed_at if ahead and seen else 0.0)
@@ -199,9 +199,10 @@ class RedfishUpdater:
                 return None
             return sess.seen
 
-    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+    def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
         """Flash each component in order on one connection (short retries: while a BMC reboots into
-        its new image, polls fail fast and are repeated), then the one host reset."""
+        its new image, polls fail fast and are repeated), then the one host reset; `guard` right before
+        each request that changes the node."""
         try:
             with self.node(target, FLASH_RETRY) as node:
                 service = self._service(target) or UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
@@ -209,12 +210,14 @@ class RedfishUpdater:
                 steps = [self._step(node, service, c, found[c.component]) for c in flash]
                 state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
                 for step in steps:
+                    guard(f"{step.component} {step.version} update")
                     self._flash(node, state, step, target)
                     self._learned(f"{step.component} {BMC_BACK}",
                                   lambda: fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock))
                 if reset:
+                    guard("host reset")
                     self._host_reset(target, node)
-        except UpdateFailed:
+        except (UpdateFailed, Refused):
             raise
         except ProvisionError as exc:
             raise UpdateFailed(str(exc)) from None
@@ -341,9 +344,13 @@ def observe_node(node: Node, components: Sequence[Component],
 
 def _see(node: Node, components: Sequence[Component],
          found: dict[str, list[SoftwareInventory]] | None = None) -> Seen:
+    # the tasks first: an update that ends while the inventory is read then shows in the inventory (read after
+    # it), where read the other way round it would show in neither (an old version, and a task already over)
+    tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
     found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
-    busy, staged = _task_state(node.conn, components, versions)
+    entries = {c: [e.uri for e in es] for c, es in found.items()}
+    busy, staged = _task_state(tasks, components, versions, entries)
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
     return Seen(FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged), found, system)
@@ -383,20 +390,9 @@ def _version(node: Node, entries: list[SoftwareInventory], comp: Component) -> s
     return comp.version
 
 
-def _task_state(conn: Connector, components: Sequence[Component],
-                versions: dict[str, str | None]) -> tuple[bool, dict[str, str]]:
-    """(an update task is running, component -> version flashed OnReset and awaiting activation)."""
-    tasks = [Task.parse(t) for t in conn.members(TASKS)]
-    busy = any(t.task_state in ACTIVE_TASK_STATES for t in tasks)
-    staged: dict[str, str] = {}
-    for task in tasks:
-        if not task.ok:
-            continue
-        for msg in task.messages:
-            if str(msg.get("MessageId", "")).rsplit(".", 1)[-1] != "AwaitToActivate":
-                continue
-            args = [str(a).lower() for a in msg.get("MessageArgs") or []]
-            for comp in components:
-                if comp.version.lower() in args and versions.get(comp.component) != comp.version:
-                    staged[comp.component] = comp.version
-    return busy, staged
+def _task_state(tasks: Sequence[Task], components: Sequence[Component], versions: dict[str, str | None],
+                entries: dict[str, list[str]] | None = None) -> tuple[bool, dict[str, str]]:
+    """(an update task is running, component -> version flashed OnReset and awaiting activation), from the
+    TaskService's tasks (provision.campaign.evidence)."""
+    evidence = update_evidence(tasks, components, versions, entries)
+    return evidence.busy, evidence.staged

@@ -13,6 +13,9 @@ both run this loop, every `poll_s`:
    claim's lease, then its health gate; a failure past max_failures halts the campaign for every controller
    (counted, as the one-controller engine does, over the nodes finished since the latest start/resume, and
    decided again in each claim's transaction; max_fail_percentage once a wave's turns are over).
+   While a renewal of its node leases is late (NodeLocks.fresh: it is overloaded, or cut off from the
+   journal) it claims nothing; a turn whose lease went stale abandons itself before its next side effect
+   (provision.campaign.node) and its node, still active, is claimable at once by any controller.
 
 Everything that more than one controller decides is decided in a journal transaction. A controller killed at
 any moment leaves leases that expire; a controller that loses the journal stops claiming, lets the turns in
@@ -39,13 +42,20 @@ from provision.journal.claims import Claims
 from provision.journal.locks import LEASE_TTL_S, NodeLocks
 from provision.journal.store import JournalError, JournalUnreachable
 
+TAKEOVER_SETTLE_S = 5.0
+"""A node taken over is first observed this long after the claim (at most half the lease): a request its previous
+holder sent just before it was killed (an image upload, whose Task the BMC creates only once the upload is in)
+has reached the BMC's TaskService by then, so the observation sees it instead of flashing the node again."""
+
 
 class SharedEngine(Engine):
     """The campaign engine for a controller that shares the campaign with others."""
 
-    def __init__(self, *args: object, lease_s: float = LEASE_TTL_S, **kwargs: object) -> None:
+    def __init__(self, *args: object, lease_s: float = LEASE_TTL_S, settle_s: float | None = None,
+                 **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.lease_s = lease_s
+        self.settle_s = min(TAKEOVER_SETTLE_S, lease_s / 2) if settle_s is None else settle_s
         self.leader_seen = False
         """Whether this controller led at any moment (tests and the report)."""
         self._errors: list[BaseException] = []
@@ -149,10 +159,10 @@ class SharedEngine(Engine):
                     continue
             else:
                 self._look_ahead(record.waves, wave.wave, pool.size)
-                free = pool.size - len(inflight)
+                free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
                 for lease in claims.claim(wave.wave, reachable, free, budget, self._failures):
                     locks.adopt([lease])
-                    inflight[lease.node] = pool.submit(lambda n: self._turn(ctx, n), [lease.node])[0]
+                    inflight[lease.node] = pool.submit(lambda x: self._turn(ctx, x.node, x.previous), [lease])[0]
                 if leading and not inflight:
                     self._close_wave(wave)
             time.sleep(self.poll_s)
@@ -182,12 +192,19 @@ class SharedEngine(Engine):
     def _any_active(self) -> bool:
         return any(n.state is NodeState.ACTIVE for n in self.store.nodes(self.catalog.name))
 
-    def _turn(self, ctx: NodeContext, node: str) -> None:
+    def _turn(self, ctx: NodeContext, node: str, previous: str = "") -> None:
+        """One node's turn; `previous`: the controller it was taken over from (gone, or fenced)."""
         name = self.catalog.name
         started = time.monotonic()
         try:
             target = self.targets[node]
-            with self.updater.session(target):
+            if previous:
+                action = ctx.store.journal.action_started(ctx.run_id, node, "campaign", "take-over", previous)
+                ctx.store.journal.action_finished(action, "ok", f"taken over from {previous}: its BMC's inventory "
+                                                  f"and update tasks are read again, {self.settle_s:g} s from now, "
+                                                  "before anything is sent")
+                time.sleep(self.settle_s)  # a request the previous holder sent as it died reaches the BMC first
+            with self.updater.session(target, afresh=bool(previous)):
                 state = process_node(ctx, target)  # under the adopted lease; released as it ends
                 if state is NodeState.DONE:
                     self.store.node_gated(name, node, self.gate.run([target], self.catalog))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -15,6 +15,19 @@ from provision.spec.model import BmcEndpoint
 
 class UpdateFailed(ProvisionError):
     """A node's firmware update did not complete."""
+
+
+class Refused(ProvisionError):
+    """The turn's guard refused a side effect (its node lease is stale or lost): nothing more was sent."""
+
+
+Guard = Callable[[str], None]
+"""Called with what is about to be sent ("bios 2.1 update", "host reset") right before each side effect on a
+node; raises Refused to stop the update there."""
+
+
+def unguarded(what: str) -> None:
+    """The guard of an update outside any lease (tools and tests)."""
 
 
 class Target(BaseModel):
@@ -52,12 +65,17 @@ class NodeUpdater(Protocol):
         """Read the FirmwareInventory (read-only); raise ProvisionError when the BMC cannot be read."""
         ...
 
-    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
-        """Flash `flash` in order, then reset the host once when `reset`; raise UpdateFailed on failure."""
+    def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
+        """Flash `flash` in order, then reset the host once when `reset`; raise UpdateFailed on failure.
+        `guard(what)` comes right before each component's update request and before the reset; the Refused
+        it raises is raised unchanged (what was sent before it stays sent, and finished: its task was waited
+        out)."""
         ...
 
-    def session(self, target: Target) -> AbstractContextManager[object]:
-        """Calls made inside may share one connection to the target's BMC (a node's whole turn)."""
+    def session(self, target: Target, afresh: bool = False) -> AbstractContextManager[object]:
+        """Calls made inside may share one connection to the target's BMC (a node's whole turn). `afresh`: the
+        node was taken over from another holder, who may have changed it since anything was observed ahead of
+        the turn: the turn's first observe reads the BMC now."""
         ...
 
     def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:

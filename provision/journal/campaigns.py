@@ -233,6 +233,11 @@ class CampaignStore:
             (json.dumps(flashed), name, node),
         )
 
+    def node_abandoned(self, name: str, node: str, why: str) -> None:
+        """A turn that fenced itself: the node stays active (its next holder re-reads the BMC), saying why."""
+        self.journal.execute("UPDATE campaign_nodes SET error = ? WHERE campaign = ? AND node = ?",
+                             (f"turn abandoned: {why}", name, node))
+
     def node_finished(
         self, name: str, node: str, state: NodeState, after: dict[str, str | None], error: str = ""
     ) -> None:

@@ -8,8 +8,10 @@ holds, so a bring-up and a campaign never change one node at once). A lease is t
 its row (insert when there is none, update only the stale token read), so two controllers never both win.
 
 A node whose controller died stays `active` with a lease that nobody renews; when it has expired the node is
-claimable again and its next turn starts by observing the BMC (provision.campaign.node): nothing is flashed
-twice, nothing skipped. It still counts as unavailable meanwhile (it may be mid-flash).
+claimable again and its next turn starts by observing the BMC (provision.campaign.node), afresh (the lease
+says whom it was taken over from: nothing observed before the claim is used), FirmwareInventory and the update
+tasks (provision.campaign.evidence): nothing is flashed twice, nothing skipped. It still counts as
+unavailable meanwhile (it may be mid-flash).
 
 On SQLite every transaction holds the file's write lock, so these claims are correct there too; but one file
 on one machine serves one controller, and `campaign join` refuses a SQLite journal.
@@ -99,8 +101,8 @@ class Claims:
             active = int(db.execute("SELECT COUNT(*) FROM campaign_nodes WHERE campaign = ? AND state = ?",
                                     (self.campaign, NodeState.ACTIVE)).fetchone()[0])
             rows = db.execute(
-                f"SELECT node, state FROM campaign_nodes WHERE campaign = ? AND wave = ? AND state IN (?, ?)"
-                f" AND node IN ({marks}) ORDER BY node" + dialect.skip_locked(),
+                f"SELECT node, state, controller FROM campaign_nodes WHERE campaign = ? AND wave = ?"
+                f" AND state IN (?, ?) AND node IN ({marks}) ORDER BY node" + dialect.skip_locked(),
                 (self.campaign, wave, NodeState.PENDING, NodeState.ACTIVE, *reachable)).fetchall()
             if not rows:
                 return []
@@ -119,7 +121,8 @@ class Claims:
                 if old is not None and not self._stale(old["expires_at"], old["host"], old["pid"], now):
                     continue
                 lease = Lease(node=node, owner=self.owner, token=token, pid=self.pid, host=self.host, since=now,
-                              expires_at=now + self.ttl_s)
+                              expires_at=now + self.ttl_s,
+                              previous="" if pending else str(row["controller"] or "a controller gone"))
                 if not swap(db, lease, None if old is None else str(old["token"])):
                     continue
                 db.execute("UPDATE campaign_nodes SET state = ?, controller = ? WHERE campaign = ? AND node = ?",

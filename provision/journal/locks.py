@@ -7,6 +7,12 @@ process is gone (killed with -9: nothing released it). Taking several nodes is a
 transaction under the journal's writer lock (SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock), so two
 processes never both win, on one machine or, with a PostgreSQL journal, on several.
 
+A holder fences itself: it sends nothing to a node (an update, a reset, a BIOS write) once its lease there has
+less than FENCE_SHARE of its TTL left, i.e. once its last successful renewal is older than half the TTL
+(`check`, called right before each side effect). Another holder takes the node over only after the full TTL,
+so a live holder whose renewer was starved (a loaded machine) or which lost the journal has stopped acting
+on the node half a TTL before anyone else may start; the hosts' clocks must agree to better than that.
+
 A SQLite journal was never tried across hosts sharing one file over a network filesystem: SQLite's locking there is
 only as good as the filesystem's, and a dead holder on another host is known only by its lease expiring.
 """
@@ -28,10 +34,18 @@ from provision.errors import ProvisionError
 from provision.journal.store import Journal
 
 LEASE_TTL_S = 60.0
+RENEW_SHARE = 0.2
+"""The renewer runs every RENEW_SHARE of the TTL ..."""
+FENCE_SHARE = 0.5
+"""... and a holder acts on a node only while its lease there has more than FENCE_SHARE of the TTL left."""
 
 
 class NodeLocked(ProvisionError):
     """Another run holds the node's lease; nothing was done to the node."""
+
+
+class LeaseStale(NodeLocked):
+    """This run's lease on the node was taken over, or is too old to act on: nothing more was sent to the node."""
 
 
 class Lease(BaseModel):
@@ -45,6 +59,9 @@ class Lease(BaseModel):
     host: str
     since: float
     expires_at: float
+    previous: str = Field(default="", exclude=True)
+    """Who had the node before, when a campaign claim took it over from a controller gone or fenced ('' for a
+    node nobody had taken): its next turn must read the BMC afresh, nothing observed before the claim."""
 
     def describe(self) -> str:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
@@ -83,6 +100,7 @@ class NodeLocks:
         self.host = socket.gethostname()
         self._held: dict[str, Lease] = {}  # node -> our lease
         self._lost: set[str] = set()
+        self._lost_at: float | None = None  # when a renewal last found a lease taken over
         self._mutex = threading.Lock()
         self._renewer: tuple[threading.Thread, threading.Event] | None = None
 
@@ -133,7 +151,8 @@ class NodeLocks:
     def release(self, leases: Sequence[Lease]) -> None:
         with self._mutex:
             for lease in leases:
-                if self._held.get(lease.node) == lease:
+                mine = self._held.get(lease.node)
+                if mine is not None and mine.token == lease.token:
                     del self._held[lease.node]
         for lease in leases:
             self.journal.execute("DELETE FROM node_locks WHERE node = ? AND token = ?", (lease.node, lease.token))
@@ -151,18 +170,41 @@ class NodeLocks:
                 if cur.rowcount == 0:
                     lost.append(lease.node)
         with self._mutex:
+            for lease in held:  # the expiry now written is what check() measures against
+                mine = self._held.get(lease.node)
+                if lease.node not in lost and mine is not None and mine.token == lease.token:
+                    self._held[lease.node] = mine.model_copy(update={"expires_at": expires})
             for node in lost:
                 self._held.pop(node, None)
             self._lost.update(lost)
+            if lost:
+                self._lost_at = self.clock()
         return lost
 
-    def check(self, node: str) -> None:
-        """NodeLocked when this process's lease on `node` was taken over (it could not renew in time)."""
+    def check(self, node: str, what: str = "the next change") -> None:
+        """Right before a side effect on `node`: LeaseStale when this process's lease there was taken over, or
+        was last renewed longer ago than (1 - FENCE_SHARE) of the TTL (its renewer starved, or the journal is
+        unreachable): the holder sends nothing more and leaves the node to the next holder."""
+        now = self.clock()
         with self._mutex:
-            lost = node in self._lost
-        if lost:
-            raise NodeLocked(f"{node}: this run's lease was taken over by another (not renewed within "
-                             f"{self.ttl_s:g} s); stopping before the next change")
+            lost, lease = node in self._lost, self._held.get(node)
+        if lost or lease is None:
+            raise LeaseStale(f"{node}: this run's lease was taken over by another (not renewed within "
+                             f"{self.ttl_s:g} s); {what} not sent")
+        left = lease.expires_at - now
+        if left <= self.ttl_s * FENCE_SHARE:
+            raise LeaseStale(f"{node}: this run's lease was last renewed {self.ttl_s - left:.1f} s ago, more than "
+                             f"{self.ttl_s * (1 - FENCE_SHARE):g} s of its {self.ttl_s:g} s TTL (renewals late or "
+                             f"the journal unreachable); {what} not sent, the node is left to its next holder")
+
+    def fresh(self) -> bool:
+        """Whether every lease held can still be acted on and none was lost in the last TTL: a campaign
+        controller takes no new node while this is False (it is overloaded, or cut off from the journal)."""
+        now = self.clock()
+        with self._mutex:
+            if self._lost_at is not None and now - self._lost_at < self.ttl_s:
+                return False
+            return all(lease.expires_at - now > self.ttl_s * FENCE_SHARE for lease in self._held.values())
 
     @contextmanager
     def hold(self, nodes: Sequence[str], owner: str) -> Iterator[list[Lease]]:
@@ -191,7 +233,7 @@ class NodeLocks:
 
     def _renew_loop(self, stop: threading.Event) -> None:
         errors: tuple[type[BaseException], ...] = (ProvisionError, *self.journal.dialect.errors)
-        while not stop.wait(self.ttl_s / 3):
+        while not stop.wait(self.ttl_s * RENEW_SHARE):
             try:
                 self.renew()
             except errors:  # the journal is busy, closing or unreachable: again at the next tick

@@ -221,6 +221,9 @@ def test_multipart_push_with_targets(tmp_path: Path) -> None:
         gpu3 = body(call(bmc, "GET", "/redfish/v1/UpdateService/FirmwareInventory/GPU3"))
         gpu4 = body(call(bmc, "GET", "/redfish/v1/UpdateService/FirmwareInventory/GPU4"))
         assert gpu3["Version"] == "97.0" and gpu4["Version"] != "97.0"
+        payload = _task(bmc, reply)["Payload"]  # what the task updates, for whoever reads it later (Task v1_4)
+        assert payload["TargetUri"] == "/redfish/v1/UpdateService/upload" and payload["HttpOperation"] == "POST"
+        assert json.loads(payload["JsonBody"]) == {"Targets": ["/redfish/v1/UpdateService/FirmwareInventory/GPU3"]}
     run(go)
 
 

@@ -290,7 +290,7 @@ class Bmc:
         if path == self.seed.multipart_uri and ctype.startswith("multipart/"):
             return self._multipart(ctype, req.body)
         if path == self.seed.push_uri:
-            return self.updater.push(req.body, {}, method="http_push")
+            return self.updater.push(req.body, {}, method="http_push", uri=path)
         if not self.res.exists(path):
             return error(404, "ResourceMissingAtURI", path)
         return error(405, "OperationNotAllowed")
@@ -341,7 +341,7 @@ class Bmc:
                 image = part.payload
         if image is None:
             return error(400, "ActionParameterMissing", "MultipartHttpPushUri", "UpdateFile")
-        return self.updater.push(image, params)
+        return self.updater.push(image, params, uri=self.seed.multipart_uri or "")
 
     def sel_messages(self) -> list[str]:
         """Messages of the SEL entries this BMC added (for tests and `lab status`)."""

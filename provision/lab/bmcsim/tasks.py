@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,15 +45,22 @@ class Tasks:
         self._stalled: list[Task] = []
         faults.on_change("task-stall", lambda on: None if on else self._resume())
 
-    def create(self, name: str) -> Task:
+    def create(self, name: str, target_uri: str = "", body: Json | None = None) -> Task:
+        """A Running task; `target_uri` and `body`: the request that started it, as the task's Payload (Task
+        v1_4: TargetUri, HttpOperation, JsonBody as a string), which real BMCs keep (OpenBMC's bmcweb does)
+        and which tells a later reader what the task updates."""
         self._count += 1
         ident = str(self._count)
         uri = f"{TASKS}/{ident}"
-        self._res.put(uri, {
+        body_json: Json = {
             "@odata.id": uri, "@odata.type": "#Task.v1_4_3.Task", "Id": ident, "Name": name,
             "TaskState": "Running", "TaskStatus": "OK", "PercentComplete": 0,
             "StartTime": self._clock.iso(), "Messages": [message("TaskStarted", ident)],
-        })
+        }
+        if target_uri:
+            body_json["Payload"] = {"TargetUri": target_uri, "HttpOperation": "POST",
+                                    "JsonBody": json.dumps(body or {}, sort_keys=True)}
+        self._res.put(uri, body_json)
         self._res.add_member(TASKS, uri)
         events.record(self._node, "task.start", task=ident, name=name)
         return Task(ident, uri)

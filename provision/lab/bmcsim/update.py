@@ -59,17 +59,17 @@ class Updater:
         if apply_time not in self._apply_times("simple"):
             return error(400, "ActionParameterValueNotInList", apply_time, "@Redfish.OperationApplyTime",
                          "UpdateService.SimpleUpdate")
-        task = self._tasks.create("SimpleUpdate")
+        task = self._tasks.create("SimpleUpdate", f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate", body)
         self._spawn(self._download_then_flash(task, url.geturl(), body.get("Targets"), apply_time))
         return accepted(task.uri, self._tasks.body(task))
 
-    def push(self, image: bytes, params: Json, method: str = "multipart") -> Reply:
-        """HTTP push or multipart push: the image bytes are already here."""
+    def push(self, image: bytes, params: Json, method: str = "multipart", uri: str = "") -> Reply:
+        """HTTP push or multipart push to `uri`: the image bytes are already here."""
         apply_time = params.get("@Redfish.OperationApplyTime", "Immediate")
         if apply_time not in self._apply_times(method):
             return error(400, "ActionParameterValueNotInList", apply_time, "@Redfish.OperationApplyTime",
                          "UpdateService.MultipartHttpPushUri")
-        task = self._tasks.create("HttpPushUpdate")
+        task = self._tasks.create("HttpPushUpdate", uri, params)
         self._flash(task, image, params.get("Targets"), apply_time)
         return accepted(task.uri, self._tasks.body(task))
 

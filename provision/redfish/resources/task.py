@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import Field
 
-from provision.redfish.resources.base import Resource
+from provision.redfish.resources.base import Model, Resource
 
 TERMINAL = frozenset({"Completed", "Exception", "Killed", "Cancelled", "Interrupted"})
+
+
+class TaskPayload(Model):
+    """The request that started a task (Task v1_4 Payload)."""
+
+    target_uri: str | None = None
+    """The URI the request was sent to, e.g. .../UpdateService.SimpleUpdate."""
+    http_operation: str | None = None
+    json_body: str | None = None
+    """The request's JSON body, as a string."""
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body as an object ({} when absent or not an object)."""
+        try:
+            parsed = json.loads(self.json_body or "{}")
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
 
 
 class Task(Resource):
@@ -18,6 +37,8 @@ class Task(Resource):
     task_status: str | None = None
     percent_complete: int | None = None
     messages: list[dict[str, Any]] = Field(default_factory=list)
+    payload: TaskPayload | None = None
+    """What started it, where the BMC says (not every BMC does)."""
 
     @property
     def done(self) -> bool:

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from provision.campaign.catalog import Catalog, Component
-from provision.campaign.updater import FirmwareState, GateResult, Target, UpdateFailed
+from provision.campaign.updater import FirmwareState, GateResult, Guard, Target, UpdateFailed, unguarded
 
 SHA = "0" * 64
 ROOT = Path(__file__).resolve().parents[3]
@@ -59,11 +59,17 @@ class FakeBmcs:
         self.busy_until: dict[str, float] = {}
         self.staged: dict[str, dict[str, str]] = {}
         self.prepared: list[str] = []
+        self.sessions: list[tuple[str, bool]] = []  # (node, afresh) per turn
         self.released = 0
         self.lock = threading.Lock()
 
+    def flashed(self, target: Target, comp: Component) -> None:
+        """A component's update request was just sent (tests hook in here)."""
+
     # NodeUpdater
-    def session(self, target: Target) -> AbstractContextManager[object]:
+    def session(self, target: Target, afresh: bool = False) -> AbstractContextManager[object]:
+        with self.lock:
+            self.sessions.append((target.name, afresh))
         return nullcontext()
 
     def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:
@@ -84,12 +90,19 @@ class FakeBmcs:
                 busy=busy, staged=dict(self.staged.get(target.name, {})),
             )
 
-    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+    def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
+        """Each component through `guard` then flashed (`flash_s` each once all are sent), the reset through
+        `guard` too: what the guard refuses is not done, as a real BMC would not be sent it."""
         with self.lock:
             self.order.append(target.name)
-            for comp in flash:
+        for comp in flash:
+            guard(f"{comp.component} {comp.version} update")
+            self.flashed(target, comp)
+            with self.lock:
                 self.flashes[(target.name, comp.component)] += 1
         time.sleep(self.flash_s)
+        if reset:
+            guard("host reset")
         fault = self.faults.get(target.name)
         if fault == "fail":
             raise UpdateFailed(f"{target.name}: task ended in Exception")

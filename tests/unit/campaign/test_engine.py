@@ -13,6 +13,7 @@ import pytest
 from provision.campaign.catalog import Catalog
 from provision.campaign.engine import Engine, waves_for
 from provision.campaign.gates import GateRunner
+from provision.campaign.updater import unguarded
 from provision.errors import InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
@@ -184,9 +185,9 @@ def test_pause_request_stops_before_the_next_wave_and_resume_finishes(store: Cam
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}})
 
     class PausingBmcs(FakeBmcs):
-        def update(self, target, flash, reset):  # the operator pauses while the canary flashes
+        def update(self, target, flash, reset, guard=unguarded):  # the operator pauses while the canary flashes
             store.request("test", Request.PAUSE)
-            super().update(target, flash, reset)
+            super().update(target, flash, reset, guard)
 
     bmcs = PausingBmcs(NODES, OLD)
     out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
@@ -200,9 +201,9 @@ def test_abort_during_a_wave_is_final(store: CampaignStore, source: Path) -> Non
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}})
 
     class AbortingBmcs(FakeBmcs):
-        def update(self, target, flash, reset):
+        def update(self, target, flash, reset, guard=unguarded):
             store.request("test", Request.ABORT)
-            super().update(target, flash, reset)
+            super().update(target, flash, reset, guard)
 
     bmcs = AbortingBmcs(NODES, OLD)
     eng = engine(cat, store, bmcs)
@@ -290,10 +291,10 @@ def test_ctrl_c_finishes_nodes_in_flight_and_leaves_the_rest_pending(store: Camp
     cat = catalog({"waves": {"canary": 0, "batch_size": 10}, "concurrency": 2})
 
     class InterruptedBmcs(FakeBmcs):
-        def update(self, target, flash, reset):
+        def update(self, target, flash, reset, guard=unguarded):
             if target.name == "n01":  # the operator presses Ctrl-C while n01 and n02 flash: the main thread
                 _thread.interrupt_main()  # gets it at its next bytecode (no timer a loaded machine could delay)
-            super().update(target, flash, reset)
+            super().update(target, flash, reset, guard)
 
     bmcs = InterruptedBmcs(NODES, OLD, flash_s=0.2)
     with pytest.raises(KeyboardInterrupt):

@@ -17,7 +17,7 @@ from provision.campaign import ahead
 from provision.campaign.redfish_updater import RedfishUpdater, _task_state, _version, matched_entries, observe_node
 from provision.campaign.updater import Target
 from provision.redfish.ops.waiting import Clock
-from provision.redfish.resources import ComputerSystem, SoftwareInventory
+from provision.redfish.resources import ComputerSystem, SoftwareInventory, Task
 from provision.redfish.vendors import by_name
 from provision.spec.model import BmcEndpoint
 from tests.unit.campaign.fakes import catalog
@@ -160,7 +160,29 @@ def _task(state: str, status: str, *msgs: tuple[str, list[str]]) -> dict[str, An
 )
 def test_busy_and_staged(tasks: list[dict[str, Any]], busy: bool, staged: dict[str, str]) -> None:
     versions: dict[str, str | None] = {"bmc": "11.01.01", "bios": "1.4", "gpu": None, "ib_nic": None}
-    assert _task_state(FakeConn(tasks=tasks), CAT.ordered(), versions) == (busy, staged)  # type: ignore[arg-type]
+    assert _task_state([Task.parse(t) for t in tasks], CAT.ordered(), versions) == (busy, staged)
+
+
+class EndingConn(FakeConn):
+    """The BMC's update task ends (its image active) just as the inventory is read: before that read the task
+    runs, after it the task is over; the inventory read itself still shows the old version."""
+
+    ended = False
+
+    def get(self, uri: str, args: dict[str, str] | None = None) -> dict[str, Any]:
+        body = super().get(uri, args)
+        self.ended = self.ended or uri == INV
+        return body
+
+    def members(self, uri: str) -> list[dict[str, Any]]:
+        return [_task("Completed", "OK", ("UpdateSuccessful", ["BMC", "11.02.05"]))] if self.ended else \
+            [_task("Running", "OK")]
+
+
+def test_tasks_are_read_before_the_inventory() -> None:
+    """Read the other way round, the node would look idle with its old BMC version: flashed again."""
+    state = observe_node(FakeNode(EndingConn()), CAT.ordered())  # type: ignore[arg-type]
+    assert state.busy and state.versions["bmc"] == "11.01.01"  # busy: observed again once the task is over
 
 
 @pytest.mark.parametrize(("power", "busy"), [("PoweringOn", True), ("PoweringOff", True), ("On", False), ("Off", False)])
@@ -312,6 +334,23 @@ def test_a_stale_look_ahead_is_not_acted_on(opened: dict[str, FakeNode], monkeyp
     with up.session(b):
         up.observe(b, COMPS)
         assert conn.gets > reads
+    up.release()
+
+
+def test_a_node_taken_over_is_observed_afresh_not_from_the_look_ahead(opened: dict[str, FakeNode]) -> None:
+    """Observed ahead before another controller took it, flashed it and died: what was seen ahead is stale."""
+    up = _updater()
+    a, b = _targets("a", "b")
+    with up.session(a):
+        up.prepare([b], COMPS)
+        up._started(a)
+        up._sessions["a"].resetting = True
+        _until(lambda: "b" in _ready(up) and _ready(up)["b"].observed is not None)
+    conn = opened["b"].conn
+    reads = conn.gets
+    with up.session(b, afresh=True):
+        up.observe(b, COMPS)
+        assert conn.gets > reads  # read now: the inventory and the update tasks as they are
     up.release()
 
 

@@ -15,7 +15,7 @@ from provision.campaign.catalog import Catalog, Component
 from provision.campaign.engine import waves_for
 from provision.campaign.gates import GateRunner
 from provision.campaign.shared import SharedEngine
-from provision.campaign.updater import Target
+from provision.campaign.updater import FirmwareState, Guard, Target, unguarded
 from provision.cli import main
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
@@ -34,12 +34,12 @@ class CountingBmcs(FakeBmcs):
         self.now_flashing = 0
         self.peak = 0
 
-    def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+    def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
         with self.lock:
             self.now_flashing += 1
             self.peak = max(self.peak, self.now_flashing)
         try:
-            super().update(target, flash, reset)
+            super().update(target, flash, reset, guard)
         finally:
             with self.lock:
                 self.now_flashing -= 1
@@ -54,7 +54,7 @@ def _source(tmp_path: Path) -> Path:
 def _engine(cat: Catalog, bmcs: FakeBmcs, nodes: Sequence[str] = NODES, **kw: object) -> SharedEngine:
     store = CampaignStore(Journal())
     return SharedEngine(cat, store, targets(nodes), bmcs, GateRunner(FakeHealth()), poll_s=0.02,
-                        lease_s=kw.pop("lease_s", 5.0), **kw)  # type: ignore[arg-type]
+                        lease_s=kw.pop("lease_s", 5.0), settle_s=kw.pop("settle_s", 0.05), **kw)  # type: ignore[arg-type]
 
 
 def _run_all(engines: list[SharedEngine], first: object, running: bool = False) -> list[object]:
@@ -164,6 +164,42 @@ def test_a_dead_controllers_node_is_observed_again_not_flashed_twice(pg_url: str
     assert out.ok and at_baseline(bmcs, cat) == nodes
     assert not any(node == "n01" for node, _ in bmcs.flashes)  # re-observed: at the baseline already
     assert engine.leader_seen and lease.node == "n01"
+    assert ("n01", True) in bmcs.sessions and ("n02", False) in bmcs.sessions  # taken over: nothing seen ahead used
+    takeover = [a for a in engine.store.journal.actions("n01", "campaign") if a.action == "take-over"]
+    assert [a.target for a in takeover] == [dead.owner]
+    engine.store.journal.close()
+
+
+class LateLandingBmcs(FakeBmcs):
+    """n01's BMC update, sent by a controller as it was killed, reaches the BMC at `lands_at` (an upload whose
+    Task the BMC creates once it is in): from then on n01 runs the new BMC."""
+
+    lands_at = float("inf")
+
+    def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
+        if target.name == "n01" and time.monotonic() >= self.lands_at:
+            with self.lock:
+                self.versions["n01"]["bmc"] = "2.0"
+        return super().observe(target, components)
+
+
+@pytest.mark.postgres
+def test_a_node_taken_over_is_observed_once_a_request_its_dead_holder_sent_has_landed(
+        pg_url: str, tmp_path: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}})
+    nodes = NODES[:3]
+    bmcs = LateLandingBmcs(nodes, OLD)
+    with Journal() as j:
+        store = CampaignStore(j)
+        store.create("test", str(_source(tmp_path)), "x", waves_for(nodes, cat))
+        store.wave_state("test", 0, WaveState.ACTIVE)
+        dead = Claims(j, "test", ttl_s=0.3)
+        assert dead.lead() and [x.node for x in dead.claim(0, nodes, 5, 5)] == ["n01"]
+    engine = _engine(cat, bmcs, nodes, settle_s=0.5)
+    time.sleep(0.4)  # the dead controller's leases expire
+    bmcs.lands_at = time.monotonic() + 0.1  # its request lands just after the survivor takes n01 over
+    assert engine.join().ok and at_baseline(bmcs, cat) == nodes
+    assert bmcs.flashes[("n01", "bmc")] == 0 and bmcs.flashes[("n01", "bios")] == 1  # its BMC image not sent twice
     engine.store.journal.close()
 
 
@@ -228,11 +264,11 @@ def test_a_pause_asked_mid_wave_stops_every_controller_after_its_turns(pg_url: s
     cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}})
 
     class PausingBmcs(FakeBmcs):
-        def update(self, target: Target, flash: Sequence[Component], reset: bool) -> None:
+        def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
             if target.name == "n03":  # wave 1: the operator pauses while it flashes
                 with Journal() as j:
                     CampaignStore(j).request("test", Request.PAUSE)
-            super().update(target, flash, reset)
+            super().update(target, flash, reset, guard)
 
     bmcs = PausingBmcs(NODES, OLD)
     engines = [_engine(cat, bmcs) for _ in range(3)]

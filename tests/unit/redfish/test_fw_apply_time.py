@@ -144,7 +144,7 @@ def test_the_simulator_as_captured_enforces_the_trees_apply_time_support(capture
     tree = full_tree(capture)
     created: list[str] = []
 
-    def create(kind: str) -> None:
+    def create(kind: str, *request: object) -> None:  # (name, target URI, body)
         created.append(kind)
         raise _TaskMade
 
