@@ -31,7 +31,7 @@ from provision.bringup.model import StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc import bmc
-from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, plan_os
+from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, plan_os, resume
 from provision.bringup.stages.seed import build_seed, seed_tool
 from provision.errors import ProvisionError
 from provision.redfish.image_server import ImageServer
@@ -93,12 +93,19 @@ class OsStage:
         key = hostkeys.expected_key(known, hostkeys.host_pattern(ssh))
         with bmc(ctx, self.opts) as node:
             state = power.power_state(node.conn, node.system.uri)
-        answer, detail = self._probe(host) if state != "Off" else (Ssh.DOWN, "the host is Off")
         records = ctx.journal.actions(host.name, stage=self.name) if ctx.journal is not None else []
+        attempt = attempt_of(records)
+        left = resume(attempt, state)
+        if state == "Off":
+            answer, detail = Ssh.DOWN, "the host is Off"
+        elif left and left[0] is not Step.FIRST_BOOT:  # the installer runs: no sshd to wait for
+            answer, detail = Ssh.DOWN, f"an install is under way ({left[0].value} next)"
+        else:
+            answer, detail = self._probe(host)
         obs = OsObserved(ssh=answer, ssh_detail=detail, power=state, known_hosts=known,
                          expected_fingerprint=hostkeys.fingerprint(key) if key else "",
-                         attempt=attempt_of(records), installer=installer_of(host, self.opts))
-        if answer is Ssh.DOWN and obs.installer:
+                         attempt=attempt, installer=installer_of(host, self.opts))
+        if answer is Ssh.DOWN and obs.installer and not left:  # a new install might start
             obs = obs.model_copy(update={"refusals": self._refusals(ctx, obs.installer)})
         return obs
 

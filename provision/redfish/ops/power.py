@@ -147,7 +147,8 @@ class MediaSlot(BaseModel):
 
 
 def media_slots(node: Node) -> list[MediaSlot]:
-    """The virtual media drives of the system and of its manager, in the BMC's order."""
+    """The virtual media drives of the system and of its manager, in the BMC's order, each once (both often
+    link the same collection)."""
     conn = node.conn
     candidates = [conn.get(node.system.uri).get("VirtualMedia")]
     if node.manager_uri:
@@ -158,6 +159,8 @@ def media_slots(node: Node) -> list[MediaSlot]:
             continue
         for media in conn.members(str(ref["@odata.id"])):
             uri = str(media["@odata.id"])
+            if any(s.uri == uri for s in slots):
+                continue
             acts = media.get("Actions") or {}
             slots.append(MediaSlot(
                 uri=uri, types=tuple(str(t) for t in media.get("MediaTypes") or []),

@@ -197,3 +197,30 @@ def test_a_kill_at_any_point_resumes_where_the_journal_says(rig: Any, monkeypatc
     assert hostkeys.expected_key(tmp / "known_hosts", "[127.0.0.1]:2222") == fake.installed_key
     _, kinds = _pass(stage, host, journal)
     assert kinds == []
+
+
+CD2 = power.MediaSlot(uri="/x/CD2", types=("DVD",))
+FLOPPY = power.MediaSlot(uri="/x/Floppy1", types=("Floppy",))
+
+
+@pytest.mark.parametrize(("slots", "seed"), [
+    ([CD, USB], USB),
+    ([CD, CD2, USB], CD2),  # a second CD first: every BMC that offers one boots nothing from it
+    ([USB, CD], USB),
+    ([CD, FLOPPY], FLOPPY),
+    ([CD], None),
+    ([USB], USB),  # the USB stick is the seed's; no CD for the installer is refused apart
+])
+def test_the_seed_goes_on_a_second_medium(slots: list[power.MediaSlot], seed: power.MediaSlot | None) -> None:
+    assert os_stage.seed_slot(slots) == seed
+
+
+def test_media_slots_lists_a_collection_the_system_and_the_manager_both_link_once() -> None:
+    member = {"@odata.id": CD.uri, "MediaTypes": ["CD", "DVD"], "Inserted": True, "Image": URL}
+    usb = {"@odata.id": USB.uri, "MediaTypes": ["USBStick"]}
+    conn = SimpleNamespace(get=lambda uri: {"VirtualMedia": {"@odata.id": "/m"}},
+                           members=lambda uri: [member, usb] if uri == "/m" else [])
+    node = SimpleNamespace(conn=conn, system=SimpleNamespace(uri="/s"), manager_uri="/mgr")
+    slots = power.media_slots(node)  # type: ignore[arg-type]
+    assert [(s.uri, s.inserted, s.image) for s in slots] == [(CD.uri, True, URL), (USB.uri, False, None)]
+    assert os_stage.seed_slot(slots) is not None and os_stage.seed_slot(slots).uri == USB.uri  # type: ignore[union-attr]
