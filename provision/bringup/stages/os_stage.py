@@ -150,7 +150,7 @@ class OsStage:
                     action = action.model_copy(update={"target": f"host {hostkeys.fingerprint(public)}"})
                     run = partial(_hostkey, ctx.host, home, public)
                 else:
-                    run = partial(self._run, ctx.host, node, step, server.url_for(home / SEED))
+                    run = partial(self._run, ctx.host, node, step, server, home / SEED)
                 ctx.say(self.name, action.describe())
                 ctx.side_effect(self.name, action, run)
 
@@ -159,10 +159,13 @@ class OsStage:
         with ImageServer(bind=self.opts.image_bind, advertise=self.opts.image_advertise) as server:
             yield server
 
-    def _run(self, host: HostEntry, node: Node, step: Step, seed_url: str) -> None:
+    def _run(self, host: HostEntry, node: Node, step: Step, server: ImageServer, seed: Path) -> None:
         where = f"{host.name}: {step.value}"
         if step is Step.MEDIA:
-            _insert(node, installer_of(host, self.opts) or "", seed_url, where)
+            if not seed.is_file():
+                raise InstallFailed(f"{where}: no seed medium was made in this run (os-hostkey did not run)")
+            _insert(node, installer_of(host, self.opts) or "", server.url_for(seed), where)
+            _fetched(server, self.clock, self.opts.seed_fetch_wait_s)
         elif step is Step.BOOT_CD:
             power.boot_once(node, "Cd")
         elif step is Step.POWER_ON:
@@ -204,6 +207,14 @@ def _insert(node: Node, installer: str, seed_url: str, where: str) -> None:
         raise InstallFailed(f"{where}: the BMC no longer offers two virtual media")
     power.insert_media(node, cd, installer)
     power.insert_media(node, seed, seed_url)
+
+
+def _fetched(server: ImageServer, clock: Clock, wait_s: float) -> None:
+    """Wait (bounded) for the BMC to download the seed: one that copies the image at insert time then has
+    it whatever becomes of this process; one that streams it on demand reads it later, while it is served."""
+    deadline = clock.now() + wait_s
+    while SEED not in server.sent and clock.now() < deadline:
+        clock.sleep(min(clock.poll_s, 0.5))
 
 
 def _eject(node: Node) -> None:
