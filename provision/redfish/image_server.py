@@ -76,11 +76,25 @@ def _handler(owner: ImageServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, fmt: str, *args: Any) -> None:
             LOG.debug("image server: " + fmt, *args)
 
-        def do_GET(self) -> None:
+        def _path(self) -> Path | None:
             parts = unquote(self.path.split("?", 1)[0]).strip("/").split("/")
             path = owner.files.get(parts[1]) if len(parts) == 2 and parts[0] == owner.prefix else None
             if path is None or not path.is_file():
                 self.send_error(404)
+                return None
+            return path
+
+        def do_HEAD(self) -> None:  # what answers "is the image there" without sending it
+            path = self._path()
+            if path is not None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(path.stat().st_size))
+                self.end_headers()
+
+        def do_GET(self) -> None:
+            path = self._path()
+            if path is None:
                 return
             data = path.read_bytes()
             owner.served.append(path.name)  # before the body: a client that has it sees it recorded

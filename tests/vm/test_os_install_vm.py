@@ -59,6 +59,7 @@ class Lab:
     def _inventory(self) -> Path:
         inv = self.base / "inventory"
         shutil.copytree(ROOT / "inventory" / "group_vars", inv / "group_vars")
+        (self.base / "firmware").symlink_to(ROOT / "firmware")  # the profiles' images, beside the inventory
         (inv / "host_vars").mkdir()
         hosts = {"all": {"children": {"ml_prod_v4": {"hosts": {self.node.name: None}}}}}
         (inv / "hosts.yml").write_text("---\n" + yaml.safe_dump(hosts), encoding="utf-8")

@@ -56,17 +56,22 @@ def installer_of(host: HostEntry, opts: BringupOptions) -> str | None:
 
 
 def url_refusal(url: str, timeout_s: float = 15.0) -> str | None:
-    """Why the installer URL does not answer (None: it does; non-HTTP URLs are the BMC's to fetch)."""
+    """Why the installer URL does not answer (None: it does; non-HTTP URLs are the BMC's to fetch). HEAD,
+    else (a server without HEAD) a GET of its first byte."""
     if not url.startswith(("http://", "https://")):
         return None
-    req = urllib.request.Request(url, method="GET", headers={"Range": "bytes=0-0"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s):
-            return None
-    except urllib.error.HTTPError as exc:
-        return f"installer {url}: HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
-        return f"installer {url} does not answer: {getattr(exc, 'reason', exc)}"
+    for method, headers in (("HEAD", {}), ("GET", {"Range": "bytes=0-0"})):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method=method, headers=headers),
+                                        timeout=timeout_s):
+                return None
+        except urllib.error.HTTPError as exc:
+            if method == "HEAD" and exc.code in (405, 501):
+                continue
+            return f"installer {url}: HTTP {exc.code}"
+        except (urllib.error.URLError, OSError) as exc:
+            return f"installer {url} does not answer: {getattr(exc, 'reason', exc)}"
+    return None
 
 
 def seed_slot(slots: list[power.MediaSlot]) -> power.MediaSlot | None:

@@ -227,3 +227,17 @@ def test_media_slots_lists_a_collection_the_system_and_the_manager_both_link_onc
     slots = power.media_slots(node)  # type: ignore[arg-type]
     assert [(s.uri, s.inserted, s.image) for s in slots] == [(CD.uri, True, URL), (USB.uri, False, None)]
     assert os_stage.seed_slot(slots) is not None and os_stage.seed_slot(slots).uri == USB.uri  # type: ignore[union-attr]
+
+
+def test_an_installer_url_that_does_not_answer_is_a_refusal(tmp_path: Path) -> None:
+    from provision.redfish.image_server import ImageServer
+
+    (tmp_path / "install.iso").write_bytes(b"CD001" * 100)
+    with ImageServer() as srv:
+        url = srv.url_for(tmp_path / "install.iso")
+        assert os_stage.url_refusal(url) is None
+        assert srv.served == []  # asked with HEAD: nothing was sent
+        missing = url.replace("install.iso", "nope.iso")
+        assert os_stage.url_refusal(missing) == f"installer {missing}: HTTP 404"
+    assert "does not answer" in (os_stage.url_refusal(url, timeout_s=2) or "")  # the server is gone
+    assert os_stage.url_refusal("nfs://server/install.iso") is None  # the BMC's to fetch
