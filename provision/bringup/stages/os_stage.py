@@ -144,7 +144,8 @@ class OsStage:
 
     # --- apply -----------------------------------------------------------------------------------
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
-        with _seed_home(ctx.host.name) as home, self._server() as server, bmc(ctx, self.opts) as node:
+        """Each step in its own BMC deadline (the waits in them have their own bounds: Connector.waiting)."""
+        with _seed_home(ctx.host.name) as home, self._server() as server:
             for action in plan.actions:
                 if not action.changes_node:  # bookkeeping: the attempt is over, the node answers
                     ctx.side_effect(self.name, action, lambda: None)
@@ -153,11 +154,12 @@ class OsStage:
                 if step is Step.HOSTKEY:  # made first: the journal's record names the key's fingerprint
                     public = hostkeys.make_key_pair(home, f"root@{ctx.host.name}")
                     action = action.model_copy(update={"target": f"host {hostkeys.fingerprint(public)}"})
-                    run = partial(_hostkey, ctx.host, home, public)
-                else:
-                    run = partial(self._run, ctx.host, node, step, server, home / SEED)
+                    ctx.say(self.name, action.describe())
+                    ctx.side_effect(self.name, action, partial(_hostkey, ctx.host, home, public))
+                    continue
                 ctx.say(self.name, action.describe())
-                ctx.side_effect(self.name, action, run)
+                with bmc(ctx, self.opts) as node:
+                    ctx.side_effect(self.name, action, partial(self._run, ctx.host, node, step, server, home / SEED))
 
     @contextlib.contextmanager
     def _server(self) -> Iterator[ImageServer]:
@@ -170,7 +172,8 @@ class OsStage:
             if not seed.is_file():
                 raise InstallFailed(f"{where}: no seed medium was made in this run (os-hostkey did not run)")
             _insert(node, installer_of(host, self.opts) or "", server.url_for(seed), where)
-            _fetched(server, self.clock, self.opts.seed_fetch_wait_s)
+            with node.conn.waiting(self.opts.seed_fetch_wait_s):
+                _fetched(server, self.clock, self.opts.seed_fetch_wait_s)
         elif step is Step.BOOT_CD:
             power.boot_once(node, "Cd")
         elif step is Step.POWER_ON:

@@ -94,7 +94,8 @@ def rig(make_host: Callable[..., HostEntry], tmp_path: Path, monkeypatch: pytest
 
     @contextlib.contextmanager
     def fake_bmc(ctx: StageContext, opts: BringupOptions) -> Iterator[Any]:
-        yield SimpleNamespace(conn=None, system=SimpleNamespace(uri="/redfish/v1/Systems/1"))
+        yield SimpleNamespace(conn=SimpleNamespace(waiting=lambda seconds: contextlib.nullcontext()),
+                              system=SimpleNamespace(uri="/redfish/v1/Systems/1"))
 
     def insert(node: Any, slot: power.MediaSlot, image: str) -> None:
         fake.calls.append(f"insert {slot.uri.rsplit('/', 1)[-1]}")
