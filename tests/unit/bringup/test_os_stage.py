@@ -242,3 +242,34 @@ def test_an_installer_url_that_does_not_answer_is_a_refusal(tmp_path: Path) -> N
         assert os_stage.url_refusal(missing) == f"installer {missing}: HTTP 404"
     assert "does not answer" in (os_stage.url_refusal(url, timeout_s=2) or "")  # the server is gone
     assert os_stage.url_refusal("nfs://server/install.iso") is None  # the BMC's to fetch
+
+
+def _drift(observed: str, verdict: str) -> Any:
+    from provision.redfish.ops.inventory import DriftItem, DriftReport
+
+    return DriftReport(items=[DriftItem(key="storage.boot.count", expected="2 x 1.92 TB", observed=observed,
+                                        verdict=verdict)])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("boot", "slots", "tool", "url", "refusals"), [
+    (("2", "ok"), [CD, USB], "xorriso", None, ()),
+    (("1", "drift"), [CD, USB], "xorriso", None,
+     ("the BMC lists 1 boot drive(s) (2 x 1.92 TB): the RAID1 root needs two",)),
+    (("0", "unknown"), [CD, USB], "xorriso", None, ()),  # the BMC gives no sizes: the installer checks
+    (("2", "ok"), [CD], "xorriso", None,
+     ("the BMC offers no second virtual medium (CD, USB stick or floppy) for the seed",)),
+    (("2", "ok"), [USB], "xorriso", None, ("the BMC offers no CD/DVD virtual medium for the installer",)),
+    (("2", "ok"), [CD, USB], None, "installer u does not answer: refused",
+     ("installer u does not answer: refused", "no xorriso or genisoimage on this controller to make the seed medium")),
+])
+def test_what_refuses_a_new_install(rig: Any, monkeypatch: pytest.MonkeyPatch, boot: tuple[str, str],
+                                    slots: list[power.MediaSlot], tool: str | None, url: str | None,
+                                    refusals: tuple[str, ...]) -> None:
+    _, host, stage, journal, _ = rig
+    monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
+    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift(*boot))
+    monkeypatch.setattr(os_stage.power, "media_slots", lambda node: slots)
+    monkeypatch.setattr(os_stage, "seed_tool", lambda: tool)
+    monkeypatch.setattr(os_stage, "url_refusal", lambda u: url)
+    ctx = StageContext(host=host, journal=journal, run_id=None)
+    assert OsStage._refusals(stage, ctx, URL) == refusals
