@@ -12,14 +12,12 @@ ovmf, xorriso, grub-common, mtools, dosfstools (PROVISION_TEST_VM=1 scripts/boot
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from provision.lab.twins.ssh import client_argv, lab_key  # noqa: E402
 from provision.lab.vm import deploy, installer  # noqa: E402
 from provision.lab.vm.node import VmNodeOptions, drive_serials, vm_node  # noqa: E402
+from provision.redfish.image_server import ImageServer  # noqa: E402
 
 
 def main() -> int:
@@ -56,42 +55,28 @@ def main() -> int:
             installer.make_iso(tree, conf, www / "install.iso")
             row["iso_s"] = round(time.monotonic() - t, 1)
             row["iso_mib"] = (www / "install.iso").stat().st_size >> 20
-            srv = _serve(www)
-            try:
-                report = deploy.install(node, f"http://127.0.0.1:{srv.server_address[1]}/install.iso")
-                row["install_wall_s"] = report.wall_s
-                row["boot_to_installer_s"] = report.steps.get("modules")
-                row["installer_steps_s"] = report.phases()
-                row["first_boot_to_ssh_s"] = deploy.first_boot(node, key, report.host_key, work / "known_hosts")
-                argv = client_argv(key, work / "known_hosts", "127.0.0.1", node.host.ssh_port)
-                probe = "findmnt -n -o SOURCE /; grep -A1 '^md' /proc/mdstat"
-                done = subprocess.run([*argv, probe], capture_output=True, text=True, timeout=120, check=False)
-                row["root_and_mdstat"] = " | ".join(done.stdout.split("\n")).strip(" |") or done.stderr.strip()
-            finally:
-                srv.shutdown()
-                if args.console_dir:
-                    args.console_dir.mkdir(parents=True, exist_ok=True)
-                    for log in node.console_logs():
-                        shutil.copy2(log, args.console_dir / log.name)
+            with ImageServer() as srv:  # on 127.0.0.1, where the node's BMC fetches from
+                try:
+                    report = deploy.install(node, srv.url_for(www / "install.iso"))
+                    row["install_wall_s"] = report.wall_s
+                    row["boot_to_installer_s"] = report.steps.get("modules")
+                    row["installer_steps_s"] = report.phases()
+                    row["first_boot_to_ssh_s"] = deploy.first_boot(node, key, report.host_key, work / "known_hosts")
+                    argv = client_argv(key, work / "known_hosts", "127.0.0.1", node.host.ssh_port)
+                    probe = "findmnt -n -o SOURCE /; grep -A1 '^md' /proc/mdstat"
+                    done = subprocess.run([*argv, probe], capture_output=True, text=True, timeout=120, check=False)
+                    row["root_and_mdstat"] = " | ".join(done.stdout.split("\n")).strip(" |") or done.stderr.strip()
+                finally:
+                    if args.console_dir:
+                        args.console_dir.mkdir(parents=True, exist_ok=True)
+                        for log in node.console_logs():
+                            shutil.copy2(log, args.console_dir / log.name)
         row["load_after"] = os.getloadavg()[0]
     for name, value in row.items():
         print(f"{name:24} {value}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(row, indent=1) + "\n")
     return 0
-
-
-def _serve(root: Path) -> http.server.ThreadingHTTPServer:
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a: Any, **kw: Any) -> None:
-            super().__init__(*a, directory=str(root), **kw)
-
-        def log_message(self, *_: Any) -> None:
-            return None
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
 
 
 if __name__ == "__main__":

@@ -20,17 +20,20 @@ from provision.redfish.redact import scrub
 from provision.spec import HostEntry
 
 
-def select_stages(stages: Sequence[Stage], start: str | None = None, only: str | None = None) -> list[Stage]:
-    """The stages to run given --from and --only; unknown names are usage errors."""
+def select_stages(stages: Sequence[Stage], start: str | None = None, only: str | None = None,
+                  end: str | None = None) -> list[Stage]:
+    """The stages to run given --from, --only and --to (the last stage run); unknown names are usage errors."""
     names = [s.name for s in stages]
-    for wanted in (start, only):
+    for wanted in (start, only, end):
         if wanted is not None and wanted not in names:
             raise InputError(f"unknown stage {wanted!r}; stages: {', '.join(names)}")
     if only is not None:
         return [s for s in stages if s.name == only]
-    if start is not None:
-        return list(stages[names.index(start):])
-    return list(stages)
+    first = names.index(start) if start is not None else 0
+    last = names.index(end) if end is not None else len(names) - 1
+    if last < first:
+        raise InputError(f"--to {end} comes before --from {start}; stages: {', '.join(names)}")
+    return list(stages[first:last + 1])
 
 
 def run_bringup(
@@ -75,8 +78,19 @@ def _run(hosts: Sequence[HostEntry], stages: Sequence[Stage], journal: Journal |
     return result
 
 
-def _run_node(ctx: StageContext, stages: Sequence[Stage], plan_only: bool) -> NodeResult:
-    result = NodeResult(node=ctx.host.name)
+def bring_up_node(ctx: StageContext, stages: Sequence[Stage], done: Sequence[StageResult] = ()) -> NodeResult:
+    """One node through `stages` (after `done`, the results of stages already completed), its sessions closed
+    at the end; a failed stage ends the node's run. For a driver that runs node by node (provision.bringup.shared).
+    """
+    try:
+        return _run_node(ctx, stages, ctx.plan_only, done)
+    finally:
+        _close(ctx)
+
+
+def _run_node(ctx: StageContext, stages: Sequence[Stage], plan_only: bool,
+              done: Sequence[StageResult] = ()) -> NodeResult:
+    result = NodeResult(node=ctx.host.name, stages=list(done))
     for stage in stages:
         if plan_only and getattr(stage, "judges_changes", False) and any(
             s.outcome is Outcome.PLANNED for s in result.stages
@@ -141,4 +155,4 @@ def _apply(ctx: StageContext, stage: Stage, plan: StagePlan, plan_only: bool) ->
     return Outcome.APPLIED
 
 
-__all__ = ["STAGES", "run_bringup", "select_stages"]
+__all__ = ["STAGES", "bring_up_node", "run_bringup", "select_stages"]

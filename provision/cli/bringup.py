@@ -13,6 +13,7 @@ from provision.bringup.display import Progress
 from provision.bringup.engine import run_bringup, select_stages
 from provision.bringup.model import BringupResult, Outcome, StageName
 from provision.bringup.options import BringupOptions
+from provision.bringup.shared import SharedBringup, ShareSummary
 from provision.bringup.stages import default_stages
 from provision.cli.events import StageEvents, tee
 from provision.cli.options import (
@@ -22,6 +23,7 @@ from provision.cli.options import (
     InventoryOpt,
     JsonOpt,
     LimitOpt,
+    journal_at,
     load_hosts,
 )
 from provision.cli.output import add_row, cell, console, emit_json, new_table, print_wide
@@ -29,7 +31,8 @@ from provision.cli.paths import check_paths
 from provision.conformance.model import Level
 from provision.errors import InputError
 from provision.journal import Journal
-from provision.journal.paths import default_path
+from provision.journal.location import ENV_URL, Backend, Location
+from provision.journal.locks import LEASE_TTL_S
 
 MAX_CONCURRENCY = 256
 STYLE = {Outcome.APPLIED: "yellow", Outcome.CONVERGED: "green", Outcome.PLANNED: "cyan", Outcome.FAILED: "red",
@@ -43,6 +46,18 @@ def bringup_command(
     plan: Annotated[bool, typer.Option("--plan", help="Show what every stage would do; change nothing")] = False,
     start: Annotated[StageName | None, typer.Option("--from", help="Start at this stage")] = None,
     only: Annotated[StageName | None, typer.Option("--only", help="Run only this stage")] = None,
+    end: Annotated[StageName | None, typer.Option("--to", help="Stop after this stage (e.g. reset: the BMC stages)")]
+    = None,
+    share: Annotated[str | None, typer.Option(
+        "--share", metavar="NAME",
+        help="Split the nodes with every controller running this shared bring-up (a PostgreSQL journal): each "
+             "takes nodes no other holds; a dead controller's nodes are finished by the others")] = None,
+    lease_seconds: Annotated[float, typer.Option(
+        "--lease-seconds", min=1.0, help="--share: a dead controller's node leases expire this long after it died")]
+    = LEASE_TTL_S,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed", help="--share: take again the nodes that failed in it before this controller started")]
+    = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Nodes at once")] = 4,
     journal: Annotated[Path | None, typer.Option("--journal", help="Journal database")] = None,
     log_dir: Annotated[Path, typer.Option("--log-dir", help="One log file per node")] = Path("logs/bringup"),
@@ -60,23 +75,57 @@ def bringup_command(
     Every option is checked before anything is written (the journal, the log directory, a BMC)."""
     if not nodes and not limit:
         raise InputError("select nodes: a host pattern (PATTERN...), --limit PATTERN, or both")
-    if start is not None and only is not None:
-        raise InputError("--from and --only exclude each other: --from runs a stage and those after it, --only one")
-    check_paths(journal=journal or default_path(), log_dir=log_dir, os_image=os_image)
+    if only is not None and (start is not None or end is not None):
+        raise InputError("--only excludes --from and --to: --from runs a stage and those after it (up to --to), "
+                         "--only one")
+    where = journal_at(journal, inventory)
+    if share is not None:
+        _check_share(share, plan, where)
+    elif retry_failed:
+        raise InputError("--retry-failed goes with --share (a bring-up without it takes every node it is given)")
+    check_paths(journal=where.path, log_dir=log_dir, os_image=os_image)
     hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
                           poll_s=poll, recheck=recheck)
-    stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None)
+    stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None,
+                           end.value if end else None)
     live = not as_json and sys.stdout.isatty()  # a terminal: the live table; otherwise one line per stage
-    with Journal(journal) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
+    with Journal(where) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
         say = progress if live else tee(progress, StageEvents())  # on stderr, as each stage ends
-        result = run_bringup(hosts, stages, journal=jr, plan_only=plan, concurrency=concurrency, progress=say)
+        if share is None:
+            result, summary = run_bringup(hosts, stages, journal=jr, plan_only=plan, concurrency=concurrency,
+                                          progress=say), None
+        else:
+            result, summary = SharedBringup(hosts, stages, jr, share, concurrency=concurrency, progress=say,
+                                            ttl_s=lease_seconds, poll_s=poll, retry_failed=retry_failed).run()
     if as_json:
-        emit_json(_summary(result))
+        emit_json(_summary(result) | ({"share": summary.model_dump()} if summary is not None else {}))
     else:
         _render(result)
-    if not result.ok:
+        if summary is not None:
+            _render_share(summary)
+    if not result.ok or (summary is not None and not summary.ok):
         raise typer.Exit(1)
+
+
+def _check_share(share: str, plan: bool, where: Location) -> None:
+    """--share before anything is opened: a shared journal, a bring-up that changes nodes, a usable name."""
+    if plan:
+        raise InputError("--share splits a bring-up that changes nodes; --plan changes nothing (drop one)")
+    if not share.strip() or len(share) > 200 or any(c.isspace() for c in share):
+        raise InputError(f"--share {share!r}: a name without spaces, at most 200 characters")
+    if where.backend is Backend.SQLITE:  # refused before the file is opened (or created)
+        raise InputError(f"journal {where.shown}: --share needs a journal shared by the controllers (PostgreSQL: "
+                         f"set {ENV_URL}=postgresql://user@host/database or the inventory's provision_journal_url); "
+                         "a SQLite journal serves one controller")
+
+
+def _render_share(summary: ShareSummary) -> None:
+    console.print(Text(f"share {summary.share}: {len(summary.done)} of {summary.nodes} node(s) done, "
+                       f"{len(summary.failed)} failed; this controller ran {len(summary.mine)}",
+                       style="green" if summary.ok else "red"), soft_wrap=True)
+    for node, stage in sorted(summary.failed.items()):
+        console.print(Text(f"{node}: failed at {stage}", style="red"))
 
 
 def _summary(result: BringupResult) -> dict[str, object]:

@@ -25,7 +25,7 @@ from provision.campaign.shared import SharedEngine
 from provision.campaign.updater import Target
 from provision.cli import events
 from provision.cli.firmware import AdvertiseOpt, BindOpt
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, LimitOpt
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, LimitOpt, journal_at
 from provision.cli.output import (
     Format,
     OutputOpt,
@@ -41,7 +41,7 @@ from provision.cli.output import (
 from provision.errors import CheckFailed, InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
-from provision.journal.location import ENV_URL, Backend, recorded, resolve
+from provision.journal.location import ENV_URL, Backend, Location, recorded
 from provision.journal.locks import LEASE_TTL_S
 from provision.private import write_private
 from provision.redfish.image_server import ImageServer
@@ -79,7 +79,7 @@ def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, lim
          output: OutputOpt = None) -> None:
     """Read every target's firmware and show pending updates and the waves (changes nothing)."""
     fmt = choose(output, as_json)
-    resolved = _resolve_read_only(campaign, journal)
+    resolved = _resolve_read_only(campaign, journal_at(journal, inventory))
     catalog = resolved.catalog
     targets = control.targets(load_fleet(inventory), catalog, limit)
     result = build_plan(catalog, observe_all(list(targets.values()), catalog, _updater(resolved.source, insecure)))
@@ -111,7 +111,7 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
           lease_seconds: LeaseOpt = LEASE_TTL_S) -> None:
     """Plan, record the waves in the journal, and run the campaign in the foreground (on a PostgreSQL journal,
     other controllers may `join` it)."""
-    with Journal(journal) as jr:
+    with Journal(journal_at(journal, inventory)) as jr:
         store = CampaignStore(jr)
         resolved = control.resolve(store, campaign)
         if resolved.record is not None:
@@ -138,12 +138,13 @@ def join(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
          image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False, lease_seconds: LeaseOpt = LEASE_TTL_S) -> None:
     """Take part in a running campaign from another controller: claim nodes of its current wave that no other
     controller holds (a PostgreSQL journal: PROVISION_JOURNAL_URL)."""
-    where = resolve(None)
+    where = journal_at(None, inventory)
     if where.backend is Backend.SQLITE:  # refused before the file is opened (or created)
         raise InputError(f"journal {where.shown}: campaign join needs a journal shared by the controllers "
-                         f"(PostgreSQL: set {ENV_URL}=postgresql://user@host/database); a SQLite journal has one "
+                         f"(PostgreSQL: set {ENV_URL}=postgresql://user@host/database or the inventory's "
+                         "provision_journal_url); a SQLite journal has one "
                          "controller, the one that started the campaign")
-    with Journal() as jr:
+    with Journal(where) as jr:
         store = CampaignStore(jr)
         resolved = control.resolve(store, campaign)
         if resolved.record is None:
@@ -171,7 +172,7 @@ def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, j
            image_advertise: AdvertiseOpt = None, as_json: JsonOpt = False,
            lease_seconds: LeaseOpt = LEASE_TTL_S) -> None:
     """Continue a paused, halted or interrupted campaign; every node is observed again first."""
-    with Journal(journal) as jr:
+    with Journal(journal_at(journal, inventory)) as jr:
         store = CampaignStore(jr)
         resolved = control.resolve(store, campaign)
         record = resolved.record
@@ -189,15 +190,15 @@ def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, j
 
 
 @app.command("pause")
-def pause(campaign: CampaignArg, journal: JournalOpt = None) -> None:
+def pause(campaign: CampaignArg, journal: JournalOpt = None, inventory: InventoryOpt = DEFAULT_INVENTORY) -> None:
     """Stop taking nodes: in-flight nodes finish, the rest stay pending until resume."""
-    _request(campaign, journal, Request.PAUSE)
+    _request(campaign, journal_at(journal, inventory), Request.PAUSE)
 
 
 @app.command("abort")
-def abort(campaign: CampaignArg, journal: JournalOpt = None) -> None:
+def abort(campaign: CampaignArg, journal: JournalOpt = None, inventory: InventoryOpt = DEFAULT_INVENTORY) -> None:
     """Stop for good: in-flight nodes finish, no further node is taken, resume is refused."""
-    _request(campaign, journal, Request.ABORT)
+    _request(campaign, journal_at(journal, inventory), Request.ABORT)
 
 
 PromOpt = Annotated[Path | None, typer.Option(
@@ -206,14 +207,14 @@ PromOpt = Annotated[Path | None, typer.Option(
 
 @app.command("status")
 def status(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False,
-           output: OutputOpt = None, prom: PromOpt = None) -> None:
+           output: OutputOpt = None, prom: PromOpt = None, inventory: InventoryOpt = DEFAULT_INVENTORY) -> None:
     """Where the campaign stands: state, waves, node counts (from the journal, read-only).
 
     With --prom, run it from a timer while the campaign runs: node_exporter's textfile collector then
     exports nodes per state, the current wave and whether it halted (docs/metrics.md).
     """
     fmt = choose(output, as_json)
-    with Journal(journal, read_only=True) as jr:
+    with Journal(journal_at(journal, inventory), read_only=True) as jr:
         store = CampaignStore(jr)
         name = _name(store, campaign)
         report = build_report(store, name)
@@ -244,10 +245,10 @@ def status(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt =
 @app.command("report")
 def report(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt = False,
            html: Annotated[Path | None, typer.Option("--html", help="Write an HTML report to this file")] = None,
-           output: OutputOpt = None) -> None:
+           output: OutputOpt = None, inventory: InventoryOpt = DEFAULT_INVENTORY) -> None:
     """Per node versions before and after, durations, outcome; a fleet summary (JSON, HTML or a table)."""
     fmt = choose(output, as_json)
-    with Journal(journal, read_only=True) as jr:
+    with Journal(journal_at(journal, inventory), read_only=True) as jr:
         store = CampaignStore(jr)
         result = build_report(store, _name(store, campaign))
     if html is not None:
@@ -269,11 +270,11 @@ def report(campaign: CampaignArg, journal: JournalOpt = None, as_json: JsonOpt =
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _resolve_read_only(campaign: str, journal: Path | None) -> control.Resolved:
+def _resolve_read_only(campaign: str, journal: Location) -> control.Resolved:
     """CAMPAIGN for a command that only reads: the journal is opened read-only, and a campaign file needs none
     (planning before any campaign ran creates no journal)."""
     path = Path(campaign)
-    if not recorded(resolve(journal)) and (path.suffix in (".yml", ".yaml") or path.is_file()):
+    if not recorded(journal) and (path.suffix in (".yml", ".yaml") or path.is_file()):
         return control.Resolved(load_catalog(path), path.resolve(), None)
     with Journal(journal, read_only=True) as jr:
         return control.resolve(CampaignStore(jr), campaign)
@@ -286,7 +287,7 @@ def _name(store: CampaignStore, campaign: str) -> str:
     return store.get(campaign).name
 
 
-def _request(campaign: str, journal: Path | None, request: Request) -> None:
+def _request(campaign: str, journal: Location, request: Request) -> None:
     with Journal(journal) as jr:
         store = CampaignStore(jr)
         record = store.get(_name(store, campaign))

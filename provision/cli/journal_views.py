@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, LimitOpt, one_host, select_names
+from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, LimitOpt, journal_at, one_host, select_names
 from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, show
 from provision.journal import Journal, StageRecord
 from provision.journal.locks import Lease, NodeLocks
@@ -36,7 +36,7 @@ def status_command(
 ) -> None:
     """Where every node stands: its last stage, outcome and time, and who holds its lock now (read-only)."""
     fmt = choose(output, as_json)
-    with Journal(journal, read_only=True) as jr:
+    with Journal(journal_at(journal, inventory), read_only=True) as jr:
         leases = {lease.node: lease for lease in NodeLocks(jr).held()}
         known = sorted(set(jr.nodes()) | set(leases))
         names = select_names(inventory, nodes or known or ["all"], known, limit) if nodes or limit else known
@@ -83,7 +83,7 @@ def history_command(
 ) -> None:
     """Every stage and side effect recorded for NODE, oldest first (read-only)."""
     fmt = choose(output, as_json)
-    with Journal(journal, read_only=True) as jr:
+    with Journal(journal_at(journal, inventory), read_only=True) as jr:
         node = one_host(str(inventory), node, select_names(inventory, [node], sorted(jr.nodes())))
         stages, actions = jr.stages(node), jr.actions(node)
     if fmt is Format.JSON:

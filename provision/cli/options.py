@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 
 from provision.errors import InputError
+from provision.journal.location import Location, resolve
 from provision.spec import HostEntry, load_fleet
+from provision.spec.journal_url import journal_url
 from provision.spec.patterns import HostPatterns
 
 DEFAULT_INVENTORY = Path(os.environ.get("PROVISION_INVENTORY", "inventory/hosts.yml"))
@@ -34,6 +36,12 @@ LimitOpt = Annotated[str | None, typer.Option(
 InsecureOpt = Annotated[
     bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates (prints a warning).")
 ]
+
+
+def journal_at(journal: Path | None, inventory: Path) -> Location:
+    """The journal a command opens, the one place its order is applied: --journal (a SQLite file) >
+    PROVISION_JOURNAL_URL > the inventory's `provision_journal_url` (group_vars/all) > the default SQLite file."""
+    return resolve(journal, lambda: journal_url(inventory))
 
 
 def load_hosts(inventory: Path, patterns: list[str] | None, limit: str | None = None) -> list[HostEntry]:

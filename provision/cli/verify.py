@@ -14,11 +14,20 @@ from typing import Annotated
 import typer
 
 from provision.cli import events
-from provision.cli.options import DEFAULT_INVENTORY, PATTERN_HELP, InsecureOpt, InventoryOpt, LimitOpt, load_hosts
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    PATTERN_HELP,
+    InsecureOpt,
+    InventoryOpt,
+    LimitOpt,
+    journal_at,
+    load_hosts,
+)
 from provision.cli.output import emit_json, err_console, to_terminal, wide_console
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, NodeReport, Outcome, RunReport
 from provision.errors import CheckFailed, ChecksIncomplete, InputError, ProvisionError
+from provision.journal.location import Location
 from provision.spec.model import HostEntry
 
 LevelOpt = Annotated[
@@ -26,13 +35,13 @@ LevelOpt = Annotated[
 ]
 
 
-def _bmc_hook(since: datetime | None, insecure: bool) -> Callable[[Context, HostEntry], None]:
+def _bmc_hook(since: datetime | None, insecure: bool, journal: Location) -> Callable[[Context, HostEntry], None]:
     """One BMC session per node, opened by the check itself (TLS per the host's CA file, or --insecure)."""
     from provision.conformance.checks.bmc import run_bmc_checks
     from provision.conformance.since import last_bringup
 
     def hook(ctx: Context, host: HostEntry) -> None:
-        run_bmc_checks(ctx, host, since or last_bringup(host.name), insecure=insecure)
+        run_bmc_checks(ctx, host, since or last_bringup(host.name, journal), insecure=insecure)
 
     return hook
 
@@ -99,7 +108,8 @@ def verify_command(
             raise InputError("give the nodes to verify (or --local on the node itself)")
         hosts = load_hosts(inventory, nodes, limit)
         heard = node_event if stdout_json or not to_terminal() else None  # a terminal gets the table at the end
-        run = _controller_run(hosts, inventory, level, no_bmc, sel_since, insecure, heard)
+        run = _controller_run(hosts, inventory, level, no_bmc, sel_since, insecure, heard,
+                              journal_at(None, inventory))
         untold = _tell_slurm(hosts, run)
     command = command_line(ctx.command_path, ctx.command.params, ctx.params)
     run = run.model_copy(update={"provenance": provenance(inventory, run.nodes, command)})
@@ -139,7 +149,7 @@ def _tell_slurm(hosts: list[HostEntry], run: RunReport) -> list[str]:
 
 def _controller_run(hosts: list[HostEntry], inventory: Path, level: Level, no_bmc: bool,
                     sel_since: datetime | None, insecure: bool,
-                    on_node: Callable[[NodeReport, float], None] | None) -> RunReport:
+                    on_node: Callable[[NodeReport, float], None] | None, journal: Location) -> RunReport:
     from provision.conformance.checks.bmc import waive_all
     from provision.conformance.runner import verify
 
@@ -150,13 +160,13 @@ def _controller_run(hosts: list[HostEntry], inventory: Path, level: Level, no_bm
     def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
         waive_all(ctx, "BMC checks turned off (--no-bmc)")
 
-    bmc_hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure)
+    bmc_hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure, journal)
 
     def hook(ctx: Context, host: HostEntry) -> None:
         from provision.conformance.wear import keep_wear
 
         bmc_hook(ctx, host)
-        keep_wear(ctx)  # NVMe endurance projection from the journal's readings (after the pure evaluation)
+        keep_wear(ctx, journal)  # NVMe endurance projection from the journal's readings (after the pure evaluation)
 
     return verify(hosts, level, bmc=hook, on_node=on_node)
 

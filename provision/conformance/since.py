@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provision.errors import ProvisionError
 
+if TYPE_CHECKING:
+    from provision.journal.location import Location
 
-def last_bringup(node: str, journal_path: Path | None = None) -> datetime | None:
+
+def last_bringup(node: str, journal_path: Path | Location | None = None) -> datetime | None:
     """Start of the node's most recent bring-up run; None when no journal or no bring-up is recorded.
 
     Never creates a journal: verify is read-only.

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.nvme import project_endurance
 from provision.conformance.model import Level
 from provision.errors import ProvisionError
 
+if TYPE_CHECKING:
+    from provision.journal.location import Location
 
-def keep_wear(ctx: Context, journal_path: Path | None = None, now: float | None = None) -> None:
+
+def keep_wear(ctx: Context, journal_path: Path | Location | None = None, now: float | None = None) -> None:
     """Project every drive's endurance date from the journal's readings and keep today's there."""
     from provision.journal.location import recorded, resolve
     from provision.journal.store import Journal

@@ -1,7 +1,9 @@
 """Which journal a command opens: a SQLite file (the default) or a PostgreSQL database shared by controllers.
 
 `--journal PATH` is a SQLite file. Without it, `PROVISION_JOURNAL_URL=postgresql://user@host:port/db` (or
-`postgres://`) names a PostgreSQL journal; else the SQLite file under $PROVISION_STATE_DIR.
+`postgres://`) names a PostgreSQL journal; else the inventory's `provision_journal_url` (group_vars/all, read by
+provision.spec.journal_url); else the SQLite file under $PROVISION_STATE_DIR. `resolve` is the one place that
+applies this order.
 
 The PostgreSQL password follows the rules of BMC secrets: never in argv, never printed. It is read from
 `PROVISION_JOURNAL_PASSWORD`, or the file named by `PROVISION_JOURNAL_PASSWORD_FILE`, or left to libpq
@@ -12,8 +14,10 @@ every message, as is every password read here (provision.redfish.redact).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,8 +76,22 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def resolve(path: Path | str | None) -> Location:
-    """The journal for a `--journal` value (None: the environment's, else the default file)."""
+class Configured(Protocol):
+    """A URL a file sets (the inventory's), and what messages call that setting."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def where(self) -> str: ...
+
+
+def resolve(path: Path | str | Location | None,
+            configured: Callable[[], Configured | None] | None = None) -> Location:
+    """The journal for a `--journal` value; None: PROVISION_JOURNAL_URL's, else what `configured` reads (the
+    inventory's setting: read only when neither names a journal), else the default file. A Location is taken as
+    it is (resolved already)."""
+    if isinstance(path, Location):
+        return path
     if path is not None:
         text = str(path)
         if text.split(":", 1)[0] in SCHEMES and ":/" in text:
@@ -81,28 +99,33 @@ def resolve(path: Path | str | None) -> Location:
                              f"journal with {ENV_URL}")
         return Location(backend=Backend.SQLITE, path=Path(path))
     url = os.environ.get(ENV_URL, "").strip()
-    if not url:
-        return Location(backend=Backend.SQLITE, path=default_path())
-    return postgres(url)
+    if url:
+        return postgres(url)
+    setting = configured() if configured is not None else None
+    if setting is not None:
+        return postgres(setting.url, setting.where)
+    return Location(backend=Backend.SQLITE, path=default_path())
 
 
-def postgres(url: str) -> Location:
-    """A PostgreSQL location from a URL, with its password resolved (never printed)."""
+def postgres(url: str, setting: str = ENV_URL) -> Location:
+    """A PostgreSQL location from a URL (`setting` names where it came from), its password resolved (never
+    printed)."""
     parts = urlsplit(url)
     if parts.password:
         register_secret(parts.password)
     shape = "expected postgresql://[user@]host[:port]/database"
+    where = f"{setting}={redact_url(url)}"
     if parts.scheme not in SCHEMES:
-        raise InputError(f"{ENV_URL}={redact_url(url)}: {shape}")
+        raise InputError(f"{where}: {shape}")
     params = parse_qs(parts.query)
     if not parts.hostname and not params.get("host"):  # ?host=/run/postgresql names a Unix socket's directory
-        raise InputError(f"{ENV_URL}={redact_url(url)}: no host; {shape}")
+        raise InputError(f"{where}: no host; {shape}")
     if not parts.path.strip("/") and not params.get("dbname"):
-        raise InputError(f"{ENV_URL}={redact_url(url)}: no database name; {shape}")
+        raise InputError(f"{where}: no database name; {shape}")
     try:
         parts.port  # noqa: B018 -- validates the port
     except ValueError:
-        raise InputError(f"{ENV_URL}={redact_url(url)}: the port is not a number") from None
+        raise InputError(f"{where}: the port is not a number") from None
     return Location(backend=Backend.POSTGRESQL, url=url, password=_password())
 
 

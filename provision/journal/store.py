@@ -44,10 +44,11 @@ class JournalUnreachable(JournalError):
 class Journal:
     """Runs, node stages and applied actions; campaigns extend it (provision.journal.campaigns)."""
 
-    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path | str | Location | None = None, *, read_only: bool = False) -> None:
         """Open (and create, migrate) the journal; with `read_only`, open an existing one as it is.
 
-        `path` is a SQLite file; None is PROVISION_JOURNAL_URL's PostgreSQL database when set, else the
+        `path` is a SQLite file, or a Location resolved already (the CLI's, with the inventory's setting);
+        None is PROVISION_JOURNAL_URL's PostgreSQL database when set, else the
         default file. Read-only is SQLite's `mode=ro` URI (nothing created, nothing written) or a PostgreSQL
         session whose transactions are read only; a missing journal, or one this provision would have to
         migrate, is an InputError naming it.

@@ -1,13 +1,16 @@
 """A short-lived HTTP server that hands firmware images to a BMC's SimpleUpdate.
 
 Serves only the files registered with it, under an unguessable path prefix, bound to a configurable
-address (loopback by default), for as long as the `with` block lasts.
+address (loopback by default), for as long as the `with` block lasts. Files are streamed in chunks (an image
+of several GiB does not pass through memory), with Content-Length; HEAD answers the headers alone.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,6 +20,7 @@ from urllib.parse import quote, unquote
 from provision.errors import RedfishError
 
 LOG = logging.getLogger("provision.redfish")
+CHUNK = 1 << 20  # bytes read from the file and written to the socket at a time
 
 
 class ImageServerError(RedfishError):
@@ -76,34 +80,32 @@ def _handler(owner: ImageServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, fmt: str, *args: Any) -> None:
             LOG.debug("image server: " + fmt, *args)
 
-        def _path(self) -> Path | None:
+        def do_GET(self) -> None:
+            self._answer(body=True)
+
+        def do_HEAD(self) -> None:
+            self._answer(body=False)
+
+        def _answer(self, body: bool) -> None:
             parts = unquote(self.path.split("?", 1)[0]).strip("/").split("/")
             path = owner.files.get(parts[1]) if len(parts) == 2 and parts[0] == owner.prefix else None
-            if path is None or not path.is_file():
+            try:
+                f = path.open("rb") if path is not None and path.is_file() else None
+            except OSError:  # gone or unreadable since it was registered
+                f = None
+            if path is None or f is None:
                 self.send_error(404)
-                return None
-            return path
-
-        def do_HEAD(self) -> None:  # what answers "is the image there" without sending it
-            path = self._path()
-            if path is not None:
+                return
+            with f:
+                if body:
+                    owner.served.append(path.name)  # before the body: a client that has it sees it recorded
                 self.send_response(200)
                 self.send_header("Content-Type", "application/octet-stream")
-                self.send_header("Content-Length", str(path.stat().st_size))
+                self.send_header("Content-Length", str(os.fstat(f.fileno()).st_size))
                 self.end_headers()
-
-        def do_GET(self) -> None:
-            path = self._path()
-            if path is None:
-                return
-            data = path.read_bytes()
-            owner.served.append(path.name)  # before the body: a client that has it sees it recorded
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-            owner.sent.append(path.name)
+                if body:
+                    shutil.copyfileobj(f, self.wfile, CHUNK)
+                    self.wfile.flush()
+                    owner.sent.append(path.name)
 
     return Handler

@@ -15,9 +15,9 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from provision.spec.digests import check_sha256
+from provision.spec.versions import check_apt_version
 
 _URL_RE = re.compile(r"^(https?|file):/{1,3}[^\s]+$")
-_APT_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9][0-9A-Za-z.+~\-]*$")
 _IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@\-]*$")
 
 
@@ -75,12 +75,6 @@ DOCKER_REPOSITORY = AptRepository(
 """Docker's own repository for Debian bookworm, as docs.docker.com/engine/install/debian/ sets it up."""
 
 
-def _apt_version(value: str) -> str:
-    if value and not _APT_VERSION_RE.match(value):
-        raise ValueError(f"{value!r} is not a Debian package version")
-    return value
-
-
 class DockerSource(_Frozen):
     """Where docker-ce comes from, and at which version (empty: what the repository offers, unpinned)."""
 
@@ -90,7 +84,7 @@ class DockerSource(_Frozen):
     @field_validator("apt_version")
     @classmethod
     def _version(cls, value: str) -> str:
-        return _apt_version(value)
+        return check_apt_version(value, unpinned_ok=True)
 
 
 class ReleaseDeb(_Frozen):
@@ -127,7 +121,7 @@ class ApptainerSource(_Frozen):
     @field_validator("apt_version")
     @classmethod
     def _version(cls, value: str) -> str:
-        return _apt_version(value)
+        return check_apt_version(value, unpinned_ok=True)
 
     @model_validator(mode="after")
     def _one_source(self) -> ApptainerSource:

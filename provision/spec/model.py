@@ -20,19 +20,11 @@ from provision.spec.containers import Containers
 from provision.spec.digests import check_sha256
 from provision.spec.nfs import NfsMount, unique_mounts
 from provision.spec.patterns import HostPatterns
-
-_VERSION_RE = re.compile(r"^[0-9]+(?:[.\-][0-9A-Za-z]+)*$")
-_APT_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9][0-9A-Za-z.+~\-]*$")
+from provision.spec.versions import check_apt_version, check_version
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-
-
-def _check_version(value: str) -> str:
-    if not _VERSION_RE.match(value):
-        raise ValueError(f"{value!r} is not a version (expected digits separated by dots, e.g. 550.127.08)")
-    return value
 
 
 Version = Annotated[str, Field(min_length=1)]
@@ -559,7 +551,7 @@ class FirmwareComponent(Frozen):
     @field_validator("version")
     @classmethod
     def _version(cls, value: str) -> str:
-        return _check_version(value)
+        return check_version(value)
 
     @field_validator("sha256")
     @classmethod
@@ -576,14 +568,12 @@ class Pin(Frozen):
     @field_validator("version")
     @classmethod
     def _version(cls, value: str) -> str:
-        return _check_version(value)
+        return check_version(value)
 
     @field_validator("apt_version")
     @classmethod
     def _apt_version(cls, value: str) -> str:
-        if not _APT_VERSION_RE.match(value):
-            raise ValueError(f"{value!r} is not a Debian package version")
-        return value
+        return check_apt_version(value)
 
 
 class DriverPin(Pin):

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from provision.conformance.model import Outcome
 from provision.lab import manager
 from provision.lab.bmcsim.images import build_image
 
@@ -36,6 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 FULL = REPO / "tests" / "fixtures" / "redfish" / "full"
 CLI = [sys.executable, "-c", "from provision.cli import run; run()"]
 R = "/redfish/v1"
+P, W, F, E = Outcome.PASS, Outcome.WARN, Outcome.FAIL, Outcome.ERROR
 
 
 @dataclass(frozen=True)
@@ -470,3 +472,154 @@ def test_a_firmware_update_of_one_component_completes_with_a_task(sim: tuple[str
         assert client.get(target).dict["Version"] == f"{name}-lab-9.9" != before
     finally:
         client.logout()
+
+
+# --- the BMC checks of `provision verify` over sushy-static, on all four captures ------------------------
+# The same rows tests/unit/redfish/test_bmc_checks_full_captures.py reads through the project's loopback BMC,
+# here through an independent server. READINGS are read from the capture files (checked against them first);
+# the outcomes are ML-PROD-V4's (inlet <= 35 C; internal ambient warns above 35 C; 2 PSUs 2N; 6 fans N+1;
+# 2 sockets x 8 channels x 2 DIMMs; 8 GPUs).
+@dataclass(frozen=True)
+class Readings:
+    system: str
+    intake: tuple[str, ...]  # the Temperatures of PhysicalContext Intake
+    inlet: tuple[str, int] | None  # the inlet sensor and its reading (by PhysicalContext, else by name)
+    ambient: tuple[str, int] | None  # the internal ambient sensor (Supermicro's plugin: 'System Temp')
+    psus: tuple[int, int]  # (healthy, present) of Power.PowerSupplies
+    psu_redundancy: str | None  # Power.Redundancy Mode, its Health OK
+    fans: tuple[int, int]  # (healthy, listed) of Thermal.Fans; no capture has a fan Redundancy group
+    dimms: tuple[int, int, int] | None  # populated: sockets, channels per socket, DIMMs per channel (MemoryLocation)
+    gpus: tuple[int, str]  # GPU Processors (model: theirs, else their PCIe device's name), else GPU PCIe devices
+
+
+READINGS = {
+    "hpe": Readings(f"{R}/Systems/1", ("01-Inlet Ambient",), ("01-Inlet Ambient", 20), None, (2, 2), "Failover",
+                    (6, 6), (2, 8, 1), (0, "")),
+    "lenovo": Readings(f"{R}/Systems/1", ("Ambient Temp",), ("Ambient Temp", 19), None, (4, 4), "N+m", (10, 10),
+                       (2, 8, 1), (8, "NVIDIA L40")),
+    # GH200: Chassis/*/Sensors only (no Thermal, no Power): its 'InletSensor_N' are PhysicalContext GPUSubsystem
+    "nvidia_gh200": Readings(f"{R}/Systems/System_0", (), None, None, (0, 0), None, (0, 0), None,
+                             (2, "NVIDIA GH200 96GB HBM3")),
+    # Supermicro: no Intake sensor; 'Inlet Temp' (SystemBoard) is the inlet by its name
+    "supermicro": Readings(f"{R}/Systems/1", (), ("Inlet Temp", 21), ("System Temp", 37), (8, 8), "Failover",
+                           (6, 6), (2, 8, 2), (8, "H100 80GB HBM3")),
+}
+BMC_CAPTURES = sorted(READINGS)
+# check id -> outcome of each capture under ML-PROD-V4
+OUTCOMES = {
+    "hpe": {"bmc.inlet": P, "bmc.internal_ambient": E, "bmc.psu": P, "bmc.psu_redundancy": P, "bmc.fans": P,
+            "bmc.fan_redundancy": P, "bmc.memory_population": F, "bmc.gpu_count": F},
+    "lenovo": {"bmc.inlet": P, "bmc.internal_ambient": E, "bmc.psu": P, "bmc.psu_redundancy": P, "bmc.fans": P,
+               "bmc.fan_redundancy": P, "bmc.memory_population": F, "bmc.gpu_count": P},
+    "nvidia_gh200": {"bmc.inlet": E, "bmc.internal_ambient": E, "bmc.psu": E, "bmc.psu_redundancy": E,
+                     "bmc.fans": E, "bmc.fan_redundancy": E, "bmc.memory_population": E, "bmc.gpu_count": F},
+    "supermicro": {"bmc.inlet": P, "bmc.internal_ambient": W, "bmc.psu": P, "bmc.psu_redundancy": P, "bmc.fans": P,
+                   "bmc.fan_redundancy": P, "bmc.memory_population": P, "bmc.gpu_count": P},
+}
+
+
+def _members(name: str, uri: str) -> list[dict[str, Any]]:
+    return [_captured(name, m["@odata.id"]) for m in _captured(name, uri).get("Members", [])]
+
+
+def _chassis_parts(name: str, part: str) -> list[dict[str, Any]]:
+    """Chassis/*/<part> (Thermal, Power) as captured, of every chassis that has one."""
+    return [json.loads(f.read_text()) for f in sorted((FULL / name).glob(f"redfish/v1/Chassis/*/{part}/index.json"))]
+
+
+def _healthy(items: list[dict[str, Any]]) -> tuple[int, int]:
+    present = [i for i in items if i.get("Status", {}).get("State") not in ("Absent", None)]
+    return sum(1 for i in present if i["Status"].get("Health") == "OK"), len(present)
+
+
+def _dimm_layout(name: str, system: str) -> tuple[int, int, int] | None:
+    dimms = [m for m in _members(name, f"{system}/Memory") if m.get("Status", {}).get("State") == "Enabled"]
+    locs = [m.get("MemoryLocation") or {} for m in dimms]
+    if any("Socket" not in loc or "Channel" not in loc for loc in locs):
+        return None
+    channels: dict[tuple[Any, Any, Any], int] = {}
+    for loc in locs:
+        key = (loc["Socket"], loc.get("MemoryController"), loc["Channel"])
+        channels[key] = channels.get(key, 0) + 1
+    sockets = {k[0] for k in channels}
+    per_socket = {sum(1 for k in channels if k[0] == s) for s in sockets}
+    assert len(per_socket) == 1 and len(set(channels.values())) == 1, (name, channels)
+    return len(sockets), per_socket.pop(), set(channels.values()).pop()
+
+
+def _gpus(name: str) -> tuple[int, str]:
+    procs = [p for s in _members(name, f"{R}/Systems") if "Processors" in s
+             for p in _members(name, s["Processors"]["@odata.id"]) if p.get("ProcessorType") == "GPU"]
+    models = [p.get("Model") or _captured(name, p["Links"]["PCIeDevice"]["@odata.id"])["Name"] for p in procs]
+    if not procs:
+        models = [json.loads(f.read_text())["Model"]
+                  for f in (FULL / name).glob("redfish/v1/Chassis/*/PCIeDevices/GPU*/index.json")]
+    assert len(set(models)) <= 1, models
+    return len(models), models[0] if models else ""
+
+
+@pytest.mark.parametrize("name", BMC_CAPTURES)
+def test_the_bmc_readings_are_the_captures(name: str) -> None:
+    r = READINGS[name]
+    thermal, power = _chassis_parts(name, "Thermal"), _chassis_parts(name, "Power")
+    temps = {t["Name"]: t for th in thermal for t in th.get("Temperatures", [])}
+    if name == "nvidia_gh200":  # sensors only in Chassis/*/Sensors
+        temps = {s["Name"]: s for f in (FULL / name).glob("redfish/v1/Chassis/*/Sensors/*/index.json")
+                 if (s := json.loads(f.read_text())).get("ReadingType") == "Temperature"}
+        assert temps and not thermal and not power
+    assert tuple(n for n, t in temps.items() if t.get("PhysicalContext") == "Intake") == r.intake
+    for sensor in (r.inlet, r.ambient):
+        if sensor is not None:
+            t = temps[sensor[0]]
+            assert t.get("ReadingCelsius", t.get("Reading")) == sensor[1]
+    assert _healthy([p for pw in power for p in pw.get("PowerSupplies", [])]) == r.psus
+    redundancy = [red for pw in power for red in pw.get("Redundancy", [])]
+    assert [red["Mode"] for red in redundancy if red["Status"]["Health"] == "OK"] == (
+        [r.psu_redundancy] if r.psu_redundancy else [])
+    assert _healthy([f for th in thermal for f in th.get("Fans", [])]) == r.fans
+    assert all(not th.get("Redundancy") for th in thermal)
+    assert _dimm_layout(name, r.system) == r.dimms
+    assert _gpus(name) == r.gpus
+
+
+def _found(name: str) -> dict[str, str | None]:
+    """The `found` of each row, from READINGS (None: an ERROR, whose text is the reason)."""
+    r = READINGS[name]
+    layout = f"{r.dimms[0]} socket(s) x {r.dimms[1]} channel(s) x {r.dimms[2]} DIMM(s)" if r.dimms else None
+    return {
+        "bmc.inlet": f"{r.inlet[0]} {r.inlet[1]} C" if r.inlet else None,
+        "bmc.internal_ambient": f"{r.ambient[0]} {r.ambient[1]} C (warn above 35)" if r.ambient else None,
+        "bmc.psu": f"{r.psus[0]} healthy of {r.psus[1]} present" if r.psus[1] else None,
+        "bmc.psu_redundancy": f"{r.psus[0]} healthy PSUs; {r.psu_redundancy} OK" if r.psu_redundancy else None,
+        "bmc.fans": f"{r.fans[0]} of {r.fans[1]}" if r.fans[1] else None,
+        "bmc.fan_redundancy": f"{r.fans[0]} of {r.fans[1]} fans healthy; no fan Redundancy group" if r.fans[1] else None,
+        "bmc.memory_population": layout,
+        "bmc.gpu_count": f"{r.gpus[0]} x {r.gpus[1]}" if r.gpus[0] else "0",
+    }
+
+
+@pytest.fixture(scope="module", params=BMC_CAPTURES)
+def verified(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    """The BMC checks of `provision verify` (its own session, as `verify` opens it) on sushy-static."""
+    from provision.conformance.checks._base import Context
+    from provision.conformance.checks.bmc import run_bmc_checks
+    from provision.conformance.facts import NodeFacts
+    from provision.conformance.model import Level
+    from provision.spec import load_fleet
+
+    work = tmp_path_factory.mktemp(f"sushy-verify-{request.param}")
+    with sushy_static(FULL / request.param, work) as address:
+        host = load_fleet(_peer_inventory(work, address)).hosts["node01"]
+        ctx = Context(node="node01", spec=host.spec, facts=NodeFacts(node="node01", sections={}), level=Level.FULL)
+        run_bmc_checks(ctx, host)
+    yield request.param, {r.id: r for r in ctx.results}
+
+
+def test_the_bmc_checks_from_sushy_static(verified: tuple[str, Any]) -> None:
+    name, rows = verified
+    for cid, outcome in OUTCOMES[name].items():
+        assert rows[cid].outcome is outcome, (cid, rows[cid])
+        if outcome is E:  # about what the capture lacks, not about the connection
+            assert rows[cid].detail.startswith(("the BMC reports no ", "no MemoryLocation ")), (cid, rows[cid])
+        else:
+            assert rows[cid].found == _found(name)[cid], (cid, rows[cid])

@@ -87,16 +87,24 @@ def test_one_failing_node_does_not_stop_the_others(hosts, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "start,only,expected",
+    "start,only,end,expected",
     [
-        (None, None, ["firmware", "bios", "verify"]),
-        ("bios", None, ["bios", "verify"]),
-        (None, "verify", ["verify"]),
-        ("verify", None, ["verify"]),
+        (None, None, None, ["firmware", "bios", "verify"]),
+        ("bios", None, None, ["bios", "verify"]),
+        (None, "verify", None, ["verify"]),
+        ("verify", None, None, ["verify"]),
+        (None, None, "bios", ["firmware", "bios"]),
+        ("bios", None, "bios", ["bios"]),
+        (None, None, "firmware", ["firmware"]),
     ],
 )
-def test_select_stages(start: str | None, only: str | None, expected: list[str]) -> None:
-    assert [s.name for s in select_stages(_stages({}), start, only)] == expected
+def test_select_stages(start: str | None, only: str | None, end: str | None, expected: list[str]) -> None:
+    assert [s.name for s in select_stages(_stages({}), start, only, end)] == expected
+
+
+def test_to_before_from_is_input_error() -> None:
+    with pytest.raises(InputError, match="--to firmware comes before --from bios"):
+        select_stages(_stages({}), "bios", None, "firmware")
 
 
 def test_unknown_stage_is_input_error() -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import http.client
 import socket
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -39,6 +42,55 @@ def test_serves_the_registered_file(images: tuple[Path, Path]) -> None:
         url = urlsplit(srv.url_for(image))
         assert _request("127.0.0.1", srv.actual_port, "GET", url.path) == (200, image.read_bytes())
         assert srv.served == [image.name]
+
+
+def test_head_answers_the_length_without_the_body_and_is_not_a_download(images: tuple[Path, Path]) -> None:
+    image, secret = images
+    with ImageServer(bind="127.0.0.1") as srv:
+        path = urlsplit(srv.url_for(image)).path
+        conn = http.client.HTTPConnection("127.0.0.1", srv.actual_port, timeout=5)
+        try:
+            conn.request("HEAD", path)
+            resp = conn.getresponse()
+            assert (resp.status, resp.getheader("Content-Length"), resp.read()) == (
+                200, str(image.stat().st_size), b"")
+        finally:
+            conn.close()
+        assert _request("127.0.0.1", srv.actual_port, "HEAD", path.replace(image.name, secret.name))[0] == 404
+        assert srv.served == []  # a HEAD (a BMC probing the URL) is not the BMC having fetched the image
+
+
+# A child process serves a sparse file of 256 MiB to itself and reports how much its peak memory grew:
+# streamed, it grows by about a chunk; read whole into memory (what the server once did), by the whole file.
+_PEAK_RSS_CHILD = textwrap.dedent("""
+    import http.client, resource, sys
+    from pathlib import Path
+    from urllib.parse import urlsplit
+    from provision.redfish.image_server import ImageServer
+    image = Path(sys.argv[1])
+    with open(image, "wb") as f:
+        f.truncate(256 << 20)
+    with ImageServer() as srv:
+        path = urlsplit(srv.url_for(image)).path
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        conn = http.client.HTTPConnection("127.0.0.1", srv.actual_port, timeout=60)
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        length, got = int(resp.getheader("Content-Length")), 0
+        while chunk := resp.read(1 << 16):
+            got += len(chunk)
+        conn.close()
+        grew_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(length, got, grew_kib)
+""")
+
+
+def test_a_large_image_is_streamed_not_read_into_memory(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", _PEAK_RSS_CHILD, str(tmp_path / "big.iso")],
+                         capture_output=True, text=True, timeout=120, check=True).stdout  # fmt: skip
+    length, got, grew_kib = (int(x) for x in out.split())
+    assert length == got == 256 << 20
+    assert grew_kib < 64 << 10, f"peak RSS grew by {grew_kib} KiB serving a 256 MiB file"
 
 
 def test_serves_nothing_else(images: tuple[Path, Path]) -> None:

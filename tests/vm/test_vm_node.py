@@ -10,11 +10,9 @@ device in turn and says so. About a minute under plain emulation.
 from __future__ import annotations
 
 import base64
-import http.server
 import json
 import os
 import re
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from typing import Any
 import pytest
 
 from provision.lab.vm.node import VmNode, VmNodeOptions, drive_serials, vm_node
+from provision.redfish.image_server import ImageServer
 
 pytestmark = [pytest.mark.lab, pytest.mark.vm, pytest.mark.timeout(900)]
 
@@ -47,17 +46,8 @@ def image_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("www")
     (root / "blank.iso").write_bytes(bytes(2 * 1024 * 1024))  # a CD with nothing bootable on it
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a: Any, **kw: Any) -> None:
-            super().__init__(*a, directory=str(root), **kw)
-
-        def log_message(self, *_: Any) -> None:
-            return None
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/blank.iso"
-    srv.shutdown()
+    with ImageServer() as srv:  # the project's own image server, on 127.0.0.1, where the BMC fetches from
+        yield srv.url_for(root / "blank.iso")
 
 
 def redfish(node: VmNode, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -26,7 +26,11 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (["--only", "flash"], "'--only': 'flash' is not one of"),
     (["--concurrency", "0"], "'--concurrency'"),
     (["--poll-seconds", "0"], "'--poll-seconds'"),
-    (["--from", "bios", "--only", "verify"], "--from and --only exclude each other"),
+    (["--from", "bios", "--only", "verify"], "--only excludes --from and --to"),
+    (["--to", "bios", "--only", "verify"], "--only excludes --from and --to"),
+    (["--from", "reset", "--to", "bios"], "--to bios comes before --from reset"),
+    (["--share", "rack 7"], "a name without spaces"),
+    (["--retry-failed"], "--retry-failed goes with --share"),
     (["--os-image", "installer.iso"], "--os-image 'installer.iso': expected a http/https/nfs/cifs URL"),
     (["--bogus"], "No such option: --bogus"),
 ])
