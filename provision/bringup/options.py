@@ -21,6 +21,9 @@ class BringupOptions(BaseModel):
     poll_s: float = 1.0
     os_image: str | None = None  # virtual-media URL of an installer; None: the OS must already answer SSH
     ssh_wait_s: float = 300.0
+    install_timeout_s: float = 3600.0  # os: from power-on until the installer powers the host off
+    seed_fetch_wait_s: float = 60.0  # os: how long to wait for the BMC to download the seed (not an error)
+    first_boot_timeout_s: float = 900.0  # os: from the boot from the disks until SSH answers with the seeded key
     verify_level: Level = Level.FULL
     strategy: Literal["linear", "mitogen"] = "linear"
     forks: int = 8

@@ -37,6 +37,8 @@ class ImageServer:
         self.prefix = secrets.token_urlsafe(12)
         self.files: dict[str, Path] = {}
         self.served: list[str] = []
+        self.sent: list[str] = []
+        """Names whose whole body was written (a download that completed, as far as this side can tell)."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -103,5 +105,7 @@ def _handler(owner: ImageServer) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 if body:
                     shutil.copyfileobj(f, self.wfile, CHUNK)
+                    self.wfile.flush()
+                    owner.sent.append(path.name)
 
     return Handler

@@ -597,6 +597,12 @@ class KernelPin(Frozen):
     apt_version: str
 
 
+class OsInstaller(Frozen):
+    """The unattended installer the os stage boots from virtual media on a node without an OS."""
+
+    url: str = Field(pattern=r"^(https?|nfs|cifs)://\S+$", description="Virtual-media URL of the installer image")
+
+
 class Software(Frozen):
     """Pinned OS and GPU stack."""
 
@@ -613,6 +619,8 @@ class Software(Frozen):
     dcgm: Pin | None = None
     zfs: Pin | None = None
     mdadm: Pin | None = None
+    os_installer: OsInstaller | None = None
+    """Absent: a node without an OS is installed only with --os-image (else the os stage stops)."""
 
     @model_validator(mode="after")
     def _fabric_manager_equals_driver(self) -> Software:

@@ -41,11 +41,11 @@ class Recorder(HostBackend):
     def power(self, on: bool, boot: BootTarget) -> None:
         self.calls.append(("on", boot.value) if on else ("off",))
 
-    def insert_media(self, url: str) -> None:
-        self.calls.append(("insert", url))
+    def insert_media(self, url: str, slot: str = "CD1") -> None:
+        self.calls.append(("insert", url) if slot == "CD1" else ("insert", url, slot))
 
-    def eject_media(self) -> None:
-        self.calls.append(("eject",))
+    def eject_media(self, slot: str = "CD1") -> None:
+        self.calls.append(("eject",) if slot == "CD1" else ("eject", slot))
 
     def check_media(self, url: str) -> str | None:
         return media_refusal(url, ("127.0.0.1",))
@@ -142,6 +142,15 @@ def test_qemu_argv_without_media_has_no_cd_and_pxe_puts_the_nic_first(tmp_path: 
     assert not any(d.startswith("scsi-cd") for d in devices(argv))
 
 
+def test_qemu_argv_puts_the_other_virtual_drives_on_the_scsi_bus_never_bootable(tmp_path: Path) -> None:
+    argv = qemu_argv(vm_cfg(tmp_path), BootTarget.CD, tmp_path / "os.iso", tmp_path / "c.log", [tmp_path / "seed"])
+    assert devices(argv)[-3:] == ["virtio-scsi-pci,id=scsi0", "scsi-cd,bus=scsi0.0,drive=cd,bootindex=0",
+                                  "scsi-cd,bus=scsi0.0,drive=cd1,scsi-id=1"]
+    assert f"file={tmp_path / 'seed'},if=none,id=cd1,media=cdrom,readonly=on,format=raw" in argv
+    alone = qemu_argv(vm_cfg(tmp_path), BootTarget.HDD, None, tmp_path / "c.log", [tmp_path / "seed"])
+    assert devices(alone)[-2:] == ["virtio-scsi-pci,id=scsi0", "scsi-cd,bus=scsi0.0,drive=cd1,scsi-id=1"]
+
+
 @pytest.mark.parametrize(
     ("url", "refused"),
     [
@@ -181,11 +190,13 @@ ACTIONS: list[tuple[str, list[tuple[str, str, dict[str, Any]]], list[tuple[str, 
         ("PATCH", SYS, {"Boot": {"BootSourceOverrideEnabled": "Continuous", "BootSourceOverrideTarget": "Pxe"}}),
         ("POST", RESET, {"ResetType": "ForceRestart"}), ("POST", RESET, {"ResetType": "PowerCycle"})],
      [("off",), ("on", "Pxe"), ("off",), ("on", "Pxe")]),
-    ("insert and eject reach the host's CD; the USB stick does not", [
+    ("insert and eject reach the host's CD and its USB stick (the seed medium), each by its Id", [
         ("POST", f"{CD}/Actions/VirtualMedia.InsertMedia", {"Image": "http://127.0.0.1:9/os.iso"}),
         ("POST", f"{USB}/Actions/VirtualMedia.InsertMedia", {"Image": "http://127.0.0.1:9/usb.img"}),
-        ("POST", f"{CD}/Actions/VirtualMedia.EjectMedia", {})],
-     [("insert", "http://127.0.0.1:9/os.iso"), ("eject",)]),
+        ("POST", f"{CD}/Actions/VirtualMedia.EjectMedia", {}),
+        ("POST", f"{USB}/Actions/VirtualMedia.EjectMedia", {})],
+     [("insert", "http://127.0.0.1:9/os.iso"), ("insert", "http://127.0.0.1:9/usb.img", "USB1"), ("eject",),
+      ("eject", "USB1")]),
     ("a PATCH of the CD's Image inserts, Image null ejects", [
         ("PATCH", CD, {"Image": "http://127.0.0.1:9/os.iso", "Inserted": True}), ("PATCH", CD, {"Image": None})],
      [("insert", "http://127.0.0.1:9/os.iso"), ("eject",)]),

@@ -48,7 +48,9 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOr provision-lab"
 
 def test_install_conf_is_shell_assignments_of_the_node() -> None:
     conf = installer.InstallConf(hostname="node01", boot_serials=("N01-BOOT0", "N01-BOOT1"), authorized_key=KEY)
-    assert conf.text() == f"HOSTNAME='node01'\nBOOT_SERIALS='N01-BOOT0 N01-BOOT1'\nAUTHORIZED_KEY='{KEY}'\n"
+    assert conf.text() == f"HOSTNAME='node01'\nBOOT_SERIALS='N01-BOOT0 N01-BOOT1'\nAUTHORIZED_KEY='{KEY}'\nSEED='0'\n"
+    seeded = conf.model_copy(update={"seed": True}).text()
+    assert seeded.endswith("SEED='1'\n")  # the host key comes from the os stage's seed medium
 
 
 @pytest.mark.parametrize(
@@ -79,6 +81,8 @@ def test_install_script_parses_and_checks_the_drives_before_writing_anything() -
     drives, partition = script.index("step drives"), script.index("step partition")
     assert drives < partition < script.index("sfdisk")
     assert script.index("need exactly two boot drives") < partition
+    assert script.index("no seed medium") < partition  # SEED=1 without its medium: refused before writing
+    assert script.index("cp /seed/provision/ssh_host_ed25519_key ") < script.index(installer.HOSTKEY_BEGIN)
     assert "--metadata=1.2" in script and "--assume-clean" in script
     assert script.count("grub-install --target=x86_64-efi") == 2  # both ESPs
     assert script.index(installer.HOSTKEY_BEGIN) < script.index(installer.DONE) < script.rindex("poweroff -f")

@@ -8,7 +8,8 @@ from provision.bringup.stages.bios import BiosStage
 from provision.bringup.stages.bmc import PreflightStage
 from provision.bringup.stages.configure import ConfigureStage
 from provision.bringup.stages.firmware import FirmwareStage
-from provision.bringup.stages.host import OsStage, VerifyStage
+from provision.bringup.stages.host import VerifyStage
+from provision.bringup.stages.os_stage import OsStage
 from provision.bringup.stages.reset import ResetStage
 
 

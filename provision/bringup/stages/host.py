@@ -1,4 +1,4 @@
-"""Stages on the node's OS: os (wait for SSH, or install from virtual media) and verify (configure: configure.py)."""
+"""The verify stage (the os stage: os_stage.py; configure: configure.py)."""
 
 from __future__ import annotations
 
@@ -15,51 +15,10 @@ from provision.conformance.checks.bmc import BmcFacts, run_bmc_checks
 from provision.conformance.checks.bmc_read import read_connected
 from provision.conformance.model import Level, NodeReport, Outcome
 from provision.conformance.runner import verify_node
-from provision.errors import CheckFailed, InputError
-from provision.redfish.ops import power
-from provision.redfish.ops.waiting import Clock
-from provision.remote.ssh import SshError, wait_for_ssh
+from provision.errors import CheckFailed
 from provision.scheduler.hooks import SlurmNote, tell_slurm
 from provision.scheduler.slurm import SlurmAction
 from provision.spec import HostEntry
-
-
-class OsStage:
-    """The OS answers SSH (host key checked); else boot the installer from virtual media and wait."""
-
-    name = "os"
-
-    def __init__(self, opts: BringupOptions) -> None:
-        self.opts = opts
-
-    def observe(self, ctx: StageContext) -> str | None:
-        """None when SSH answers within ssh_wait_s (a node may still be rebooting), else the reason."""
-        try:
-            wait_for_ssh(ctx.host, timeout=self.opts.ssh_wait_s)
-        except SshError as exc:
-            return str(exc)
-        return None
-
-    def plan(self, host: HostEntry, observed: str | None) -> StagePlan:
-        if observed is None:
-            return StagePlan(stage=self.name, node=host.name, note="OS answers SSH")
-        if not self.opts.os_image:
-            raise InputError(f"{host.name}: no OS answers SSH ({observed}) and no --os-image to install one")
-        return StagePlan(stage=self.name, node=host.name,
-                         actions=(Action(kind="install-os", target=self.opts.os_image),))
-
-    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
-        # Never run against a real installer here: the lab twins always carry their OS. A real site's
-        # installer image must be unattended (preseed/autoinstall) and enrol the lab's SSH key.
-        image = str(self.opts.os_image)
-        with bmc(ctx, self.opts) as node:
-            ctx.side_effect(self.name, plan.actions[0], lambda: self._install(node, image))
-        wait_for_ssh(ctx.host, timeout=max(self.opts.ssh_wait_s, 3600))
-
-    def _install(self, node: object, image: str) -> None:
-        power.virtual_media(node, image)  # type: ignore[arg-type]
-        power.boot_once(node, "Cd")  # type: ignore[arg-type]
-        power.host_reset(node, Clock(poll_s=self.opts.poll_s), 900)  # type: ignore[arg-type]
 
 
 def _run_started(ctx: StageContext) -> datetime | None:

@@ -59,7 +59,7 @@ class Bmc:
         self.updater = Updater(cfg.name, self.res, self.tasks, self.sel, self.faults, sim, self.reboot)
         self.bios = {s: Bios(cfg.name, self.res, self.sel, lay) for s, lay in seed.bios.items()}
         self.host = host
-        self._cds: list[str] | None = None
+        self._cds: dict[str, str] | None = None
         self.power = {s: Power(cfg.name, s, self.res, clock, self.sel, sim.timings,
                                on_boot=lambda s=s: self._host_booted(s),  # type: ignore[misc]
                                on_power=lambda on, s=s: self._power_changed(s, on))  # type: ignore[misc]
@@ -119,28 +119,31 @@ class Bmc:
             for power in self.power.values():
                 power.host_off(event.detail)
         elif event.kind is HostEventKind.MEDIA_FAILED:
-            for uri in self._cd_media():
-                if (self.res.get(uri) or {}).get("Inserted"):
+            for uri in self._host_media():  # the drive whose image could not be fetched is ejected
+                media = self.res.get(uri) or {}
+                if media.get("Inserted") and media.get("Image") and event.detail.startswith(f"{media['Image']}:"):
                     vmedia.eject(self.name, self.res, self.sel, uri)
             self.sel.add(f"Virtual media image could not be fetched: {event.detail}", severity="Warning")
 
-    def _cd_media(self) -> list[str]:
-        """URIs of the tree's CD/DVD virtual media (the host's virtual CD drive), found once."""
+    def _host_media(self) -> dict[str, str]:
+        """URI -> Id of the tree's virtual media the host has a drive for (CD/DVD, USB stick), found once."""
         if self._cds is None:
             found = ((uri, self.res.get(uri) or {}) for uri in self.seed.tree.uris())
-            self._cds = [uri for uri, res in found if str(res.get("@odata.type", "")).startswith("#VirtualMedia.")
-                         and any(t in ("CD", "DVD") for t in res.get("MediaTypes") or [])]
+            self._cds = {uri: str(res.get("Id") or uri.rsplit("/", 1)[-1]) for uri, res in found
+                         if str(res.get("@odata.type", "")).startswith("#VirtualMedia.")
+                         and any(t in ("CD", "DVD", "USBStick") for t in res.get("MediaTypes") or [])}
         return self._cds
 
     def _media_changed(self, uri: str) -> None:
-        """Tell the host what its virtual CD now holds (CD/DVD media only; USB sticks are not modelled)."""
-        if self.host is None or uri not in self._cd_media():
+        """Tell the host what one of its virtual media drives now holds (which drive: its Id)."""
+        slot = self._host_media().get(uri)
+        if self.host is None or slot is None:
             return
         media = self.res.get(uri) or {}
         if media.get("Inserted") and media.get("Image"):
-            self.host.insert_media(str(media["Image"]))
+            self.host.insert_media(str(media["Image"]), slot)
         else:
-            self.host.eject_media()
+            self.host.eject_media(slot)
 
     def _media_refused(self, body: Json) -> Reply | None:
         image = body.get("Image")

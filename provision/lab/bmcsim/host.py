@@ -3,8 +3,9 @@
 A BMC changes its own Redfish resources (PowerState, Boot, VirtualMedia) and then tells its host backend:
 
     power(on, boot)       the host powers on (booting from `boot`) or off
-    insert_media(url)     a CD/DVD image was inserted: the backend fetches it, as a real BMC does
-    eject_media()         the virtual CD was ejected
+    insert_media(url, slot)   an image was inserted into virtual drive `slot` (the resource's Id: CD1,
+                              USB1): the backend fetches it, as a real BMC does
+    eject_media(slot)         that drive was ejected
 
 Two backends: `TwinHost` (a systemd-nspawn twin: it carries its OS, so boot order and media change
 nothing on it) and `VmHost` (provision/lab/bmcsim/vmhost.py: a qemu VM with UEFI firmware, NVMe
@@ -82,11 +83,11 @@ class HostBackend:
     def power(self, on: bool, boot: BootTarget) -> None:
         self._submit("power", self._do_power, on, boot)
 
-    def insert_media(self, url: str) -> None:
-        self._submit("insert_media", self._do_insert, url)
+    def insert_media(self, url: str, slot: str = "CD1") -> None:
+        self._submit("insert_media", self._do_insert, url, slot)
 
-    def eject_media(self) -> None:
-        self._submit("eject_media", self._do_eject)
+    def eject_media(self, slot: str = "CD1") -> None:
+        self._submit("eject_media", self._do_eject, slot)
 
     def check_media(self, url: str) -> str | None:
         """Why this host refuses the image URL before anything is fetched (None: accepted)."""
@@ -114,10 +115,10 @@ class HostBackend:
     def _do_power(self, on: bool, boot: BootTarget) -> None:
         raise NotImplementedError
 
-    def _do_insert(self, url: str) -> None:
+    def _do_insert(self, url: str, slot: str) -> None:
         return None
 
-    def _do_eject(self) -> None:
+    def _do_eject(self, slot: str) -> None:
         return None
 
     def _do_close(self) -> None:

@@ -8,7 +8,8 @@ new boot order applies, as the firmware reads it at every start). The VM has:
 - the spec's boot pair and scratch drives as emulated NVMe controllers (`-device nvme,serial=...`),
   sparse raw files in the node's work directory that persist like real disks;
 - the virtual CD (a SCSI CD on virtio-scsi: Debian's cloud kernel, which the lab's images boot, has no
-  AHCI and no USB storage driver) holding the last image InsertMedia fetched;
+  AHCI and no USB storage driver) holding the last image InsertMedia fetched into CD1; any other
+  virtual drive (USB1: the os stage's seed medium) is one more SCSI CD on that bus, never bootable;
 - user-mode networking, the guest's port 22 forwarded to 127.0.0.1:<ssh_port>;
 - its serial console written to console-NNNN.log (one file per power-on, numbered): the lab reads what
   an installer prints there, a channel the guest's network cannot reach.
@@ -29,6 +30,7 @@ import subprocess
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -37,6 +39,7 @@ from provision.lab.bmcsim.config import VmHostConfig
 from provision.lab.bmcsim.host import BootTarget, HostBackend, HostEvent, HostEventKind
 
 CONSOLE = "console-{n:04d}.log"
+CD_SLOT = "CD1"  # the virtual drive the firmware boots from (the others are never bootable)
 MEDIA_DIR = "media"
 VARS = "OVMF_VARS.fd"
 DOWNLOAD_TIMEOUT_S = 300
@@ -58,8 +61,10 @@ def boot_indexes(target: BootTarget, boot_drives: int, has_media: bool) -> dict[
     return {dev: i for i, dev in enumerate(order)}
 
 
-def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console: Path) -> list[str]:
-    """The qemu command line of one power-on (pure: a function of the config, boot target and media)."""
+def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console: Path,
+              more: Sequence[Path] = ()) -> list[str]:
+    """The qemu command line of one power-on (pure: a function of the config, boot target and media);
+    `more`: the other virtual drives' images, SCSI CDs without a boot index."""
     index = boot_indexes(target, len(cfg.boot_drives), media is not None)
 
     def at(dev: str) -> str:
@@ -80,11 +85,17 @@ def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console
             "-drive", f"file={drive_file(cfg, drive.serial)},if=none,id={dev},format=raw",
             "-device", f"nvme,drive={dev},serial={drive.serial}{at(dev)}",
         ]  # fmt: skip
+    if media is not None or more:
+        argv += ["-device", "virtio-scsi-pci,id=scsi0"]
     if media is not None:
         argv += [
             "-drive", f"file={media},if=none,id=cd,media=cdrom,readonly=on,format=raw",
-            "-device", "virtio-scsi-pci,id=scsi0",
             "-device", f"scsi-cd,bus=scsi0.0,drive=cd{at('cd')}",
+        ]  # fmt: skip
+    for i, image in enumerate(more, start=1):
+        argv += [
+            "-drive", f"file={image},if=none,id=cd{i},media=cdrom,readonly=on,format=raw",
+            "-device", f"scsi-cd,bus=scsi0.0,drive=cd{i},scsi-id={i}",
         ]  # fmt: skip
     return argv
 
@@ -110,7 +121,7 @@ class VmHost(HostBackend):
         self._allowed = allowed_hosts
         self._proc: subprocess.Popen[bytes] | None = None
         self._stopping = False
-        self._media: Path | None = None
+        self._media: dict[str, Path] = {}  # virtual drive (CD1, USB1) -> the image it holds
         self._starts = 0
 
     # --- what the BMC asks -----------------------------------------------------------------
@@ -126,7 +137,9 @@ class VmHost(HostBackend):
         self._prepare()
         self._starts += 1
         console = self.cfg.work_dir / CONSOLE.format(n=self._starts)
-        argv = qemu_argv(self.cfg, boot, self._media, console)
+        cd = self._media.get(CD_SLOT)
+        more = [path for slot, path in sorted(self._media.items()) if slot != CD_SLOT]
+        argv = qemu_argv(self.cfg, boot, cd, console, more)
         log = open(self.cfg.work_dir / "qemu.log", "ab")  # noqa: SIM115 - handed to qemu, closed below
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
@@ -135,30 +148,33 @@ class VmHost(HostBackend):
         self._proc, self._stopping = proc, False
         (self.cfg.work_dir / "qemu.pid").write_text(f"{proc.pid}\n")
         events.record(
-            self.node, "vm.start", pid=proc.pid, boot=boot.value, media=str(self._media or ""), console=console.name
+            self.node, "vm.start", pid=proc.pid, boot=boot.value, media=str(cd or ""), more=len(more),
+            console=console.name
         )
         threading.Thread(target=self._watch, args=(proc,), name=f"vm-watch-{self.node}", daemon=True).start()
 
-    def _do_insert(self, url: str) -> None:
+    def _do_insert(self, url: str, slot: str = CD_SLOT) -> None:
         media = self.cfg.work_dir / MEDIA_DIR
         media.mkdir(parents=True, exist_ok=True)
         name = (urlparse(url).path.rstrip("/").rsplit("/", 1)[-1] or "image") + ".media"
+        if slot != CD_SLOT:
+            name = f"{slot.lower()}-{name}"
         part = media / f"{name}.part"
         try:
             with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(part, "wb") as out:
                 shutil.copyfileobj(resp, out, 1024 * 1024)
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             part.unlink(missing_ok=True)
-            events.record(self.node, "vm.media_failed", url=url, error=exc.__class__.__name__)
+            events.record(self.node, "vm.media_failed", url=url, slot=slot, error=exc.__class__.__name__)
             self._report(HostEvent(kind=HostEventKind.MEDIA_FAILED, detail=f"{url}: {exc}"))
             return
-        self._drop_media()
-        self._media = part.rename(media / name)
-        events.record(self.node, "vm.media", url=url, size=self._media.stat().st_size)
+        self._drop_media(slot)
+        self._media[slot] = part.rename(media / name)
+        events.record(self.node, "vm.media", url=url, slot=slot, size=self._media[slot].stat().st_size)
 
-    def _do_eject(self) -> None:
-        self._drop_media()
-        events.record(self.node, "vm.eject")
+    def _do_eject(self, slot: str = CD_SLOT) -> None:
+        self._drop_media(slot)
+        events.record(self.node, "vm.eject", slot=slot)
 
     def _do_close(self) -> None:
         self._stop()
@@ -177,10 +193,10 @@ class VmHost(HostBackend):
         if not vars_file.exists():
             shutil.copyfile(self.cfg.firmware_vars, vars_file)
 
-    def _drop_media(self) -> None:
-        if self._media is not None:
-            self._media.unlink(missing_ok=True)
-            self._media = None
+    def _drop_media(self, slot: str) -> None:
+        path = self._media.pop(slot, None)
+        if path is not None:
+            path.unlink(missing_ok=True)
 
     def _stop(self) -> None:
         proc = self._proc

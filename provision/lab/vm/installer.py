@@ -14,9 +14,11 @@ The installer's init (INSTALL_SH) mounts the CD, runs every tool from the OS tre
 partitions both boot drives (GPT: a 64 MiB EFI system partition, the rest Linux RAID), makes md RAID1
 for `/` (metadata 1.2, see below), writes the OS tree onto it, writes fstab and mdadm.conf, rebuilds
 the initramfs (so it assembles the mirror), installs GRUB for UEFI on both ESPs (removable path, so
-either drive boots alone), enrols the lab's SSH key, makes a new host key and prints it on the serial
-console between markers (the lab reads the console file qemu writes: the guest's network cannot reach
-it, so it cannot be spoofed from there), then powers off. Any step that fails prints
+either drive boots alone), enrols the lab's SSH key, installs the host key the os stage made and put on
+its seed medium (a second CD, found by its provision/ssh_host_ed25519_key; install.conf SEED=1) or else
+makes a new one, prints the public key on the serial console between markers (the lab reads the
+console file qemu writes: the guest's network cannot reach it, so it cannot be spoofed from there), then
+powers off. Any step that fails prints
 `PROVISION-INSTALL-ERROR: <step>: <what>` and powers off; before the drives are partitioned nothing is
 written to them (a node without its two boot drives is refused first).
 
@@ -50,6 +52,7 @@ from provision.lab.twins import rootfs
 from provision.lab.twins._cmd import have, last_line, run
 from provision.lab.twins.mounts import remove_tree
 from provision.lab.vm import debs, image, initrd
+from provision.remote.hostkeys import KEY_NAME
 
 OS_PACKAGES = [*image.IMAGE_PACKAGES, "mdadm", "fdisk", "dosfstools", "grub-efi-amd64-bin", "grub2-common"]
 HOST_TOOLS = {"xorriso": "xorriso", "grub-mkstandalone": "grub-common", "mkfs.vfat": "dosfstools",
@@ -103,13 +106,16 @@ class InstallConf(BaseModel):
     hostname: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
     boot_serials: tuple[str, ...] = Field(min_length=1, max_length=4)
     authorized_key: str = Field(pattern=r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256) [A-Za-z0-9+/=]+( \S+)?$")
+    seed: bool = False
+    """True: the host key comes from the os stage's seed medium (a second CD; the install fails without it);
+    False: the installer makes one and prints it on the serial console."""
 
     def text(self) -> str:
         for serial in self.boot_serials:
             if not serial.replace("-", "").replace("_", "").replace(".", "").isalnum():
                 raise LabError(f"boot drive serial {serial!r}: only letters, digits, '-', '_', '.'")
         return (f"HOSTNAME='{self.hostname}'\nBOOT_SERIALS='{' '.join(self.boot_serials)}'\n"
-                f"AUTHORIZED_KEY='{self.authorized_key}'\n")  # fmt: skip
+                f"AUTHORIZED_KEY='{self.authorized_key}'\nSEED='{int(self.seed)}'\n")  # fmt: skip
 
 
 INSTALL_SH = f"""#!/bin/busybox sh
@@ -123,10 +129,27 @@ step() {{ STEP=$1; say "{STEP} $1 $(cut -d' ' -f1 /proc/uptime)"; }}
 step modules
 for m in $(cat /modules.order); do insmod /lib/modules/$m || fail "insmod $m"; done
 step media
-i=0; while [ ! -b /dev/sr0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-mkdir -p /cd /t
-mount -t iso9660 -o ro /dev/sr0 /cd || fail "cannot mount the installer CD (/dev/sr0)"
+find_media() {{  # $1: a file the medium holds, $2: where to mount it, $3: a device to skip; sets FOUND
+  FOUND=; i=0
+  while [ $i -lt 100 ]; do
+    for d in /dev/sr*; do
+      [ -b "$d" ] && [ "$d" != "$3" ] || continue
+      mount -t iso9660 -o ro "$d" "$2" 2>/dev/null || continue
+      [ -f "$2/$1" ] && {{ FOUND=$d; return 0; }}
+      umount "$2"
+    done
+    sleep 0.1; i=$((i+1))
+  done
+  return 1
+}}
+mkdir -p /cd /t /seed
+find_media installer/install.conf /cd "" || fail "cannot find the installer CD (one holding /installer/install.conf)"
+CD_DEV=$FOUND
 . /cd/installer/install.conf || fail "no install.conf on the CD"
+if [ "$SEED" = 1 ]; then
+  find_media provision/{KEY_NAME} /seed "$CD_DEV" || \
+    fail "no seed medium (a CD holding provision/{KEY_NAME}) beside the installer; nothing written"
+fi
 OS=/cd/os
 for d in dev proc sys; do mount --bind /$d $OS/$d || fail "bind /$d"; done
 mount -t tmpfs tmpfs $OS/run; mount -t tmpfs tmpfs $OS/tmp
@@ -183,7 +206,12 @@ echo "$HOSTNAME" > /t/etc/hostname
 mkdir -p /t/root/.ssh; chmod 700 /t/root/.ssh
 echo "$AUTHORIZED_KEY" > /t/root/.ssh/authorized_keys; chmod 600 /t/root/.ssh/authorized_keys
 rm -f /t/etc/ssh/ssh_host_*
-y ssh-keygen -q -t ed25519 -N "" -C "root@$HOSTNAME" -f /etc/ssh/ssh_host_ed25519_key
+if [ "$SEED" = 1 ]; then  # the host key the os stage made and recorded: nothing has to come back
+  cp /seed/provision/{KEY_NAME} /seed/provision/{KEY_NAME}.pub /t/etc/ssh/ || fail "copy the seeded host key"
+  chmod 600 /t/etc/ssh/{KEY_NAME}; chmod 644 /t/etc/ssh/{KEY_NAME}.pub
+else
+  y ssh-keygen -q -t ed25519 -N "" -C "root@$HOSTNAME" -f /etc/ssh/{KEY_NAME}
+fi
 step initramfs
 y update-initramfs -c -k all
 step bootloader
@@ -202,6 +230,7 @@ say "{HOSTKEY_END}"
 for d in run sys proc dev; do umount /t/$d; done
 umount /t || fail "umount /t"
 chroot $OS mdadm --stop /dev/md0 > /dev/null 2>&1
+umount /seed 2>/dev/null
 sync
 say "{DONE} $(cut -d' ' -f1 /proc/uptime)"
 poweroff -f

@@ -129,29 +129,65 @@ def boot_once(node: Node, target: str, mode: str | None = None) -> None:
     node.conn.patch(node.system.uri, {"Boot": boot})
 
 
-def virtual_media(node: Node, image: str | None) -> str:
-    """Insert `image` (URL) into the first CD/DVD virtual drive, or eject when image is None."""
+class MediaSlot(BaseModel):
+    """One virtual media drive the BMC offers: its URI, media types, and what it holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uri: str
+    types: tuple[str, ...]
+    image: str | None = None
+    inserted: bool = False
+    insert_target: str = ""
+    eject_target: str = ""
+
+    @property
+    def is_cd(self) -> bool:
+        return any(t in ("CD", "DVD") for t in self.types)
+
+
+def media_slots(node: Node) -> list[MediaSlot]:
+    """The virtual media drives of the system and of its manager, in the BMC's order, each once (both often
+    link the same collection)."""
     conn = node.conn
-    sys_json = conn.get(node.system.uri)
-    candidates = [sys_json.get("VirtualMedia")]
+    candidates = [conn.get(node.system.uri).get("VirtualMedia")]
     if node.manager_uri:
         candidates.append((conn.get(node.manager_uri) or {}).get("VirtualMedia"))
+    slots: list[MediaSlot] = []
     for ref in candidates:
         if not isinstance(ref, dict) or not ref.get("@odata.id"):
             continue
         for media in conn.members(str(ref["@odata.id"])):
-            types = media.get("MediaTypes") or []
-            if not any(t in ("CD", "DVD") for t in types):
+            uri = str(media["@odata.id"])
+            if any(s.uri == uri for s in slots):
                 continue
             acts = media.get("Actions") or {}
-            uri = str(media["@odata.id"])
-            if image is None:
-                target = (acts.get("#VirtualMedia.EjectMedia") or {}).get("target") or \
-                    f"{uri}/Actions/VirtualMedia.EjectMedia"
-                conn.post(target, {})
-            else:
-                target = (acts.get("#VirtualMedia.InsertMedia") or {}).get("target") or \
-                    f"{uri}/Actions/VirtualMedia.InsertMedia"
-                conn.post(target, {"Image": image, "Inserted": True, "WriteProtected": True})
-            return uri
-    raise RedfishError(f"{conn.opts.where}: no CD/DVD virtual media found")
+            slots.append(MediaSlot(
+                uri=uri, types=tuple(str(t) for t in media.get("MediaTypes") or []),
+                image=media.get("Image") or None, inserted=bool(media.get("Inserted")),
+                insert_target=(acts.get("#VirtualMedia.InsertMedia") or {}).get("target")
+                or f"{uri}/Actions/VirtualMedia.InsertMedia",
+                eject_target=(acts.get("#VirtualMedia.EjectMedia") or {}).get("target")
+                or f"{uri}/Actions/VirtualMedia.EjectMedia"))
+    return slots
+
+
+def insert_media(node: Node, slot: MediaSlot, image: str) -> None:
+    node.conn.post(slot.insert_target, {"Image": image, "Inserted": True, "WriteProtected": True})
+
+
+def eject_media(node: Node, slot: MediaSlot) -> None:
+    node.conn.post(slot.eject_target, {})
+
+
+def virtual_media(node: Node, image: str | None) -> str:
+    """Insert `image` (URL) into the first CD/DVD virtual drive, or eject when image is None."""
+    for slot in media_slots(node):
+        if not slot.is_cd:
+            continue
+        if image is None:
+            eject_media(node, slot)
+        else:
+            insert_media(node, slot, image)
+        return slot.uri
+    raise RedfishError(f"{node.conn.opts.where}: no CD/DVD virtual media found")
