@@ -68,3 +68,30 @@ def test_twin_of_the_profile_verifies_with_exit_0(profile: str, tmp_path: Path) 
             assert ids["gpu.count"]["outcome"] == "pass" and ids["gpu.count"]["found"] == "1"
             assert ids["gpu.0.model"]["found"] == spec.gpu.model and "gpu.1.model" not in ids
             assert not [i for i in ids if "nvlink" in i]
+
+
+# The seed's two other GPU classes (section 4.1): PCIe boards, so no NVLink, NVSwitch or fabric manager, but the
+# scratch stripe, the boot mirror and InfiniBand as ML-PROD-V4 has them.
+GPU_VARIANTS = ("ml_density_v2", "ml_cost_v3")
+
+
+@pytest.mark.parametrize("profile", GPU_VARIANTS)
+def test_twin_of_a_gpu_variant_verifies_with_exit_0(profile: str, tmp_path: Path) -> None:
+    spec = project_spec(profile)
+    assert spec.gpu is not None
+    with verify_lab(tmp_path / "lab", 1, profile=profile) as (inventory, _twin_dir, infos):
+        converge(infos[NODE], spec)
+        report = tmp_path / "report.json"
+        proc = _cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(report))
+        node = json.loads(report.read_text())["nodes"][0]
+        results = node["results"]
+        bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in results
+               if r["outcome"] in ("fail", "error")]
+        assert proc.returncode == 0, "\n".join(bad) + proc.stderr
+        assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0
+        ids = {r["id"]: r for r in results}
+        assert ids["gpu.count"]["outcome"] == "pass" and ids["gpu.count"]["found"] == str(spec.gpu.count)
+        assert {ids[f"gpu.{i}.model"]["found"] for i in range(spec.gpu.count)} == {spec.gpu.model}
+        assert ids["memory.dimm_count"]["found"] == str(spec.memory.dimm_count)
+        for area in ("zfs", "raid", "infiniband"):  # the sections this class has are checked, not skipped
+            assert [i for i in ids if i.split(".")[0] == area], area
