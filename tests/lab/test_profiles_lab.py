@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,19 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
+def _verifies_with_exit_0(inventory: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """`provision verify --level full --no-bmc` through the CLI: exit 0, nothing failed or in error; results by id."""
+    report = tmp_path / "report.json"
+    proc = _cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(report))
+    node = json.loads(report.read_text())["nodes"][0]
+    results = node["results"]
+    bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in results
+           if r["outcome"] in ("fail", "error")]
+    assert proc.returncode == 0, "\n".join(bad) + proc.stderr
+    assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0
+    return {r["id"]: r for r in results}
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_twin_of_the_profile_verifies_with_exit_0(profile: str, tmp_path: Path) -> None:
     spec = project_spec(profile)
@@ -46,15 +60,7 @@ def test_twin_of_the_profile_verifies_with_exit_0(profile: str, tmp_path: Path) 
         assert factory.split() == (["none"] if spec.gpu is None else ["/usr/bin/nvidia-smi", "nvidia-driver",
                                                                        "nvidia-kernel-open-dkms"]), factory
         converge(infos[NODE], spec)
-        report = tmp_path / "report.json"
-        proc = _cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(report))
-        node = json.loads(report.read_text())["nodes"][0]
-        results = node["results"]
-        bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in results
-               if r["outcome"] in ("fail", "error")]
-        assert proc.returncode == 0, "\n".join(bad) + proc.stderr
-        assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0
-        ids = {r["id"]: r for r in results}
+        ids = _verifies_with_exit_0(inventory, tmp_path)
         ports = ids["ethernet.ports"]  # the on-board 1 GbE NIC the twin's link stands for, from sysfs (no ibstat)
         assert ports["outcome"] == "pass" and ports["found"] == "1 (eth0 1 Gb/s)", ports
         assert not [i for i in ids if i.split(".")[0] in ABSENT_AREAS]  # absent sections: no checks at all
@@ -81,15 +87,7 @@ def test_twin_of_a_gpu_variant_verifies_with_exit_0(profile: str, tmp_path: Path
     assert spec.gpu is not None
     with verify_lab(tmp_path / "lab", 1, profile=profile) as (inventory, _twin_dir, infos):
         converge(infos[NODE], spec)
-        report = tmp_path / "report.json"
-        proc = _cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(report))
-        node = json.loads(report.read_text())["nodes"][0]
-        results = node["results"]
-        bad = [f"{r['id']}: expected {r['expected']}, found {r['found']}" for r in results
-               if r["outcome"] in ("fail", "error")]
-        assert proc.returncode == 0, "\n".join(bad) + proc.stderr
-        assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0
-        ids = {r["id"]: r for r in results}
+        ids = _verifies_with_exit_0(inventory, tmp_path)
         assert ids["gpu.count"]["outcome"] == "pass" and ids["gpu.count"]["found"] == str(spec.gpu.count)
         assert {ids[f"gpu.{i}.model"]["found"] for i in range(spec.gpu.count)} == {spec.gpu.model}
         assert ids["memory.dimm_count"]["found"] == str(spec.memory.dimm_count)
