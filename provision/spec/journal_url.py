@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provision.errors import InventoryError
 from provision.journal.location import redact_url
-from provision.spec.strict_yaml import load_strict, yaml_files
+from provision.spec.strict_yaml import load_strict, vars_files, yaml_files
 
 VAR = "provision_journal_url"
 
@@ -37,13 +37,7 @@ def _candidates(inventory: Path) -> list[tuple[Path, bool]]:
     base = inventory if inventory.is_dir() else inventory.parent
     sources = sorted(p for p in base.glob("*") if p.is_file() and p.suffix in {".yml", ".yaml"}) \
         if inventory.is_dir() else yaml_files(inventory)
-    files = [(p, True) for p in sources]
-    for name in ("all.yml", "all.yaml"):
-        if (base / "group_vars" / name).is_file():
-            files.append((base / "group_vars" / name, False))
-    if (base / "group_vars" / "all").is_dir():
-        files += [(p, False) for p in yaml_files(base / "group_vars" / "all")]
-    return files
+    return [(p, True) for p in sources] + [(p, False) for p in vars_files(base / "group_vars" / "all")]
 
 
 def _value(path: Path, data: Any, inventory_file: bool) -> object:

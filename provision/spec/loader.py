@@ -27,7 +27,7 @@ from provision.spec.model import (
     Waiver,
 )
 from provision.spec.patterns import HostPatterns, ansible_env
-from provision.spec.strict_yaml import load_strict, yaml_files
+from provision.spec.strict_yaml import load_strict, vars_files, yaml_files
 
 PROFILE_VAR = "provision_profile"
 LAB_VAR = "provision_lab"
@@ -317,11 +317,8 @@ def _where(base: Path, host: str, groups: tuple[str, ...], var: str) -> str:
     candidates = [base / "host_vars" / host, *(base / "group_vars" / g for g in reversed(groups))]
     candidates.append(base / "group_vars" / "all")
     for cand in candidates:
-        paths = [cand.with_suffix(".yml"), cand.with_suffix(".yaml")]
-        if cand.is_dir():
-            paths += yaml_files(cand)
-        for path in paths:
-            if path.is_file() and f"{var}:" in path.read_text(encoding="utf-8", errors="replace"):
+        for path in vars_files(cand):
+            if f"{var}:" in path.read_text(encoding="utf-8", errors="replace"):
                 return str(path)
     return str(base)
 

@@ -64,3 +64,10 @@ def yaml_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root] if root.suffix in {".yml", ".yaml"} else []
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".yml", ".yaml"})
+
+
+def vars_files(name: Path) -> list[Path]:
+    """The YAML files of one host_vars/group_vars entry `name` (no suffix), as Ansible reads them: NAME.yml,
+    NAME.yaml, then every YAML file under the directory NAME/."""
+    files = [p for p in (name.with_suffix(".yml"), name.with_suffix(".yaml")) if p.is_file()]
+    return files + (yaml_files(name) if name.is_dir() else [])
