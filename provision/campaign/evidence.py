@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from provision.campaign.catalog import Component
 from provision.redfish.resources import Task
 
-ACTIVE_TASK_STATES = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 APPLY_TIME = "@Redfish.OperationApplyTime"
 
 
@@ -44,7 +43,7 @@ def update_evidence(tasks: Sequence[Task], components: Sequence[Component], vers
     staged: dict[str, str] = {}
     for task in tasks:
         named = _components(task, components, entries)
-        if task.task_state in ACTIVE_TASK_STATES:
+        if task.running:
             running.update({c.component: task.id for c in named})
             continue
         if not task.ok:
@@ -52,7 +51,7 @@ def update_evidence(tasks: Sequence[Task], components: Sequence[Component], vers
         for comp in components:
             if versions.get(comp.component) != comp.version and _awaits(task, comp, named):
                 staged[comp.component] = comp.version
-    busy = any(t.task_state in ACTIVE_TASK_STATES for t in tasks)
+    busy = any(t.running for t in tasks)
     return Evidence(busy=busy, running=running, staged=staged)
 
 

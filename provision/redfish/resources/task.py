@@ -10,6 +10,7 @@ from pydantic import Field
 from provision.redfish.resources.base import Model, Resource
 
 TERMINAL = frozenset({"Completed", "Exception", "Killed", "Cancelled", "Interrupted"})
+ACTIVE = frozenset({"New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service"})
 
 
 class TaskPayload(Model):
@@ -43,6 +44,11 @@ class Task(Resource):
     @property
     def done(self) -> bool:
         return self.task_state in TERMINAL
+
+    @property
+    def running(self) -> bool:
+        """Still at work (a state Redfish names as not yet over); an absent state is not taken as running."""
+        return self.task_state in ACTIVE
 
     @property
     def ok(self) -> bool:
