@@ -623,3 +623,43 @@ def test_the_bmc_checks_from_sushy_static(verified: tuple[str, Any]) -> None:
             assert rows[cid].detail.startswith(("the BMC reports no ", "no MemoryLocation ")), (cid, rows[cid])
         else:
             assert rows[cid].found == _found(name)[cid], (cid, rows[cid])
+
+
+# --- virtual media: the os stage's drives (provision.redfish.ops.power.media_slots) --------------------------
+
+def _captured_media(name: str) -> list[tuple[str, tuple[str, ...], bool]]:
+    """The virtual drives the capture links from its first system and its first manager, each once, in order:
+    read from the files, not through the client."""
+    root = _captured(name, R)
+    first = [str(m["@odata.id"]) for m in _captured(name, str(root["Systems"]["@odata.id"]))["Members"]][:1]
+    managers = [str(m["@odata.id"]) for m in _captured(name, str(root["Managers"]["@odata.id"]))["Members"]][:1]
+    out: list[tuple[str, tuple[str, ...], bool]] = []
+    for owner in first + managers:
+        ref = _captured(name, owner).get("VirtualMedia")
+        if not isinstance(ref, dict):
+            continue
+        for member in _captured(name, str(ref["@odata.id"])).get("Members", []):
+            uri = str(member["@odata.id"])
+            media = _captured(name, uri)
+            if uri not in [o[0] for o in out]:
+                out.append((uri, tuple(media.get("MediaTypes") or []), bool(media.get("Inserted"))))
+    return out
+
+
+@pytest.mark.parametrize("name", BMC_CAPTURES)
+def test_the_media_slots_from_sushy_static(name: str, tmp_path: Path) -> None:
+    from provision.redfish.ops.power import media_slots
+    from provision.redfish.ops.session import open_node, options_for
+    from provision.spec import load_fleet
+
+    expected = _captured_media(name)
+    assert expected, f"{name}: the capture links no virtual media"
+    with sushy_static(FULL / name, tmp_path) as address:
+        host = load_fleet(_peer_inventory(tmp_path, address)).hosts["node01"]
+        node = open_node(options_for("node01", host.bmc))
+        try:
+            slots = media_slots(node)
+        finally:
+            node.conn.close()
+    assert [(s.uri, s.types, s.inserted) for s in slots] == expected
+    assert any(s.is_cd for s in slots) == any(t in ("CD", "DVD") for e in expected for t in e[1])
