@@ -6,11 +6,8 @@ Every fixture that starts something stops it in a `finally`, even when the test 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ import redfish
 import yaml
 
 from provision.lab import manager
+from provision.redfish.image_server import ImageServer
 
 LAB_SPEED = 60.0  # a 60 s simulated flash takes ~1 s
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,30 +78,22 @@ def bmc_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
 
 
 @dataclass
-class ImageServer:
-    url: str
+class ServedImages:
+    """A temp dir where tests put firmware images, served by the product's ImageServer on loopback."""
+
+    server: ImageServer
     directory: Path
+
+    def url_for(self, name: str) -> str:
+        """The URL of `directory/name` (write the file first)."""
+        return self.server.url_for(self.directory / name)
 
 
 @pytest.fixture(scope="session")
-def image_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ImageServer]:
-    """A plain HTTP server on loopback serving a temp dir (where tests put firmware images)."""
-    directory = tmp_path_factory.mktemp("images")
-    handler = partial(_QuietHandler, directory=str(directory))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield ImageServer(f"http://127.0.0.1:{httpd.server_address[1]}", directory)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def image_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedImages]:
+    """The product's ImageServer on loopback, serving what tests write into a temp dir."""
+    with ImageServer(bind="127.0.0.1") as server:
+        yield ServedImages(server, tmp_path_factory.mktemp("images"))
 
 
 @pytest.fixture(scope="session")

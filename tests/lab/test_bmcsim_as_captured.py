@@ -455,7 +455,7 @@ def test_a_firmware_update_of_one_component_completes_with_a_task(sim: tuple[str
         if flow == "SimpleUpdate":
             (image_server.directory / f"{name}.bin").write_bytes(image)
             action = service["Actions"]["#UpdateService.SimpleUpdate"]["target"]
-            reply = client.post(action, body={"ImageURI": f"{image_server.url}/{name}.bin", "Targets": [target]})
+            reply = client.post(action, body={"ImageURI": image_server.url_for(f"{name}.bin"), "Targets": [target]})
         else:
             params = json.dumps({"Targets": [target]})
             reply = client.post(service["MultipartHttpPushUri"], body={

@@ -163,7 +163,7 @@ def test_simple_update_changes_version_after_task(tree_lab: Any, image_server: A
     new = f"{Path(tree_lab.state.tree).name}-9.9"
     make_image(image_server.directory / f"{new}.bin", "BIOS", new)
     resp = client.post("/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate",
-                       body={"ImageURI": f"{image_server.url}/{new}.bin", "TransferProtocol": "HTTP"})
+                       body={"ImageURI": image_server.url_for(f"{new}.bin"), "TransferProtocol": "HTTP"})
     assert resp.status == 202
     task = resp.getheader("Location")
     assert client.get(entry).dict["Version"] == before

@@ -141,7 +141,7 @@ def _cd(client: Any, system: str) -> str:
 
 def test_same_answers_as_sushy_emulator(bmc_lab: Any, sushy: str, image_server: Any) -> None:
     (image_server.directory / "boot.iso").write_bytes(b"\0" * 2048)
-    iso = f"{image_server.url}/boot.iso"
+    iso = image_server.url_for("boot.iso")
     peer = redfish.redfish_client(base_url=sushy, username="admin", password="unused", timeout=15)
     peer.login(auth="basic")
     ours = bmc_lab.client("node02")
