@@ -47,6 +47,7 @@ from provision.redfish.errors import (
     RedfishAuthError,
     RedfishError,
     RedfishHttpError,
+    RedfishNoAnswer,
     RedfishNotFound,
     RedfishTimeout,
     RedfishTlsError,
@@ -375,7 +376,9 @@ class Connector:
                                   _within(timeout or policy.timeout_s, left))
             except RetriesExhaustedError as exc:
                 self._raise_if_tls(exc)
-                if attempt >= policy.attempts or not self._retryable_exc(method, exc):
+                if not self._retryable_exc(method, exc):
+                    raise RedfishNoAnswer(self._sent_text(method, uri, exc), uri=uri) from None
+                if attempt >= policy.attempts:
                     raise RedfishUnavailable(self._conn_text(f"{method} {uri}", exc)) from None
                 self._backoff(attempt, None)
                 continue
@@ -508,12 +511,15 @@ class Connector:
 
     @staticmethod
     def _retryable_exc(method: str, exc: RetriesExhaustedError) -> bool:
+        """A POST (an update, a reset, a media insert: not idempotent) is sent again only when the connection
+        itself failed; once it may have been written, the BMC may have carried it out (a second flash)."""
+        return method != "POST" or fast.nothing_sent(exc.__cause__)
+
+    def _sent_text(self, method: str, uri: str, exc: RetriesExhaustedError) -> str:
         cause = exc.__cause__
-        if method != "POST":
-            return True
-        return isinstance(cause, requests.exceptions.ConnectionError) and not isinstance(
-            cause, requests.exceptions.ReadTimeout
-        )
+        kind = type(cause).__name__ if cause else "no answer"
+        return redact.scrub(f"{self.opts.where}: {method} {uri}: sent, no answer ({kind}); not sent again, "
+                            "the BMC may have carried it out")
 
     def _raise_if_tls(self, exc: RetriesExhaustedError) -> None:
         if isinstance(exc.__cause__, requests.exceptions.SSLError):
