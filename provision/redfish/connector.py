@@ -3,10 +3,11 @@
 Adds what the library lacks: TLS verified by default (the library sends `verify=False` unless a CA file
 is given, so a CA bundle is always passed), session/basic/auto login decided from the service root, one
 re-login on 401, retries with exponential backoff and jitter on connection errors and 5xx (Retry-After
-honoured), per-request timeouts and a deadline per command, ETag/If-Match on PATCH, `$expand` where the
-service advertises it and bounded parallel GETs where it does not, `Members@odata.nextLink` paging
-(visited set, page cap), partial reads (a sub-resource that cannot be read is recorded, not fatal), a
-request counter, and secrets scrubbed from every log line and error.
+honoured; a POST only when nothing reached the BMC: RedfishNoAnswer otherwise), per-request timeouts and
+a deadline per command, ETag/If-Match on PATCH, `$expand` where the service advertises it and bounded
+parallel GETs where it does not, `Members@odata.nextLink` paging (visited set, page cap), partial reads
+(a sub-resource that cannot be read is recorded, not fatal), a request counter, and secrets scrubbed from
+every log line and error.
 
 The HTTP transport is the connector's own urllib3 pool (connector_fast) for every method, logins
 included; the DMTF library's client is used through its public API (constructor, requests, session
