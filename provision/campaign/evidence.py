@@ -6,21 +6,35 @@ tasks say so: a task still running means "wait for it" (busy), a finished one th
 means "do not flash that component again: reset the host" (staged). A task names what it updates in its
 messages (Update registry AwaitToActivate / UpdateSuccessful: the image or version and the device) and,
 where the BMC keeps it, in its Payload (the request that started it: SimpleUpdate's ImageURI and Targets,
-a push's UpdateParameters). A pure function of the tasks read, tested as a table.
+a push's UpdateParameters). A pure function of the tasks read, tested as a table; used by campaigns and by
+the bring-up's firmware stage (a catalog Component or a spec FirmwareComponent: anything `Updatable`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import PurePosixPath
-from urllib.parse import urlsplit
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provision.campaign.catalog import Component
+from provision.redfish.ops.adopt import image_name
 from provision.redfish.resources import Task
 
 APPLY_TIME = "@Redfish.OperationApplyTime"
+
+
+class Updatable(Protocol):
+    """A baseline component as evidence reads it."""
+
+    @property
+    def component(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def image(self) -> str: ...
+
+
+C = TypeVar("C", bound=Updatable)
 
 
 class Evidence(BaseModel):
@@ -34,7 +48,7 @@ class Evidence(BaseModel):
                                    description="component -> version flashed OnReset, awaiting activation")
 
 
-def update_evidence(tasks: Sequence[Task], components: Sequence[Component], versions: dict[str, str | None],
+def update_evidence(tasks: Sequence[Task], components: Sequence[C], versions: dict[str, str | None],
                     entries: dict[str, list[str]] | None = None) -> Evidence:
     """`versions`: what the inventory reports per component; `entries`: each component's FirmwareInventory
     URIs (what a task's Targets name). A component already at its catalog version is never staged."""
@@ -55,7 +69,7 @@ def update_evidence(tasks: Sequence[Task], components: Sequence[Component], vers
     return Evidence(busy=busy, running=running, staged=staged)
 
 
-def _awaits(task: Task, comp: Component, named: list[Component]) -> bool:
+def _awaits(task: Task, comp: C, named: list[C]) -> bool:
     """The task finished `comp`'s image at its catalog version and it waits for a reset: an AwaitToActivate
     message naming that version, or the Payload's OnReset request for exactly this component's image."""
     for msg in task.messages:
@@ -64,10 +78,10 @@ def _awaits(task: Task, comp: Component, named: list[Component]) -> bool:
         if comp.version.lower() in [str(a).lower() for a in msg.get("MessageArgs") or []]:
             return True
     body = task.payload.body() if task.payload else {}
-    return body.get(APPLY_TIME) == "OnReset" and _image_name(body) == _basename(comp.image) and comp in named
+    return body.get(APPLY_TIME) == "OnReset" and _image_name(body) == image_name(comp.image) and comp in named
 
 
-def _components(task: Task, components: Sequence[Component], entries: dict[str, list[str]]) -> list[Component]:
+def _components(task: Task, components: Sequence[C], entries: dict[str, list[str]]) -> list[C]:
     """The components a task's Payload names: its ImageURI's file name is the component's image, or its
     Targets are the component's inventory entries."""
     body = task.payload.body() if task.payload else {}
@@ -76,15 +90,11 @@ def _components(task: Task, components: Sequence[Component], entries: dict[str, 
     out = []
     for comp in components:
         mine = {u.rstrip("/") for u in entries.get(comp.component, [])}
-        if (image and image == _basename(comp.image)) or (targets and targets & mine):
+        if (image and image == image_name(comp.image)) or (targets and targets & mine):
             out.append(comp)
     return out
 
 
 def _image_name(body: dict[str, object]) -> str:
     uri = body.get("ImageURI")
-    return _basename(uri) if isinstance(uri, str) and uri else ""
-
-
-def _basename(image: str) -> str:
-    return PurePosixPath(urlsplit(image).path if "://" in image else image).name
+    return image_name(uri) if isinstance(uri, str) and uri else ""

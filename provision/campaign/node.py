@@ -63,8 +63,15 @@ def observe_settled(ctx: NodeContext, target: Target) -> FirmwareState:
         if not state.busy:
             return state
         if time.monotonic() > deadline:
-            raise UpdateFailed(f"{target.name}: an update task is still running after {ctx.busy_timeout_s:g} s")
+            raise UpdateFailed(f"{target.name}: {_still_running(state)} after {ctx.busy_timeout_s:g} s")
         time.sleep(ctx.poll_s)
+
+
+def _still_running(state: FirmwareState) -> str:
+    """What keeps a node busy, for the wait's message: each component's running task where known."""
+    if not state.running:
+        return "an update task is still running"
+    return "update task still running: " + ", ".join(f"{c} (task {t})" for c, t in sorted(state.running.items()))
 
 
 def process_node(ctx: NodeContext, target: Target) -> NodeState:

@@ -52,6 +52,8 @@ class Seen:
     state: FirmwareState
     found: dict[str, list[SoftwareInventory]]
     system: Json
+    tasks: frozenset[str] = frozenset()
+    """The ids of the tasks the BMC listed (an unanswered update's own task is one not among them)."""
 
 
 @dataclass
@@ -208,10 +210,11 @@ class RedfishUpdater:
                 service = self._service(target) or UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
                 found = self._found(target, node, flash)
                 steps = [self._step(node, service, c, found[c.component]) for c in flash]
-                state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service)
+                state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service,
+                                         tasks=self._tasks_seen(target))
                 for step in steps:
                     guard(f"{step.component} {step.version} update")
-                    self._flash(node, state, step, target)
+                    state = self._flash(node, state, step, target)
                     self._learned(f"{step.component} {BMC_BACK}",
                                   lambda: fw.wait_bmc(node.conn, self.reset_timeout_s, self.clock))
                 if reset:
@@ -232,6 +235,12 @@ class RedfishUpdater:
             sess = self._sessions.get(target.name)
             if sess is not None:
                 sess.starting = False
+
+    def _tasks_seen(self, target: Target) -> frozenset[str] | None:
+        """The task ids the session's last observe read (None: none made; fw.send then reads them)."""
+        with self._lock:
+            sess = self._sessions.get(target.name)
+            return sess.seen.tasks if sess and sess.seen else None
 
     def _found(self, target: Target, node: Node, comps: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:
         """Inventory entries per component: as the session's last observe matched them, else read now."""
@@ -262,12 +271,17 @@ class RedfishUpdater:
             entries=[e.id for e in entries],
         )
 
-    def _flash(self, node: Node, state: fw.FirmwareState, step: fw.FirmwareStep, target: Target) -> None:
-        resp = fw.send(node, step, state, self.images)
+    def _flash(self, node: Node, state: fw.FirmwareState, step: fw.FirmwareStep,
+               target: Target) -> fw.FirmwareState:
+        """Send one step and follow its task; the state for the next step knows that task too."""
+        resp = fw.send(node, step, state, self.images, self.clock)
         self._started(target)
         uri = fw.task_uri(resp)
         if uri:
             self._learned(step.component, lambda: fw.monitor(node, uri, step.timeout_s, self.clock))
+            if state.tasks is not None:
+                return state.model_copy(update={"tasks": state.tasks | {uri.rstrip("/").rsplit("/", 1)[-1]}})
+        return state
 
     def _learned(self, kind: str, wait: Callable[[], object]) -> None:
         """`wait()`, first polling after the shortest time this kind of wait has taken (Durations)."""
@@ -350,10 +364,12 @@ def _see(node: Node, components: Sequence[Component],
     found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
     entries = {c: [e.uri for e in es] for c, es in found.items()}
-    busy, staged = _task_state(tasks, components, versions, entries)
+    evidence = update_evidence(tasks, components, versions, entries)
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
-    return Seen(FirmwareState(versions=versions, busy=busy or power in TRANSITIONS, staged=staged), found, system)
+    state = FirmwareState(versions=versions, busy=evidence.busy or power in TRANSITIONS, staged=evidence.staged,
+                          running=evidence.running)
+    return Seen(state, found, system, frozenset(t.id for t in tasks))
 
 
 def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, list[SoftwareInventory]]:
@@ -388,11 +404,3 @@ def _version(node: Node, entries: list[SoftwareInventory], comp: Component) -> s
         if parsed is None or compare(parsed, comp.version) != 0:
             return parsed or entry.version or "unknown"
     return comp.version
-
-
-def _task_state(tasks: Sequence[Task], components: Sequence[Component], versions: dict[str, str | None],
-                entries: dict[str, list[str]] | None = None) -> tuple[bool, dict[str, str]]:
-    """(an update task is running, component -> version flashed OnReset and awaiting activation), from the
-    TaskService's tasks (provision.campaign.evidence)."""
-    evidence = update_evidence(tasks, components, versions, entries)
-    return evidence.busy, evidence.staged

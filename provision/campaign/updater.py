@@ -46,6 +46,7 @@ class FirmwareState(BaseModel):
 
     versions: dict[str, str | None] = Field(description="component -> version; None when not found")
     busy: bool = Field(default=False, description="an update task is still running on the BMC")
+    running: dict[str, str] = Field(default_factory=dict, description="component -> id of its update task running")
     staged: dict[str, str] = Field(
         default_factory=dict, description="component -> version flashed but waiting for a host reset"
     )

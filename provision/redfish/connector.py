@@ -3,10 +3,11 @@
 Adds what the library lacks: TLS verified by default (the library sends `verify=False` unless a CA file
 is given, so a CA bundle is always passed), session/basic/auto login decided from the service root, one
 re-login on 401, retries with exponential backoff and jitter on connection errors and 5xx (Retry-After
-honoured), per-request timeouts and a deadline per command, ETag/If-Match on PATCH, `$expand` where the
-service advertises it and bounded parallel GETs where it does not, `Members@odata.nextLink` paging
-(visited set, page cap), partial reads (a sub-resource that cannot be read is recorded, not fatal), a
-request counter, and secrets scrubbed from every log line and error.
+honoured; a POST only when nothing reached the BMC: RedfishNoAnswer otherwise), per-request timeouts and
+a deadline per command, ETag/If-Match on PATCH, `$expand` where the service advertises it and bounded
+parallel GETs where it does not, `Members@odata.nextLink` paging (visited set, page cap), partial reads
+(a sub-resource that cannot be read is recorded, not fatal), a request counter, and secrets scrubbed from
+every log line and error.
 
 The HTTP transport is the connector's own urllib3 pool (connector_fast) for every method, logins
 included; the DMTF library's client is used through its public API (constructor, requests, session
@@ -47,6 +48,7 @@ from provision.redfish.errors import (
     RedfishAuthError,
     RedfishError,
     RedfishHttpError,
+    RedfishNoAnswer,
     RedfishNotFound,
     RedfishTimeout,
     RedfishTlsError,
@@ -375,7 +377,9 @@ class Connector:
                                   _within(timeout or policy.timeout_s, left))
             except RetriesExhaustedError as exc:
                 self._raise_if_tls(exc)
-                if attempt >= policy.attempts or not self._retryable_exc(method, exc):
+                if not self._retryable_exc(method, exc):
+                    raise RedfishNoAnswer(self._sent_text(method, uri, exc), uri=uri) from None
+                if attempt >= policy.attempts:
                     raise RedfishUnavailable(self._conn_text(f"{method} {uri}", exc)) from None
                 self._backoff(attempt, None)
                 continue
@@ -508,12 +512,15 @@ class Connector:
 
     @staticmethod
     def _retryable_exc(method: str, exc: RetriesExhaustedError) -> bool:
+        """A POST (an update, a reset, a media insert: not idempotent) is sent again only when the connection
+        itself failed; once it may have been written, the BMC may have carried it out (a second flash)."""
+        return method != "POST" or fast.nothing_sent(exc.__cause__)
+
+    def _sent_text(self, method: str, uri: str, exc: RetriesExhaustedError) -> str:
         cause = exc.__cause__
-        if method != "POST":
-            return True
-        return isinstance(cause, requests.exceptions.ConnectionError) and not isinstance(
-            cause, requests.exceptions.ReadTimeout
-        )
+        kind = type(cause).__name__ if cause else "no answer"
+        return redact.scrub(f"{self.opts.where}: {method} {uri}: sent, no answer ({kind}); not sent again, "
+                            "the BMC may have carried it out")
 
     def _raise_if_tls(self, exc: RetriesExhaustedError) -> None:
         if isinstance(exc.__cause__, requests.exceptions.SSLError):

@@ -108,10 +108,24 @@ def send(pool: urllib3.HTTPConnectionPool, method: str, path: str, headers: dict
     except urllib3.exceptions.ReadTimeoutError as exc:
         raise RetriesExhaustedError() from requests.exceptions.ReadTimeout(str(exc))
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise RetriesExhaustedError() from requests.exceptions.ConnectionError(str(exc))
+        raise RetriesExhaustedError() from requests.exceptions.ConnectionError(exc)  # kept: see nothing_sent
     if 300 <= raw.status < 400:
         return None
     return raw
+
+
+def nothing_sent(cause: BaseException | None) -> bool:
+    """True when a failed request is known never to have reached the BMC: the connection itself could not
+    be made (refused, unreachable, name not resolved, connect timeout), on this pool or through requests.
+    A connection dropped or timed out once the request was written is not: the BMC may have carried it out."""
+    if isinstance(cause, requests.exceptions.ConnectTimeout):
+        return True
+    if not isinstance(cause, requests.exceptions.ConnectionError) or isinstance(cause, requests.exceptions.ProxyError):
+        return False
+    inner = cause.args[0] if cause.args else None
+    if isinstance(inner, urllib3.exceptions.MaxRetryError):
+        inner = inner.reason
+    return isinstance(inner, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError is one
 
 
 def body(data: bytes) -> Any:

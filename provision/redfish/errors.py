@@ -35,6 +35,11 @@ class RedfishUnavailable(RedfishHttpError):
     """The BMC did not answer usefully after every retry (connection errors, 5xx, 503)."""
 
 
+class RedfishNoAnswer(RedfishUnavailable):
+    """A request that is not safe to repeat (a POST) was sent and no answer came: it may have been
+    carried out. Never resent by the connector; the caller finds out what the BMC did (an update's task)."""
+
+
 class RedfishUnreadable(RedfishHttpError):
     """The BMC answered 2xx, but not with a JSON object (HTML, malformed JSON, an empty body)."""
 

@@ -179,6 +179,22 @@ def test_kill_9_mid_wave_then_resume(lab6: Lab, kill_after_tasks: int) -> None:
     assert set(log.host_resets().values()) == {1}
 
 
+def test_lost_update_answers_are_followed_through_their_tasks_not_flashed_again(lab6: Lab) -> None:
+    """Every update request to two nodes is carried out, then its connection dropped before the answer (fault
+    answer-lost): the campaign finds each request's task instead of sending it again."""
+    hit = ("node01", "node04")  # the canary and a node of the next wave
+    for node in hit:
+        manager.fault(lab6.dir, node, "answer-lost", False, float(len(LAB_COMPONENTS)))
+    path = lab6.campaign({"waves": {"canary": 1, "batch_size": 5}, "halt": {"max_failures": 0}})
+    lab6.cli("campaign", "start", str(path), "-i", str(lab6.inventory), check_rc=0)
+    log = lab6.log()
+    lost = log._count(lambda e: e["event"] == "fault.answer_lost")
+    assert lost == {n: len(LAB_COMPONENTS) for n in hit}  # the fault did act on every update of those nodes
+    assert log.update_tasks() == {n: len(LAB_COMPONENTS) for n in lab6.nodes()}  # one task per component
+    assert all(count == 1 for count in log.flashes().values())
+    assert all(lab6.at_baseline(n) for n in lab6.nodes())
+
+
 def test_pause_from_another_process_then_resume(lab6: Lab, tmp_path: Path) -> None:
     path = lab6.campaign({"waves": {"canary": 1, "batch_size": 1}})
     inv = str(lab6.inventory)

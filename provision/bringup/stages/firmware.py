@@ -1,26 +1,33 @@
 """The firmware stage: immediate images flashed and verified now, host-reset images staged for one reset.
 
-observe reads FirmwareInventory and, from the journal, what was staged since the last host reset and
-which immediate flashes were started and never finished; plan is a pure function of that; apply sends
-exactly the planned steps and re-reads the BMC only to follow each task and verify its effect.
+observe reads FirmwareInventory, the BMC's update tasks (as the campaign reads them: campaign.evidence) and,
+from the journal, what was staged since the last host reset and which immediate flashes were started and never
+finished; plan is a pure function of that; apply sends exactly the planned steps and re-reads the BMC only to
+follow each task and verify its effect. A component whose update task still runs is never sent again.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc import BmcStage, bmc
 from provision.bringup.stages.staged import FLASH_KIND, STAGE_KIND, open_flashes, staged_since_reset
+from provision.campaign.evidence import Evidence, update_evidence
 from provision.errors import CheckFailed
+from provision.redfish.connector import ROOT
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.converge import ConvergeOptions, send_step
+from provision.redfish.resources import Task
 from provision.redfish.vendors import VendorPlugin
 from provision.spec import HostEntry
+from provision.spec.model import FirmwareComponent
+
+TASKS = f"{ROOT}/TaskService/Tasks"
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,8 @@ class FirmwareObserved:
     """Targets ("component version") sent for the next host reset since the last one (interrupted sends too)."""
     interrupted: frozenset[str] = frozenset()
     """Immediate flashes whose intent is journaled and whose outcome never was (the process died)."""
+    evidence: Evidence = field(default_factory=Evidence)
+    """What the BMC's update tasks say: a component's task still running, an image awaiting the reset."""
 
 
 class FirmwareAction(Action):
@@ -54,15 +63,21 @@ def plan_firmware(host: HostEntry, observed: FirmwareObserved, fplan: fw.Firmwar
     """Pure: a step per component behind the baseline, except those already staged for the reset."""
     if fplan.refused:
         raise CheckFailed(f"{host.name}: " + "; ".join(fplan.refused))
-    running = {s.component: ",".join(sorted({e.version or "?" for e in s.entries}))
+    running = sorted(f"{s.component} (task {observed.evidence.running[s.component]})" for s in fplan.steps
+                     if s.component in observed.evidence.running)
+    if running:  # sent before (by a run that died, or another controller): never sent a second time
+        raise CheckFailed(f"{host.name}: update task still running: {', '.join(running)}; nothing sent, "
+                          "run again once it ends")
+    staged = observed.staged | {f"{c} {v}" for c, v in observed.evidence.staged.items()}
+    versions = {s.component: ",".join(sorted({e.version or "?" for e in s.entries}))
                for s in fw.status(host.spec.firmware, observed.firmware, observed.vendor)}
     actions = tuple(
-        FirmwareAction(kind=_kind(s), target=target_of(s), before=running.get(s.component, ""), after=s.version,
+        FirmwareAction(kind=_kind(s), target=target_of(s), before=versions.get(s.component, ""), after=s.version,
                        needs_host_reset=s.needs_host_reset, step=s, state=observed.firmware)
-        for s in fplan.steps if target_of(s) not in observed.staged
+        for s in fplan.steps if target_of(s) not in staged
     )
     notes = []
-    waiting = sorted(observed.staged & {target_of(s) for s in fplan.steps})
+    waiting = sorted(staged & {target_of(s) for s in fplan.steps})
     if waiting:
         notes.append(f"staged, waiting for the host reset: {', '.join(waiting)}")
     resent = sorted(observed.interrupted & {a.target for a in actions})
@@ -80,10 +95,12 @@ class FirmwareStage(BmcStage):
         with bmc(ctx, self.opts) as node:
             state = fw.observe(node.conn)
             vendor = node.vendor
+            tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
         flashes = frozenset(a.target for a in open_flashes(ctx.journal, ctx.host.name))
         return FirmwareObserved(firmware=state, vendor=vendor,
                                 staged=frozenset(staged_since_reset(ctx.journal, ctx.host.name)),
-                                interrupted=flashes)
+                                interrupted=flashes,
+                                evidence=task_evidence(tasks, ctx.host.spec.firmware, state, vendor))
 
     def plan(self, host: HostEntry, observed: FirmwareObserved) -> StagePlan:
         fplan = fw.plan(host.spec.firmware, observed.firmware, observed.vendor,
@@ -101,6 +118,15 @@ class FirmwareStage(BmcStage):
                 ctx.say(self.name, action.describe())
                 ctx.side_effect(self.name, action, partial(send_step, node, action.step, server, ConvergeOptions(),
                                                            self.clock, state=action.state))
+
+
+def task_evidence(tasks: list[Task], baseline: tuple[FirmwareComponent, ...], state: fw.FirmwareState,
+                  vendor: VendorPlugin) -> Evidence:
+    """Pure: the campaign's reading of the update tasks (campaign.evidence), for the baseline's components."""
+    rows = fw.status(baseline, state, vendor)
+    versions: dict[str, str | None] = {r.component: r.target if r.verdict == "ok" else None for r in rows}
+    entries = {r.component: [e.uri for e in r.entries] for r in rows}
+    return update_evidence(tasks, [c for c in baseline if c.component in versions], versions, entries)
 
 
 def _firmware_action(action: Action) -> FirmwareAction:

@@ -12,6 +12,8 @@ FAULTS: dict[str, tuple[float, str]] = {
     "unavailable": (5.0, "every request gets 503 with Retry-After: VALUE seconds"),
     "drop": (0.0, "every connection is closed without an answer"),
     "session-expiry": (0.0, "every session expires now (one-shot; 401 on the next use)"),
+    "answer-lost": (1.0, "the next VALUE POSTs that start a task (202) are carried out, then their connection "
+                         "is closed without an answer"),
     "task-stall": (50.0, "new tasks stop at VALUE percent until cleared"),
     "task-fail": (50.0, "new tasks end in Exception at VALUE percent"),
     "update-noop": (0.0, "updates report success but leave the version unchanged"),
@@ -57,6 +59,17 @@ class Faults:
         self._sel.add(f"Fault cleared: {kind}", fault=kind, cleared=True, was_active=was is not None)
         if kind in self._listeners:
             self._listeners[kind](False)
+
+    def take(self, kind: str) -> bool:
+        """One use of a counted fault (VALUE uses): True while any is left; cleared after the last."""
+        left = self._active.get(kind)
+        if left is None:
+            return False
+        if left <= 1:
+            self.clear(kind)
+        else:
+            self._active[kind] = left - 1
+        return True
 
     def get(self, kind: str) -> float | None:
         return self._active.get(kind)

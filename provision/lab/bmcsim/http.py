@@ -42,6 +42,9 @@ class Dispatcher:
             return early
         body = await request.read()
         reply = bmc.handle(Request(request.method, request.path, request.headers, body, request.query_string))
+        if request.method == "POST" and reply.status == 202 and bmc.faults.take("answer-lost"):
+            events.record(bmc.name, "fault.answer_lost", path=request.path)  # carried out, never answered
+            return _drop(request)
         return to_response(reply, head=request.method == "HEAD")
 
     # --- control endpoint (loopback, bearer token) -----------------------------------------

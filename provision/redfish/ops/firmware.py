@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,8 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from provision.errors import InputError
 from provision.redfish import allowable
 from provision.redfish.connector import ROOT, Connector, Response
-from provision.redfish.errors import RedfishBadRequest, RedfishError, RedfishOperationFailed, RedfishTimeout
+from provision.redfish.errors import (
+    RedfishBadRequest,
+    RedfishError,
+    RedfishNoAnswer,
+    RedfishOperationFailed,
+    RedfishTimeout,
+)
 from provision.redfish.image_server import ImageServer
+from provision.redfish.ops import adopt
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
@@ -24,6 +32,7 @@ from provision.redfish.vendors import VendorPlugin
 from provision.redfish.vendors.versions import compare
 from provision.spec.model import FirmwareComponent
 
+LOG = logging.getLogger("provision.redfish")
 TASK_TIMEOUT_S = {"bmc": 1200.0, "bios": 1200.0, "gpu": 2400.0, "nvswitch": 2400.0}
 DEFAULT_TASK_TIMEOUT_S = 1800.0
 RANK = {"bmc": 0, "bios": 1}
@@ -40,6 +49,8 @@ class FirmwareState(BaseModel):
     service: UpdateService
     where: str = "the BMC"
     """The node's BMC, for messages (ConnectorOptions.where)."""
+    tasks: frozenset[str] | None = None
+    """The ids of the tasks the BMC listed when observed (None: not read); see send()."""
 
 
 class EntryStatus(BaseModel):
@@ -111,7 +122,7 @@ def observe(conn: Connector) -> FirmwareState:
     service = UpdateService.parse(conn.get(str(link)))
     inv = f"{str(link).rstrip('/')}/FirmwareInventory"
     return FirmwareState(entries=[SoftwareInventory.parse(e) for e in conn.members(inv)], service=service,
-                         where=conn.opts.where)
+                         where=conn.opts.where, tasks=adopt.task_ids(conn))
 
 
 def status(
@@ -222,33 +233,54 @@ def check_image(step: FirmwareStep) -> bytes:
     return data
 
 
-def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServer | None) -> Response:
+def send(node: Node, step: FirmwareStep, state: FirmwareState, images: ImageServer | None,
+         clock: Clock | None = None) -> Response:
     """Start one update; returns the BMC's answer (normally 202 with a Task). The step's apply time is
-    checked against what the BMC offers first (a step built elsewhere, e.g. by a campaign, too)."""
+    checked against what the BMC offers first (a step built elsewhere, e.g. by a campaign, too).
+
+    An update request sent without an answer is never sent again: its task is found instead (adopt.py),
+    among those not in `state.tasks` (the BMC's task ids before the request; read now when not known)."""
     conn = node.conn
     apply_time = step_apply_time(state, step.method, step.uri, step.component, step.apply_time)
     params = {"Targets": step.targets, "@Redfish.OperationApplyTime": apply_time}
+    known = adopt.task_ids(conn) if state.tasks is None else state.tasks
     if step.image_url is not None:  # the BMC downloads it; its integrity is the image's own signature
         scheme = urlsplit(step.image_url).scheme.upper()
-        return conn.post(step.uri, {"ImageURI": step.image_url, "TransferProtocol": scheme, **params})
+        body = {"ImageURI": step.image_url, "TransferProtocol": scheme, **params}
+        return _post_once(conn, step, body, known, clock)
     data = check_image(step)
     if step.method == "multipart":
         parts = {"UpdateParameters": (None, json.dumps(params), "application/json"),
                  "UpdateFile": (step.image.name, data, "application/octet-stream")}
         upload_s = max(120.0, conn.opts.retry.timeout_s)
         with conn.waiting(upload_s):  # an image upload is bounded by its own timeout, not the reads' deadline
-            resp = conn.post_multipart(step.uri, parts, timeout=upload_s)
+            resp = _post_once(conn, step, parts, known, clock, upload_s)
         matched = [e for e in state.entries if e.id in step.entries]
         extra = node.vendor.after_push(state.service, step.component, matched, node.system.uri, node.manager_uri)
         if extra is not None:  # e.g. Supermicro: the upload only stores the image; Install flashes it
-            follow = conn.post(extra[0], extra[1])
+            follow = conn.post(extra[0], extra[1])  # unanswered: raised (RedfishNoAnswer), never sent again
             if task_uri(follow):
                 return follow
         return resp
     if images is None:
         raise RedfishError(f"{conn.opts.where}: SimpleUpdate needs the image server")
     body = {"ImageURI": images.url_for(step.image), "TransferProtocol": "HTTP", **params}
-    return conn.post(step.uri, body)
+    return _post_once(conn, step, body, known, clock)
+
+
+def _post_once(conn: Connector, step: FirmwareStep, body: dict[str, Any], before: frozenset[str],
+               clock: Clock | None, upload_s: float | None = None) -> Response:
+    """The update request, sent once: unanswered, its task is adopted (or a ProvisionError raised)."""
+    image_uri = body.get("ImageURI")
+    sent = adopt.Sent(uri=step.uri, image_uri=image_uri if isinstance(image_uri, str) else None,
+                      image_name=step.image.name, version=step.version, targets=tuple(step.targets))
+    try:
+        if upload_s is not None:
+            return conn.post_multipart(step.uri, body, timeout=upload_s)
+        return conn.post(step.uri, body)
+    except RedfishNoAnswer as exc:
+        LOG.warning("%s; looking for its task", exc)
+        return adopt.adopt(conn, sent, before, clock or Clock())
 
 
 def task_uri(resp: Response) -> str | None:

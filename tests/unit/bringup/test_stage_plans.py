@@ -5,18 +5,21 @@ host reset done and not journaled."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages.bios import BiosObserved, BiosStage, BiosWrite
-from provision.bringup.stages.firmware import FirmwareAction, FirmwareObserved, FirmwareStage
+from provision.bringup.stages.firmware import FirmwareAction, FirmwareObserved, FirmwareStage, task_evidence
 from provision.bringup.stages.reset import HostReset, ResetObserved, ResetStage
 from provision.errors import CheckFailed
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import firmware as fw
+from provision.redfish.resources import Task
 from provision.spec import HostEntry
 from tests.unit.bringup.fakebmc import FakeBmc, node_of
 
@@ -58,6 +61,31 @@ def test_firmware_plan(make_host: Callable[..., HostEntry], versions: dict[str, 
         assert action.step.component == action.target.split()[0] and action.state == observed.firmware
         assert action.step.image.is_file() and action.step.targets
     assert FirmwareStage(OPTS).plan(host, observed) == plan  # pure: the same inputs, the same plan
+
+
+def test_firmware_plan_reads_the_update_tasks_as_the_campaign_does(make_host: Callable[..., HostEntry]) -> None:
+    """A BMC image's task still running (sent by a run that died): nothing sent; a BIOS image a finished task
+    left awaiting the reset: not sent again, though the journal has no record of it."""
+    host = make_host()
+    observed = _fw()
+    bmc_step = next(s for s in FirmwareStage(OPTS).plan(host, observed).actions if s.target == "bmc 1.50")
+    image = bmc_step.step.image.name  # type: ignore[attr-defined]
+    bios = next(c for c in host.spec.firmware if c.component == "bios")
+    running = Task.parse({"@odata.id": "/t/7", "Id": "7", "TaskState": "Running",
+                          "Payload": {"JsonBody": json.dumps({"ImageURI": f"http://h/{image}"})}})
+    on_reset = {"ImageURI": f"http://h/{Path(bios.image).name}", "@Redfish.OperationApplyTime": "OnReset"}
+    awaiting = Task.parse({"@odata.id": "/t/8", "Id": "8", "TaskState": "Completed", "TaskStatus": "OK",
+                           "Payload": {"JsonBody": json.dumps(on_reset)}})
+    for tasks, expected in (([running], {"bmc": "7"}), ([awaiting], {})):
+        evidence = task_evidence(tasks, host.spec.firmware, observed.firmware, observed.vendor)
+        assert evidence.running == expected
+    with pytest.raises(CheckFailed, match=r"update task still running: bmc \(task 7\); nothing sent"):
+        FirmwareStage(OPTS).plan(host, replace(observed, evidence=task_evidence(
+            [running], host.spec.firmware, observed.firmware, observed.vendor)))
+    plan = FirmwareStage(OPTS).plan(host, replace(observed, evidence=task_evidence(
+        [awaiting], host.spec.firmware, observed.firmware, observed.vendor)))
+    assert [a.target for a in plan.actions] == ["bmc 1.50"]
+    assert plan.note == f"staged, waiting for the host reset: bios {bios.version}"
 
 
 def test_firmware_plan_refuses_a_downgrade(make_host: Callable[..., HostEntry]) -> None:

@@ -5,11 +5,14 @@ its messages or by its Payload (the request that started it, as the lab simulato
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from provision.campaign.evidence import Evidence, update_evidence
+from provision.campaign.node import observe_settled
+from provision.campaign.updater import FirmwareState, Target, UpdateFailed
 from provision.redfish.resources import Task
 from tests.unit.campaign.fakes import catalog
 
@@ -53,3 +56,14 @@ BIOS_ON_RESET = {"ImageURI": "http://10.0.0.1:8080/bios.bin", "@Redfish.Operatio
 ])
 def test_update_tasks_as_evidence(tasks: list[Task], versions: dict[str, str | None], expected: Evidence) -> None:
     assert update_evidence(tasks, CAT.ordered(), versions, ENTRIES) == expected
+
+
+def test_the_wait_names_each_component_whose_task_still_runs() -> None:
+    """observe_settled's message after its timeout: the running tasks the evidence found, by component."""
+    busy = FirmwareState(versions=dict(OLD), busy=True,
+                         running=update_evidence([task("1", "Running", body=BIOS_ON_RESET)], CAT.ordered(), OLD,
+                                                 ENTRIES).running)
+    updater = SimpleNamespace(observe=lambda target, comps: busy)
+    ctx = SimpleNamespace(catalog=CAT, updater=updater, busy_timeout_s=-1.0, poll_s=0.0)
+    with pytest.raises(UpdateFailed, match=r"n1: update task still running: bios \(task 1\) after -1 s"):
+        observe_settled(ctx, Target(name="n1"))  # type: ignore[arg-type]

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from provision.campaign import ahead
-from provision.campaign.redfish_updater import RedfishUpdater, _task_state, _version, matched_entries, observe_node
+from provision.campaign.evidence import update_evidence
+from provision.campaign.redfish_updater import RedfishUpdater, _version, matched_entries, observe_node
 from provision.campaign.updater import Target
 from provision.redfish.ops.waiting import Clock
 from provision.redfish.resources import ComputerSystem, SoftwareInventory, Task
@@ -160,7 +161,8 @@ def _task(state: str, status: str, *msgs: tuple[str, list[str]]) -> dict[str, An
 )
 def test_busy_and_staged(tasks: list[dict[str, Any]], busy: bool, staged: dict[str, str]) -> None:
     versions: dict[str, str | None] = {"bmc": "11.01.01", "bios": "1.4", "gpu": None, "ib_nic": None}
-    assert _task_state([Task.parse(t) for t in tasks], CAT.ordered(), versions) == (busy, staged)
+    evidence = update_evidence([Task.parse(t) for t in tasks], CAT.ordered(), versions)
+    assert (evidence.busy, evidence.staged) == (busy, staged)
 
 
 class EndingConn(FakeConn):
@@ -405,7 +407,7 @@ def test_a_bmc_without_a_push_uri_gets_the_image_from_the_campaign_image_server(
         found = matched_entries(node, cat.ordered())  # type: ignore[arg-type]
         step = up._step(node, service, cat.ordered()[0], found["bmc"])  # type: ignore[arg-type]
         assert step.method == "simple"
-        fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service), images)  # type: ignore[arg-type]
+        fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service, tasks=frozenset()), images)  # type: ignore[arg-type]
         (uri, body), = conn.posted
         assert uri.endswith("UpdateService.SimpleUpdate") and body["TransferProtocol"] == "HTTP"
         with urllib.request.urlopen(body["ImageURI"], timeout=5) as resp:  # what the BMC downloads
@@ -431,7 +433,7 @@ def test_a_url_image_is_fetched_by_the_bmc_itself_even_where_push_is_offered(tmp
     found = matched_entries(node, cat.ordered())  # type: ignore[arg-type]
     step = up._step(node, service, cat.ordered()[0], found["bmc"])  # type: ignore[arg-type]
     assert (step.method, step.image_url, step.image.name) == ("simple", url, "bmc_11.02.05.bin")
-    fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service), None)  # type: ignore[arg-type]
+    fw.send(node, step, fw.FirmwareState(entries=found["bmc"], service=service, tasks=frozenset()), None)  # type: ignore[arg-type]
     (uri, body), = conn.posted
     assert uri.endswith("UpdateService.SimpleUpdate")
     assert (body["ImageURI"], body["TransferProtocol"]) == (url, "HTTPS")
