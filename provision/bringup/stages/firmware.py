@@ -22,6 +22,7 @@ from provision.redfish.connector import ROOT
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.converge import ConvergeOptions, send_step
+from provision.redfish.ops.session import Node
 from provision.redfish.resources import Task
 from provision.redfish.vendors import VendorPlugin
 from provision.spec import HostEntry
@@ -63,10 +64,9 @@ def plan_firmware(host: HostEntry, observed: FirmwareObserved, fplan: fw.Firmwar
     """Pure: a step per component behind the baseline, except those already staged for the reset."""
     if fplan.refused:
         raise CheckFailed(f"{host.name}: " + "; ".join(fplan.refused))
-    running = sorted(f"{s.component} (task {observed.evidence.running[s.component]})" for s in fplan.steps
-                     if s.component in observed.evidence.running)
-    if running:  # sent before (by a run that died, or another controller): never sent a second time
-        raise CheckFailed(f"{host.name}: update task still running: {', '.join(running)}; nothing sent, "
+    running = {c: t for c, t in observed.evidence.running.items() if c in {s.component for s in fplan.steps}}
+    if running:  # sent before (by a run that died, or another controller), outlived its wait: never sent again
+        raise CheckFailed(f"{host.name}: update task still running: {_tasks(running)}; nothing sent, "
                           "run again once it ends")
     staged = observed.staged | {f"{c} {v}" for c, v in observed.evidence.staged.items()}
     versions = {s.component: ",".join(sorted({e.version or "?" for e in s.entries}))
@@ -93,14 +93,32 @@ class FirmwareStage(BmcStage):
 
     def observe(self, ctx: StageContext) -> FirmwareObserved:
         with bmc(ctx, self.opts) as node:
-            state = fw.observe(node.conn)
+            state, tasks = self._settled(ctx, node)
             vendor = node.vendor
-            tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
         flashes = frozenset(a.target for a in open_flashes(ctx.journal, ctx.host.name))
         return FirmwareObserved(firmware=state, vendor=vendor,
                                 staged=frozenset(staged_since_reset(ctx.journal, ctx.host.name)),
                                 interrupted=flashes,
                                 evidence=task_evidence(tasks, ctx.host.spec.firmware, state, vendor))
+
+    def _settled(self, ctx: StageContext, node: Node) -> tuple[fw.FirmwareState, list[Task]]:
+        """FirmwareInventory and the update tasks, once no baseline component's task still runs: a task a run
+        that died (or another controller) started is waited for, within that component's task timeout, as a
+        campaign waits for it; plan refuses a component whose task outlived that, and never sends it again."""
+        baseline = ctx.host.spec.firmware
+        state, tasks = _read(node)
+        running = task_evidence(tasks, baseline, state, node.vendor).running
+        if not running:
+            return state, tasks
+        bound = max(fw.TASK_TIMEOUT_S.get(c, fw.DEFAULT_TASK_TIMEOUT_S) for c in running)
+        ctx.say(self.name, f"waiting up to {bound:g} s for the update tasks already running: {_tasks(running)}")
+        deadline = self.clock.now() + bound
+        with node.conn.waiting(bound):
+            while running and self.clock.now() < deadline:
+                self.clock.sleep(self.clock.poll_s)
+                state, tasks = _read(node)
+                running = task_evidence(tasks, baseline, state, node.vendor).running
+        return state, tasks
 
     def plan(self, host: HostEntry, observed: FirmwareObserved) -> StagePlan:
         fplan = fw.plan(host.spec.firmware, observed.firmware, observed.vendor,
@@ -118,6 +136,16 @@ class FirmwareStage(BmcStage):
                 ctx.say(self.name, action.describe())
                 ctx.side_effect(self.name, action, partial(send_step, node, action.step, server, ConvergeOptions(),
                                                            self.clock, state=action.state))
+
+
+def _read(node: Node) -> tuple[fw.FirmwareState, list[Task]]:
+    """The update tasks, then FirmwareInventory: a task seen ended has its effect in the inventory read after."""
+    tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
+    return fw.observe(node.conn), tasks
+
+
+def _tasks(running: dict[str, str]) -> str:
+    return ", ".join(f"{c} (task {t})" for c, t in sorted(running.items()))
 
 
 def task_evidence(tasks: list[Task], baseline: tuple[FirmwareComponent, ...], state: fw.FirmwareState,

@@ -25,6 +25,7 @@ CAPTURE = Path(__file__).resolve().parents[2] / "fixtures" / "redfish" / "public
 ROOT = "/redfish/v1"
 FW = f"{ROOT}/UpdateService/FirmwareInventory"
 PUSH = f"{ROOT}/UpdateService/upload"
+TASKS = f"{ROOT}/TaskService/Tasks"
 _TREE: dict[str, Any] = {}
 
 
@@ -51,7 +52,8 @@ class FakeBmc:
     """What the BMC was asked, in order: "GET uri", "PUSH targets", "PATCH uri", "RESET"."""
     patches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     opts: _Opts = field(default_factory=_Opts)
-    _tasks: dict[str, tuple[list[str], str, int]] = field(default_factory=dict)
+    _tasks: dict[str, tuple[list[str], str, int, int]] = field(default_factory=dict)
+    """uri -> (targets, apply time, polls so far, polls it answers Running before it ends)."""
 
     def __post_init__(self) -> None:
         if not _TREE:
@@ -110,22 +112,31 @@ class FakeBmc:
         params = json.loads(parts["UpdateParameters"][1])
         self.pushes.append({"uri": uri, "file": parts["UpdateFile"][0], **params})
         self.events.append(f"PUSH {','.join(params['Targets'])}")
-        task = f"{ROOT}/TaskService/Tasks/{len(self._tasks) + 1}"
-        self._tasks[task] = (list(params["Targets"]), params["@Redfish.OperationApplyTime"], 0)
+        task = self.start_task(list(params["Targets"]), params["@Redfish.OperationApplyTime"])
         return Response(202, {"location": task}, {})
+
+    def start_task(self, targets: list[str], when: str, running_polls: int = 1) -> str:
+        """An update task, listed in the TaskService with its Payload (as a run that died leaves one)."""
+        task = f"{TASKS}/{len(self._tasks) + 1}"
+        self._tasks[task] = (targets, when, 0, running_polls)
+        coll = self.tree.setdefault(TASKS, {"@odata.id": TASKS, "Members": []})
+        coll["Members"].append({"@odata.id": task})
+        return task
 
     # -- the BMC's own behaviour ------------------------------------------------------------------------
     def _poll(self, uri: str) -> dict[str, Any]:
-        targets, when, polls = self._tasks[uri]
-        self._tasks[uri] = (targets, when, polls + 1)
-        if polls == 0:
-            return {"@odata.id": uri, "Id": uri.rsplit("/", 1)[-1], "TaskState": "Running", "TaskStatus": "OK"}
+        targets, when, polls, running_polls = self._tasks[uri]
+        self._tasks[uri] = (targets, when, polls + 1, running_polls)
+        payload = {"TargetUri": PUSH, "JsonBody": json.dumps({"Targets": targets})}
+        if polls < running_polls:
+            return {"@odata.id": uri, "Id": uri.rsplit("/", 1)[-1], "TaskState": "Running", "TaskStatus": "OK",
+                    "Payload": payload}
         state, status = self.task_end
-        if polls == 1 and (state, status) == ("Completed", "OK"):
+        if polls == running_polls and (state, status) == ("Completed", "OK"):
             for target in targets:
                 self._flash(target) if when == "Immediate" else self.staged.append(target)
         return {"@odata.id": uri, "Id": uri.rsplit("/", 1)[-1], "TaskState": state, "TaskStatus": status,
-                "Messages": [{"Message": f"update {state}"}]}
+                "Messages": [{"Message": f"update {state}"}], "Payload": payload}
 
     def _flash(self, target: str) -> None:
         if target in self.flash_to:

@@ -16,6 +16,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.firmware import FirmwareStage
 from provision.bringup.stages.staged import staged_since_reset
+from provision.errors import CheckFailed
 from provision.journal import Journal
 from provision.redfish.errors import RedfishOperationFailed
 from provision.spec import HostEntry
@@ -84,6 +85,26 @@ def test_flash_and_stage_then_verify(make_host: Callable[..., HostEntry], journa
         ("flash", "bmc 1.50", "ok"), ("stage-firmware", "bios 1.50", "ok")]
     again = stage.plan(host, stage.observe(ctx))  # the second observation: BMC at baseline, BIOS staged
     assert again.converged
+
+
+@pytest.mark.parametrize(("polls", "pushed", "error"), [
+    (3, [f"{FW}/BIOS"], None),  # it ends within its timeout: the BMC is at baseline, only the BIOS is sent
+    (10_000, [], r"update task still running: bmc \(task 1\); nothing sent"),  # it outlives its timeout
+])
+def test_a_task_a_dead_run_left_running_is_waited_for_never_sent_again(
+        make_host: Callable[..., HostEntry], journal: Journal, polls: int, pushed: list[str],
+        error: str | None) -> None:
+    host = make_host()
+    bmc = FakeBmc(versions=RUNNING, flash_to=FLASHED)
+    bmc.start_task([f"{FW}/BMC"], "Immediate", running_polls=polls)  # sent by a run killed before it journaled
+    stage, ctx = _stage(), _ctx(host, bmc, journal)
+    if error is None:
+        _run(stage, ctx)
+        assert bmc.tree[f"{FW}/BMC"]["Version"] == "1.50"
+    else:
+        with pytest.raises(CheckFailed, match=error):
+            _run(stage, ctx)
+    assert [t for p in bmc.pushes for t in p["Targets"]] == pushed
 
 
 @pytest.mark.parametrize(("running", "what"), [
