@@ -103,8 +103,8 @@ def _drop(resp: HTTPResponse, n: int) -> int:
 
 def _sent(piece: Piece) -> str:
     kind = piece.content_type.split(";", 1)[0].strip()
-    size = f"{piece.total} bytes" if piece.total is not None else "its body"
-    return f"; the server sent {kind}, {size}" if kind.startswith("text/") else ""
+    size = f", {piece.total} bytes" if piece.total is not None else ""
+    return f"; the server sent {kind}{size}" if kind.startswith("text/") else ""
 
 
 def check(url: str, mode: Platform | None, timeout_s: float = 15.0) -> eltorito.Bootable:
