@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -165,3 +167,99 @@ def test_each_server_has_its_own_unguessable_prefix(images: tuple[Path, Path]) -
         pa, pb = urlsplit(a.url_for(image)).path, urlsplit(b.url_for(image)).path
         assert pa != pb and len(pa.split("/")[1]) >= 16
         assert _request("127.0.0.1", b.actual_port, "GET", pa)[0] == 404
+
+
+def _eventually(cond: Callable[[], bool]) -> bool:
+    """`cond` within 5 s: the server records a body as sent after its last byte, which the client may
+    have read first."""
+    deadline = time.monotonic() + 5
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cond()
+
+
+def _ask(srv: ImageServer, path: str, method: str = "GET", rng: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", srv.actual_port, timeout=5)
+    try:
+        conn.request(method, path, headers={"Range": rng} if rng is not None else {})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def ranged(tmp_path: Path) -> tuple[Path, bytes]:
+    data = bytes(range(256)) * 40  # 10240 bytes, each offset's byte telling where it came from
+    (tmp_path / "install.iso").write_bytes(data)
+    return tmp_path / "install.iso", data
+
+
+@pytest.mark.parametrize(("rng", "want"), [
+    ("bytes=0-0", range(0, 1)),
+    ("bytes=32-2079", range(32, 2080)),
+    ("bytes=10000-", range(10000, 10240)),
+    ("bytes=10000-99999", range(10000, 10240)),  # past the end: up to the end
+    ("bytes=-100", range(10140, 10240)),
+    ("bytes=-99999", range(0, 10240)),
+])
+def test_a_byte_range_is_answered_206_with_its_content_range(ranged: tuple[Path, bytes], rng: str,
+                                                            want: range) -> None:
+    image, data = ranged
+    with ImageServer() as srv:
+        status, headers, body = _ask(srv, urlsplit(srv.url_for(image)).path, rng=rng)
+    assert status == 206 and body == data[want.start:want.stop]
+    assert headers["content-range"] == f"bytes {want.start}-{want.stop - 1}/{len(data)}"
+    assert headers["content-length"] == str(len(want)) and headers["accept-ranges"] == "bytes"
+
+
+@pytest.mark.parametrize("rng", ["bytes=10240-", "bytes=20000-20001", "bytes=-0"])
+def test_a_range_past_the_end_is_416_naming_the_size(ranged: tuple[Path, bytes], rng: str) -> None:
+    image, data = ranged
+    with ImageServer() as srv:
+        status, headers, body = _ask(srv, urlsplit(srv.url_for(image)).path, rng=rng)
+        assert srv.served == [] and srv.sent == []
+    assert (status, headers["content-range"], body) == (416, f"bytes */{len(data)}", b"")
+
+
+@pytest.mark.parametrize("rng", ["bytes=0-1,5-6", "items=0-1", "bytes=9-2", "bytes=-", "bytes=x-"])
+def test_a_range_it_does_not_take_is_ignored_and_the_file_sent_whole(ranged: tuple[Path, bytes], rng: str) -> None:
+    image, data = ranged
+    with ImageServer() as srv:
+        status, headers, body = _ask(srv, urlsplit(srv.url_for(image)).path, rng=rng)
+        assert _eventually(lambda: srv.sent == [image.name])
+    assert (status, body, headers["accept-ranges"]) == (200, data, "bytes") and "content-range" not in headers
+
+
+def test_head_advertises_ranges_and_answers_a_ranged_head_without_a_body(ranged: tuple[Path, bytes]) -> None:
+    image, _ = ranged
+    with ImageServer() as srv:
+        path = urlsplit(srv.url_for(image)).path
+        status, headers, body = _ask(srv, path, "HEAD")
+        assert (status, headers["accept-ranges"], headers["content-length"], body) == (200, "bytes", "10240", b"")
+        status, headers, body = _ask(srv, path, "HEAD", rng="bytes=100-199")
+        assert (status, headers["content-range"], headers["content-length"], body) == (
+            206, "bytes 100-199/10240", "100", b"")
+        assert srv.served == [] and srv.sent == []
+
+
+def test_ranges_that_cover_the_file_count_as_sent_once(ranged: tuple[Path, bytes]) -> None:
+    image, _ = ranged
+    with ImageServer() as srv:
+        path = urlsplit(srv.url_for(image)).path
+        for rng in ("bytes=4096-8191", "bytes=0-10", "bytes=8192-", "bytes=0-4095"):
+            assert not srv.sent  # a BMC part-way through its reads has not got the image yet
+            assert _ask(srv, path, rng=rng)[0] == 206
+        assert _eventually(lambda: srv.sent == [image.name]) and srv.served == [image.name] * 4
+    spans = ImageServer()
+    for start, stop in ((4096, 8192), (0, 11), (8192, 10240), (20, 30), (0, 4096), (0, 1), (0, 10240)):
+        spans._wrote("x", start, stop, 10240)
+    assert spans.sent == ["x", "x"]  # covered by (0, 4096) once, then a whole read: each a download
+
+
+def test_byte_range_table() -> None:
+    from provision.redfish.image_server import byte_range
+
+    assert byte_range(None, 10) is None and byte_range("bytes=3-1", 10) is None
+    assert byte_range("bytes=2-4", 10) == range(2, 5) and byte_range("bytes = 2-4", 10) == range(2, 5)
+    assert byte_range("bytes=0-", 0) == range(0) and byte_range("bytes=-5", 3) == range(0, 3)

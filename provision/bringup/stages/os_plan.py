@@ -124,7 +124,8 @@ class OsObserved(BaseModel):
     installer: str | None = None
     """The installer URL: --os-image, else the profile's software.os_installer."""
     refusals: tuple[str, ...] = ()
-    """Why a new install cannot start (the installer URL does not answer, fewer than two boot drives, no
+    """Why a new install cannot start (the installer URL does not answer or is not bootable from CD in the
+    host's boot mode, fewer than two boot drives, no
     second virtual medium, no seed tool): observed only when one might."""
 
 

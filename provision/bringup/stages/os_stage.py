@@ -2,8 +2,9 @@
 
 observe: PowerState; SSH (only while the host is on) checked against known_hosts; the latest install
 attempt from the journal; and, when a new install may start, what refuses one before anything is
-written: the installer URL not answering, fewer than two boot drives on the BMC, no second virtual
-medium for the seed, no ISO tool. plan: os_plan.plan_os (pure). apply: the planned steps, each one
+written: the installer URL not answering or serving no image the host boots from CD (os_media.py reads
+its El Torito sectors by HTTP ranges), fewer than two boot drives on the BMC, no second virtual medium
+for the seed, no ISO tool. plan: os_plan.plan_os (pure). apply: the planned steps, each one
 journaled side effect (os_plan's docstring lists them).
 
 The host-key channel is the config drive Ironic uses: the stage makes the key pair, records the public
@@ -30,6 +31,7 @@ from pathlib import Path
 from provision.bringup.model import StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
+from provision.bringup.stages import os_media
 from provision.bringup.stages.bmc import bmc
 from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, plan_os, resume
 from provision.bringup.stages.seed import build_seed, seed_tool
@@ -124,7 +126,8 @@ class OsStage:
         return Ssh.OK, ""
 
     def _refusals(self, ctx: StageContext, installer: str) -> tuple[str, ...]:
-        why = [url_refusal(installer)]
+        reach = url_refusal(installer)  # answering first: then the image itself, before anything is written
+        why = [reach or os_media.bootable_refusal(installer, os_media.boot_mode(ctx.host))]
         with bmc(ctx, self.opts) as node:
             items = inv_ops.drift(ctx.host.spec, inv_ops.observe(node.conn)).items
             slots = power.media_slots(node)

@@ -17,6 +17,7 @@ import re
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -33,11 +34,13 @@ from provision.journal import Journal
 from provision.redfish.ops import power
 from provision.remote import hostkeys
 from provision.spec import HostEntry, SshEndpoint
+from tests.unit.bringup.isos import isos
 
 URL = "http://images.example/install.iso"
 CD = power.MediaSlot(uri="/redfish/v1/Managers/1/VirtualMedia/CD1", types=("CD", "DVD"))
 USB = power.MediaSlot(uri="/redfish/v1/Managers/1/VirtualMedia/USB1", types=("USBStick",))
 pytestmark = pytest.mark.skipif(os_stage.seed_tool() is None, reason="needs xorriso or genisoimage")
+__all__ = ["isos"]  # the fixture
 
 
 class Killed(BaseException):
@@ -271,5 +274,49 @@ def test_what_refuses_a_new_install(rig: Any, monkeypatch: pytest.MonkeyPatch, b
     monkeypatch.setattr(os_stage.power, "media_slots", lambda node: slots)
     monkeypatch.setattr(os_stage, "seed_tool", lambda: tool)
     monkeypatch.setattr(os_stage, "url_refusal", lambda u: url)
+    monkeypatch.setattr(os_stage.os_media, "bootable_refusal", lambda u, mode: None)
     ctx = StageContext(host=host, journal=journal, run_id=None)
     assert OsStage._refusals(stage, ctx, URL) == refusals
+
+
+@pytest.mark.parametrize(("kind", "boot_mode", "refused"), [
+    ("data", "uefi", "ISO 9660 but not bootable from CD (no El Torito boot record at sector 17)"),
+    ("bios", "uefi", "no bootable El Torito entry for UEFI (the catalog boots BIOS)"),
+    ("efi", "legacy", "no bootable El Torito entry for BIOS (the catalog boots UEFI)"),
+    ("efi", "uefi", None),
+])
+def test_an_installer_the_host_cannot_boot_is_refused_before_anything_is_written(
+        rig: Any, monkeypatch: pytest.MonkeyPatch, isos: dict[str, Path], kind: str, boot_mode: str,
+        refused: str | None) -> None:
+    from provision.errors import InputError
+    from provision.redfish.image_server import ImageServer
+    from provision.spec.model import Bios
+
+    fake, host, stage, journal, _ = rig
+    host = host.model_copy(update={"spec": host.spec.model_copy(update={"bios": Bios(
+        settings={"boot_mode": boot_mode})})})
+    monkeypatch.setattr(stage, "_refusals", partial(OsStage._refusals, stage))  # the rig's: none
+    monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
+    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift("2", "ok"))
+    with ImageServer() as srv:
+        url = srv.url_for(isos[kind])
+        stage.opts = stage.opts.model_copy(update={"os_image": url})
+        if refused is None:
+            assert stage.observe(StageContext(host=host, journal=journal, run_id=None)).refusals == ()
+            return
+        with pytest.raises(InputError) as err:
+            _pass(stage, host, journal)
+    assert str(err.value) == f"{host.name}: cannot install: installer {url}: {refused}"
+    assert fake.calls == [] and fake.power == "Off" and not fake.media  # no medium inserted, no power change
+    assert journal.actions(host.name, stage="os") == []
+
+
+def test_an_installer_that_does_not_answer_is_not_read_for_boot_sectors(rig: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    _, host, stage, journal, _ = rig
+    monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
+    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift("2", "ok"))
+    monkeypatch.setattr(os_stage, "url_refusal", lambda u: "installer u: HTTP 404")
+    monkeypatch.setattr(os_stage.os_media, "bootable_refusal", lambda u, mode: pytest.fail("read"))
+    ctx = StageContext(host=host, journal=journal, run_id=None)
+    assert OsStage._refusals(stage, ctx, URL) == ("installer u: HTTP 404",)

@@ -1,0 +1,183 @@
+"""The os stage's installer check over HTTP: real xorriso images served by the ImageServer (byte ranges) and
+by a server that ignores Range (200, the whole body, of which the check reads only what it needs), an HTML
+page, truncated files, a TLS server whose certificate is not trusted; and the refusal in the preflight."""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import urllib.request
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provision.bringup.eltorito import Platform
+from provision.bringup.stages import os_media
+from provision.redfish.image_server import ImageServer
+from tests.unit.bringup.isos import isos, needs_xorriso
+from tests.unit.redfish.rf_fakebmc import make_cert
+
+pytestmark = needs_xorriso
+__all__ = ["isos"]  # the fixture
+BIOS, UEFI = Platform.BIOS, Platform.UEFI
+
+
+class Plain:
+    """A server that ignores Range: 200 and the whole body, counting what it managed to write."""
+
+    def __init__(self, body: bytes, kind: str = "application/octet-stream", tls: tuple[Path, Path] | None = None,
+                 length: bool = True) -> None:
+        self.body, self.kind, self.length, self.written = body, kind, length, 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", owner.kind)
+                if owner.length:
+                    self.send_header("Content-Length", str(len(owner.body)))
+                self.end_headers()
+                try:
+                    for at in range(0, len(owner.body), 1 << 16):
+                        self.wfile.write(owner.body[at:at + (1 << 16)])
+                        owner.written = at + len(owner.body[at:at + (1 << 16)])
+                except OSError:  # the client stopped reading and closed
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(str(tls[0]), str(tls[1]))
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}/install.iso"
+
+    def __enter__(self) -> Plain:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Callable[[bytes], str]]:
+    """URL of bytes served by an ImageServer (with ranges)."""
+    with ImageServer() as srv:
+        def serve(data: bytes, name: str = "install.iso") -> str:
+            (tmp_path / name).write_bytes(data)
+            return srv.url_for(tmp_path / name)
+        yield serve
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Range headers the check sent."""
+    seen: list[str] = []
+    real = urllib.request.urlopen
+
+    def spy(req: urllib.request.Request, **kw: Any) -> Any:
+        seen.append(str(req.get_header("Range")))
+        return real(req, **kw)
+
+    monkeypatch.setattr(os_media.urllib.request, "urlopen", spy)
+    return seen
+
+
+@pytest.mark.parametrize(("kind", "mode", "refused"), [
+    ("efi", UEFI, None), ("efi", None, None), ("efi", BIOS, "no bootable El Torito entry for BIOS "
+                                                           "(the catalog boots UEFI)"),
+    ("bios", BIOS, None), ("bios", UEFI, "no bootable El Torito entry for UEFI (the catalog boots BIOS)"),
+    ("both", UEFI, None), ("both", BIOS, None),
+    ("data", None, "ISO 9660 but not bootable from CD (no El Torito boot record at sector 17)"),
+])
+def test_an_image_served_with_ranges(isos: dict[str, Path], served: Callable[[bytes], str], asked: list[str],
+                                     kind: str, mode: Platform | None, refused: str | None) -> None:
+    url = served(isos[kind].read_bytes())
+    got = os_media.bootable_refusal(url, mode)
+    assert got == (f"installer {url}: {refused}" if refused else None)
+    # sectors 16-17, then (an El Torito record found) the catalog's sector, 33 in xorriso's layout
+    assert asked == ["bytes=32768-36863"] + ([] if kind == "data" else ["bytes=67584-69631"])
+
+
+@pytest.mark.parametrize("length", [True, False])
+def test_a_server_that_ignores_range_is_read_only_as_far_as_the_catalog(isos: dict[str, Path], length: bool) -> None:
+    big = isos["efi"].read_bytes() + bytes(32 << 20)  # an appended partition: larger than its volume is fine
+    with Plain(big, length=length) as srv:
+        assert os_media.bootable_refusal(srv.url, UEFI) is None
+        assert os_media.check(srv.url, UEFI).platforms == {UEFI}
+    assert srv.written < 8 << 20, f"{srv.written} of {len(big)} bytes went out: the whole file was read"
+
+
+def test_an_html_page_is_not_an_iso(isos: dict[str, Path], served: Callable[..., str]) -> None:
+    page = b"<html><body><h1>Sign in to continue</h1></body></html>\n"
+    with Plain(page, kind="text/html; charset=utf-8") as srv:
+        assert os_media.bootable_refusal(srv.url, None) == (
+            f"installer {srv.url}: not an ISO 9660 image (no primary volume descriptor at sector 16); the server "
+            f"sent text/html, {len(page)} bytes")
+    url = served(page, "index.html")  # answered 416 by a server that takes ranges: shorter than sector 16
+    assert os_media.bootable_refusal(url, None) == (
+        f"installer {url}: not an ISO 9660 image (no primary volume descriptor at sector 16)")
+
+
+@pytest.mark.parametrize("cut", [20_000, 36_864, 40_000, 67_584, 70_000])
+def test_a_truncated_image(isos: dict[str, Path], served: Callable[[bytes], str], cut: int) -> None:
+    image = isos["efi"].read_bytes()
+    for url in (served(image[:cut]), None):
+        if url is None:
+            with Plain(image[:cut]) as srv:
+                got = os_media.bootable_refusal(srv.url, UEFI)
+                url = srv.url
+        else:
+            got = os_media.bootable_refusal(url, UEFI)
+        if cut < 36_864:  # not even the two descriptors
+            assert got == f"installer {url}: not an ISO 9660 image (no primary volume descriptor at sector 16)"
+        else:
+            assert got == f"installer {url}: truncated: {cut} bytes where its volume descriptor names {len(image)}"
+
+
+def test_a_catalog_past_the_end_of_a_file_of_unknown_size_is_truncated(isos: dict[str, Path]) -> None:
+    image = isos["efi"].read_bytes()
+    with Plain(image[:40_000], length=False) as srv:  # close-delimited: the size is found only at the end
+        assert os_media.bootable_refusal(srv.url, UEFI) == (
+            f"installer {srv.url}: truncated: its boot catalog (sector 33) is past the end of the file")
+
+
+def test_tls_is_verified(isos: dict[str, Path], tmp_path: Path) -> None:
+    _, cert, key = make_cert(tmp_path)
+    with Plain(isos["efi"].read_bytes(), tls=(cert, key)) as srv:
+        got = os_media.bootable_refusal(srv.url, UEFI, timeout_s=5)
+    assert got is not None and got.startswith(f"installer {srv.url}: reading its boot sectors: ")
+    assert "CERTIFICATE_VERIFY_FAILED" in got
+
+
+def test_what_is_not_http_is_the_bmcs_to_fetch_and_errors_are_one_line(served: Callable[[bytes], str]) -> None:
+    assert os_media.bootable_refusal("nfs://server/export/install.iso", UEFI) is None
+    url = served(b"x").replace("install.iso", "gone.iso")
+    assert os_media.bootable_refusal(url, UEFI) == f"installer {url}: HTTP 404 reading its boot sectors"
+
+
+def test_a_catalog_far_past_the_start_of_a_server_ignoring_range_is_not_checked(
+        isos: dict[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(os_media, "MAX_SKIP", 40_000)
+    with Plain(isos["efi"].read_bytes()) as srv:
+        assert os_media.bootable_refusal(srv.url, BIOS) is None
+    assert "not checked for El Torito" in caplog.text
+
+
+@pytest.mark.parametrize(("setting", "mode"), [("uefi", UEFI), ("UEFI", UEFI), ("legacy", BIOS), (None, None)])
+def test_the_boot_mode_is_the_profiles(make_host: Callable[..., Any], setting: str | None,
+                                       mode: Platform | None) -> None:
+    from provision.spec.model import Bios
+
+    host = make_host()
+    bios = Bios(settings={"boot_mode": setting} if setting else {})
+    host = host.model_copy(update={"spec": host.spec.model_copy(update={"bios": bios})})
+    assert os_media.boot_mode(host) is mode
