@@ -27,6 +27,7 @@ class Request(StrEnum):
 
     PAUSE = "pause"
     ABORT = "abort"
+    HALT = "halt"
 
 
 class NodeState(StrEnum):
