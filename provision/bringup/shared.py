@@ -12,6 +12,10 @@ observes the node and the journal (what was staged, which flash was interrupted)
 resumed single-controller run does. A node that failed a stage is not taken again by this share (unless a controller
 starts with --retry-failed: the failures journaled before it started are tried again): its controllers end when
 every node is done or failed, and exit 1 naming the failures.
+
+With a deadline (`--wait-seconds N`) a controller waits on nodes another live controller holds for at most N
+seconds from its start: past it, a worker that would wait again ends instead, and the run ends with ShareTimedOut,
+one line naming the nodes still held and by whom (its own nodes in flight are finished first).
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ from pydantic import BaseModel, ConfigDict
 from provision.bringup.engine import bring_up_node
 from provision.bringup.model import BringupResult, NodeResult, Outcome, StagePlan, StageResult
 from provision.bringup.stage import Progress, Stage, StageContext
+from provision.errors import ProvisionError
 from provision.journal import Journal
 from provision.journal.locks import LEASE_TTL_S, NodeLocked, NodeLocks
 from provision.spec import HostEntry
 
 KIND = "bringup"
+SHOWN = 10
+"""ShareTimedOut names at most this many nodes (then a count)."""
 COMPLETED = (Outcome.APPLIED.value, Outcome.CONVERGED.value)
 
 
@@ -150,12 +157,19 @@ class ShareSummary(BaseModel):
         return not self.failed
 
 
+class ShareTimedOut(ProvisionError):
+    """The deadline passed while nodes were left that another live controller holds (exit 4)."""
+
+    exit_code = 4
+
+
 class SharedBringup:
     """One controller's part in share `share`: workers that take nodes no other holds until none is left."""
 
     def __init__(self, hosts: Sequence[HostEntry], stages: Sequence[Stage], journal: Journal, share: str, *,
                  concurrency: int = 4, progress: Progress | None = None, ttl_s: float = LEASE_TTL_S,
-                 poll_s: float = 1.0, retry_failed: bool = False, sleep: Callable[[float], None] = time.sleep) -> None:
+                 poll_s: float = 1.0, retry_failed: bool = False, sleep: Callable[[float], None] = time.sleep,
+                 wait_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.hosts = {h.name: h for h in hosts}
         self.stages = {s.name: s for s in stages}
         self.order = [s.name for s in stages]
@@ -163,6 +177,9 @@ class SharedBringup:
         self.progress = progress or (lambda node, stage, msg: None)
         self.locks = NodeLocks(journal, ttl_s)
         self.poll_s, self.sleep, self.retry_failed = poll_s, sleep, retry_failed
+        self.wait_s, self.clock = wait_s, clock
+        """How long this controller waits, from its start, on nodes others hold (None: until they end)."""
+        self._deadline = float("inf")
         self.forgive_upto: int | None = None
         self.owner = f"bringup share {share}"
         self._pick = threading.Lock()  # one worker of this controller decides and takes at a time
@@ -171,12 +188,16 @@ class SharedBringup:
 
     def run(self) -> tuple[BringupResult, ShareSummary]:
         self.forgive_upto = watermark(self.journal) if self.retry_failed else None
+        self._deadline = float("inf") if self.wait_s is None else self.clock() + self.wait_s
         self.run_id = self.journal.start_run(KIND, target(self.share), {"stages": self.order, "share": self.share})
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="bringup") as pool:
             for future in [pool.submit(self._worker) for _ in range(max(1, self.concurrency))]:
                 future.result()
         summary = self.summary()
-        self.journal.finish_run(self.run_id, "ok" if summary.ok else "failed")
+        left = self._left()
+        self.journal.finish_run(self.run_id, "timed out" if left else "ok" if summary.ok else "failed")
+        if left:
+            raise ShareTimedOut(self._held_message(left))
         nodes = [self._results[n] for n in self.hosts if n in self._results]
         return BringupResult(run_id=self.run_id, plan_only=False, nodes=nodes), summary
 
@@ -186,6 +207,17 @@ class SharedBringup:
         return ShareSummary(share=self.share, nodes=len(views), done=done,
                             failed={v.node: v.failed for v in views if v.failed is not None},
                             mine=sorted(self._results))
+
+    def _left(self) -> list[str]:
+        """Nodes neither done nor failed (only a deadline ends this controller's workers while some are left)."""
+        return [v.node for v in self._observe(list(self.hosts)) if remaining(v, self.order) and v.failed is None]
+
+    def _held_message(self, left: Sequence[str]) -> str:
+        holders = {lease.node: lease.describe() for lease in self.locks.held()}
+        named = [f"{n} by {holders[n]}" if n in holders else f"{n} (free now)" for n in left[:SHOWN]]
+        more = f" and {len(left) - SHOWN} more" if len(left) > SHOWN else ""
+        return (f"share {self.share}: --wait-seconds {self.wait_s:g} passed with {len(left)} node(s) held by "
+                f"another controller: {', '.join(named)}{more}; run again to finish them")
 
     def _observe(self, nodes: list[str]) -> list[NodeShare]:
         return observe(self.journal, self.share, nodes, self.locks, self.order, self.forgive_upto)
@@ -204,6 +236,8 @@ class SharedBringup:
                     self._run(decision.node, decision.stages)
                     continue
             if decision.verdict is Verdict.WAIT:
+                if self.clock() >= self._deadline:
+                    return  # waited long enough on what others hold: run() names it
                 self.sleep(self.poll_s)
 
     def _take(self, held: ExitStack, decision: Decision) -> Decision:

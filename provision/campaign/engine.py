@@ -271,9 +271,14 @@ class Engine:
         )
 
 
+HALTED_BY_REQUEST = "halted by request"
+
+
 def _requested(request: Request) -> tuple[CampaignState, str]:
     if request is Request.ABORT:
         return CampaignState.ABORTED, "aborted by request"
+    if request is Request.HALT:
+        return CampaignState.HALTED, HALTED_BY_REQUEST
     return CampaignState.PAUSED, "paused by request"
 
 

@@ -3,7 +3,8 @@
 `provision campaign start` (on a PostgreSQL journal) and `provision campaign join CAMPAIGN [--shard GROUP]`
 both run this loop, every `poll_s`:
 
-1. take or renew the leader lease (provision.journal.claims); the leader alone starts a wave (after the
+1. take or renew the leader lease (provision.journal.claims); the leader alone, and only while its lease is
+   fresh and still its own (each decision re-checks it in the transaction that writes it), starts a wave (after the
    pause/abort request and the maintenance window, as the one-controller engine does), runs the gate of a
    wave whose every node is finished (on nodes no controller gated, e.g. one killed after a turn), marks it
    done or halts the campaign, and marks the campaign done after the last wave;
@@ -25,11 +26,14 @@ exits with JournalUnreachable.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 from provision.campaign.catalog import file_digest
 from provision.campaign.engine import Engine, Outcome, _requested
@@ -38,9 +42,11 @@ from provision.campaign.waves import resolve_count
 from provision.campaign.workers import Workers
 from provision.errors import InputError
 from provision.journal.campaigns import CampaignState, NodeState, SinceStart, WaveRecord, WaveState
-from provision.journal.claims import Claims
+from provision.journal.claims import Claims, NotDecided
 from provision.journal.locks import LEASE_TTL_S, NodeLocks
 from provision.journal.store import JournalError, JournalUnreachable
+
+log = logging.getLogger(__name__)
 
 TAKEOVER_SETTLE_S = 5.0
 """A node taken over is first observed this long after the claim (at most half the lease): a request its previous
@@ -52,9 +58,11 @@ class SharedEngine(Engine):
     """The campaign engine for a controller that shares the campaign with others."""
 
     def __init__(self, *args: object, lease_s: float = LEASE_TTL_S, settle_s: float | None = None,
-                 **kwargs: object) -> None:
+                 clock: Callable[[], float] = time.time, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.lease_s = lease_s
+        self.clock = clock
+        """What the leases are measured with (the leader's and the nodes'; tests pass a fake one)."""
         self.settle_s = min(TAKEOVER_SETTLE_S, lease_s / 2) if settle_s is None else settle_s
         self.leader_seen = False
         """Whether this controller led at any moment (tests and the report)."""
@@ -85,8 +93,8 @@ class SharedEngine(Engine):
     # -- the loop ----------------------------------------------------------------------------------------
     def _shared(self, how: str) -> Outcome:
         name, journal = self.catalog.name, self.store.journal
-        claims = Claims(journal, name, ttl_s=self.lease_s)
-        locks = NodeLocks(journal, ttl_s=self.lease_s)
+        claims = Claims(journal, name, ttl_s=self.lease_s, clock=self.clock)
+        locks = NodeLocks(journal, ttl_s=self.lease_s, clock=self.clock)
         run_id = journal.start_run("campaign", name, {"how": how, "controller": claims.owner})
         ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s,
                           locks=locks)
@@ -137,7 +145,7 @@ class SharedEngine(Engine):
                 if not inflight:
                     if leading and not self._any_active():
                         state, reason = _requested(record.request)
-                        self.store.set_state(name, state, reason)
+                        self._decide(claims, f"campaign {state.value}", self.store.set_state, name, state, reason)
                     return
                 time.sleep(self.poll_s)
                 continue
@@ -145,18 +153,20 @@ class SharedEngine(Engine):
             if wave is None:
                 if leading:
                     failed, _ = self.store.failed_count(name)
-                    self.store.set_state(name, CampaignState.DONE, f"{failed} node(s) failed" if failed else "")
-                    return
+                    if self._decide(claims, "campaign done", self.store.set_state, name, CampaignState.DONE,
+                                    f"{failed} node(s) failed" if failed else ""):
+                        return
             elif wave.state is WaveState.GATE_FAILED:
                 return
             elif wave.state is WaveState.PENDING:
                 if leading:
                     stop = self._before_wave(wave.wave)
                     if stop:
-                        self.store.set_state(name, *stop)
-                        return
-                    self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
-                    continue
+                        if self._decide(claims, f"campaign {stop[0].value}", self.store.set_state, name, *stop):
+                            return
+                    elif self._decide(claims, f"wave {wave.wave} started", self.store.wave_state, name, wave.wave,
+                                      WaveState.ACTIVE):
+                        continue
             else:
                 self._look_ahead(record.waves, wave.wave, pool.size)
                 free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
@@ -164,7 +174,7 @@ class SharedEngine(Engine):
                     locks.adopt([lease])
                     inflight[lease.node] = pool.submit(lambda x: self._turn(ctx, x.node, x.previous), [lease])[0]
                 if leading and not inflight:
-                    self._close_wave(wave)
+                    self._close_wave(claims, wave)
             time.sleep(self.poll_s)
 
     def _look_ahead(self, waves: list[list[str]], wave: int, slots: int) -> None:
@@ -220,16 +230,28 @@ class SharedEngine(Engine):
             self._errors.append(exc)
             raise
 
-    def _close_wave(self, wave: WaveRecord) -> None:
+    @staticmethod
+    def _decide(claims: Claims, what: str, write: Callable[..., object], *args: Any) -> bool:
+        """One leader decision, `write(*args, db=the transaction)`, written only while this controller's term is
+        fresh and still the lease's (Claims.decide); False, and a line in the log, when it was not."""
+        try:
+            with claims.decide(what) as db:
+                write(*args, db=db)
+        except NotDecided as exc:
+            log.warning("%s", exc)
+            return False
+        return True
+
+    def _close_wave(self, claims: Claims, wave: WaveRecord) -> None:
         """The leader, once every node of the wave is finished: gate what nobody gated, then done or halt."""
         name = self.catalog.name
         nodes = self.store.nodes(name, wave.wave)
-        if any(n.state in (NodeState.PENDING, NodeState.ACTIVE) for n in nodes):
+        if any(n.state in (NodeState.PENDING, NodeState.ACTIVE) for n in nodes) or not claims.fresh():
             return
         count = self.store.since_start(name)  # as the one-controller engine: after the wave's turns, before its gate
         too_many = self.catalog.policy.halt.share_reason(wave.wave, count.failed, count.finished)
         if too_many:
-            self.store.halt(name, too_many)
+            self._decide(claims, "halt", self.store.halt, name, too_many)
             return
         problems: list[str] = []
         for n in nodes:
@@ -244,9 +266,12 @@ class SharedEngine(Engine):
                     found = [f"{n.node}: not gated (its controller is gone and this one does not reach it)"]
             problems += found
         if problems:
-            self.store.wave_state(name, wave.wave, WaveState.GATE_FAILED, "; ".join(problems))
-            self.store.halt(name, f"health gate failed after wave {wave.wave}: {problems[0]}" + (
-                f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-            return
-        self.store.wave_state(name, wave.wave, WaveState.DONE, "ok")
+            reason = f"health gate failed after wave {wave.wave}: {problems[0]}" + (
+                f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
 
+            def failed(db: Any) -> None:
+                self.store.wave_state(name, wave.wave, WaveState.GATE_FAILED, "; ".join(problems), db=db)
+                self.store.halt(name, reason, db=db)
+            self._decide(claims, f"wave {wave.wave}'s gate", failed)
+            return
+        self._decide(claims, f"wave {wave.wave} done", self.store.wave_state, name, wave.wave, WaveState.DONE, "ok")

@@ -58,6 +58,10 @@ def bringup_command(
     retry_failed: Annotated[bool, typer.Option(
         "--retry-failed", help="--share: take again the nodes that failed in it before this controller started")]
     = False,
+    wait_seconds: Annotated[float | None, typer.Option(
+        "--wait-seconds", min=0.0, metavar="N",
+        help="--share: wait at most N s (from the start) on nodes another live controller holds, then exit 4 "
+             "naming them and their holders")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Nodes at once")] = 4,
     journal: Annotated[Path | None, typer.Option("--journal", help="Journal database")] = None,
     log_dir: Annotated[Path, typer.Option("--log-dir", help="One log file per node")] = Path("logs/bringup"),
@@ -81,8 +85,9 @@ def bringup_command(
     where = journal_at(journal, inventory)
     if share is not None:
         _check_share(share, plan, where)
-    elif retry_failed:
-        raise InputError("--retry-failed goes with --share (a bring-up without it takes every node it is given)")
+    elif retry_failed or wait_seconds is not None:
+        flag = "--retry-failed" if retry_failed else "--wait-seconds"
+        raise InputError(f"{flag} goes with --share (a bring-up without it takes every node it is given)")
     check_paths(journal=where.path, log_dir=log_dir, os_image=os_image)
     hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
@@ -97,7 +102,8 @@ def bringup_command(
                                           progress=say), None
         else:
             result, summary = SharedBringup(hosts, stages, jr, share, concurrency=concurrency, progress=say,
-                                            ttl_s=lease_seconds, poll_s=poll, retry_failed=retry_failed).run()
+                                            ttl_s=lease_seconds, poll_s=poll, retry_failed=retry_failed,
+                                            wait_s=wait_seconds).run()
     if as_json:
         emit_json(_summary(result) | ({"share": summary.model_dump()} if summary is not None else {}))
     else:

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from provision.campaign import control
 from provision.campaign.catalog import Catalog, load_catalog
-from provision.campaign.engine import Engine, Outcome
+from provision.campaign.engine import HALTED_BY_REQUEST, Engine, Outcome, _requested
 from provision.campaign.gates import GateRunner
 from provision.campaign.plan import CampaignPlan, build_plan, observe_all
 from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
@@ -201,6 +201,24 @@ def abort(campaign: CampaignArg, journal: JournalOpt = None, inventory: Inventor
     _request(campaign, journal_at(journal, inventory), Request.ABORT)
 
 
+@app.command("halt")
+def halt(campaign: CampaignArg, journal: JournalOpt = None, inventory: InventoryOpt = DEFAULT_INVENTORY) -> None:
+    """Stop now, as a failure past max_failures does: no node is taken any more, in-flight nodes finish; resume
+    continues. On a shared (PostgreSQL) journal the campaign is halted at once for every controller."""
+    where = journal_at(journal, inventory)
+    if where.backend is Backend.SQLITE:  # one controller: it halts as it ends its nodes in flight
+        _request(campaign, where, Request.HALT)
+        return
+    with Journal(where) as jr:
+        store = CampaignStore(jr)
+        record = store.get(_name(store, campaign))
+        if not store.halt(record.name, HALTED_BY_REQUEST):
+            raise InputError(f"campaign {record.name} is {store.get(record.name).state.value}, not running; "
+                             "nothing to halt")
+        console.print(f"campaign {record.name}: halted; every controller takes no node more, nodes in flight "
+                      "finish", markup=False)
+
+
 PromOpt = Annotated[Path | None, typer.Option(
     "--prom", help="Also write the state as Prometheus metrics here (node_exporter textfile format, atomic)")]
 
@@ -298,8 +316,8 @@ def _request(campaign: str, journal: Location, request: Request) -> None:
             console.print(f"campaign {record.name}: {request.value} requested of process {record.pid}; "
                           "nodes in flight finish first", markup=False)
             return
-        state = CampaignState.ABORTED if request is Request.ABORT else CampaignState.PAUSED
-        store.set_state(record.name, state, f"{state.value} by request")
+        state, reason = _requested(request)
+        store.set_state(record.name, state, reason)
         console.print(f"campaign {record.name}: {state.value}", markup=False)
 
 

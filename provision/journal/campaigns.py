@@ -27,6 +27,7 @@ class Request(StrEnum):
 
     PAUSE = "pause"
     ABORT = "abort"
+    HALT = "halt"
 
 
 class NodeState(StrEnum):
@@ -173,14 +174,18 @@ class CampaignStore:
     def names(self) -> list[str]:
         return [str(r[0]) for r in self.journal.query("SELECT name FROM campaigns ORDER BY created_at")]
 
-    def set_state(self, name: str, state: CampaignState, reason: str = "") -> None:
+    def set_state(self, name: str, state: CampaignState, reason: str = "", db: Any = None) -> None:
+        """`db`: a transaction to write it in (a leader's decision, provision.journal.claims.Claims.decide)."""
         now = time.time()
         ended = now if state in FINAL_CAMPAIGN_STATES else None
-        self.journal.execute(
-            "UPDATE campaigns SET state = ?, reason = ?, request = NULL, updated_at = ?, ended_at = ?"
-            " WHERE name = ?",
-            (state, reason, now, ended, name),
-        )
+        self._write(db, "UPDATE campaigns SET state = ?, reason = ?, request = NULL, updated_at = ?, ended_at = ?"
+                    " WHERE name = ?", (state, reason, now, ended, name))
+
+    def _write(self, db: Any, sql: str, params: tuple[Any, ...]) -> None:
+        if db is None:
+            self.journal.execute(sql, params)
+        else:
+            db.execute(sql, params)
 
     def claim(self, name: str, pid: int) -> None:
         """Record the controller process now driving the campaign (a start or resume: halt thresholds count
@@ -265,13 +270,15 @@ class CampaignStore:
         self.journal.execute("UPDATE campaign_nodes SET gate = ? WHERE campaign = ? AND node = ?",
                              (json.dumps(problems), name, node))
 
-    def halt(self, name: str, reason: str) -> bool:
-        """Halted, if it is still running (the first controller to see a reason wins; others keep it)."""
-        now = time.time()
-        with self.journal.transaction() as db:
-            cur = db.execute("UPDATE campaigns SET state = ?, reason = ?, updated_at = ? WHERE name = ? AND state = ?",
-                             (CampaignState.HALTED, reason, now, name, CampaignState.RUNNING))
-            return bool(cur.rowcount)
+    def halt(self, name: str, reason: str, db: Any = None) -> bool:
+        """Halted, if it is still running (the first controller to see a reason wins; others keep it).
+        `db`: a transaction to write it in (a leader's decision)."""
+        sql = "UPDATE campaigns SET state = ?, reason = ?, updated_at = ? WHERE name = ? AND state = ?"
+        params = (CampaignState.HALTED, reason, time.time(), name, CampaignState.RUNNING)
+        if db is not None:
+            return bool(db.execute(sql, params).rowcount)
+        with self.journal.transaction() as tx:
+            return bool(tx.execute(sql, params).rowcount)
 
     def since_start(self, name: str) -> SinceStart:
         """The nodes finished since the campaign's latest start/resume (the halt policy's count)."""
@@ -290,7 +297,8 @@ class CampaignStore:
         rows = self.journal.query("SELECT * FROM campaign_waves WHERE campaign = ? ORDER BY wave", (name,))
         return [WaveRecord(**dict(r)) for r in rows]
 
-    def wave_state(self, name: str, wave: int, state: WaveState, gate: str = "") -> None:
+    def wave_state(self, name: str, wave: int, state: WaveState, gate: str = "", db: Any = None) -> None:
+        """`db`: a transaction to write it in (a leader's decision)."""
         now = time.time()
         if state is WaveState.ACTIVE:
             sql = "UPDATE campaign_waves SET state = ?, started_at = COALESCE(started_at, ?) WHERE"
@@ -298,7 +306,7 @@ class CampaignStore:
         else:
             sql = "UPDATE campaign_waves SET state = ?, ended_at = ?, gate = ? WHERE"
             params = (state, now, gate, name, wave)
-        self.journal.execute(sql + " campaign = ? AND wave = ?", params)
+        self._write(db, sql + " campaign = ? AND wave = ?", params)
 
 
 def _node(row: object) -> CampaignNode:

@@ -7,6 +7,12 @@ waited for), and gives each node it takes a node lease (provision.journal.locks:
 holds, so a bring-up and a campaign never change one node at once). A lease is taken by compare-and-swap on
 its row (insert when there is none, update only the stale token read), so two controllers never both win.
 
+The leader lease is fenced as the node leases are (provision.journal.locks): every take of it is a new term
+with a new token, a renewal is a compare-and-set on (owner, token) that fails once another took it, and the
+leader decides nothing (a wave started, a gate's verdict, halt, done) once its lease has FENCE_SHARE of its TTL
+or less left or its renewal failed. Each decision is written in `Claims.decide`'s transaction, which re-reads the
+lease's token under its row lock: a leader stopped past its lease (GC, SIGSTOP) writes nothing once it wakes.
+
 A node whose controller died stays `active` with a lease that nobody renews; when it has expired the node is
 claimable again and its next turn starts by observing the BMC (provision.campaign.node), afresh (the lease
 says whom it was taken over from: nothing observed before the claim is used), FirmwareInventory and the update
@@ -23,13 +29,25 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
+from provision.errors import ProvisionError
 from provision.journal.campaigns import CampaignState, NodeState, SinceStart, since_start
-from provision.journal.locks import Lease, alive, swap
+from provision.journal.locks import FENCE_SHARE, Lease, alive, swap
 from provision.journal.store import Journal
 
 LEADER = "leader"
+
+
+class NotDecided(ProvisionError):
+    """A leader decision was not written: the campaign is no longer running, or (LeaderFenced) this
+    controller no longer leads."""
+
+
+class LeaderFenced(NotDecided):
+    """This controller's leader lease was taken over, or is too old to decide on: nothing was written."""
 
 
 class Claims:
@@ -40,29 +58,79 @@ class Claims:
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.token = uuid.uuid4().hex
         self.owner = f"campaign {campaign} controller {self.host}:{self.pid}/{self.token[:6]}"
+        self.term: str | None = None
+        """The token of this controller's current term as the leader (None: not leading); every take is a new one."""
+        self.expires_at = 0.0
+        """When that term's lease expires unless renewed (as last written)."""
 
     def _stale(self, expires_at: float, host: str, pid: int, now: float) -> bool:
         return expires_at <= now or (host == self.host and pid != self.pid and not alive(pid))
 
     # -- the leader -------------------------------------------------------------------------------------
     def lead(self) -> bool:
-        """Take the leader lease when free or expired, renew it when ours; True when this controller leads."""
+        """Renew this controller's term when it holds one, else take the leader lease when free or expired (a
+        new term, a new token); True when this controller leads now. A renewal is a compare-and-set on
+        (owner, token): it fails, and this call says False, when another took the lease meanwhile."""
         now = self.clock()
-        with self.journal.transaction() as db:
-            row = db.execute("SELECT * FROM campaign_leases WHERE campaign = ? AND role = ?" +
-                             self.journal.dialect.for_update(), (self.campaign, LEADER)).fetchone()
-            if row is None:
-                db.execute("INSERT INTO campaign_leases(campaign, role, owner, token, pid, host, since, expires_at)"
-                           " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (self.campaign, LEADER, self.owner, self.token, self.pid, self.host, now, now + self.ttl_s))
-                return True
-            if row["token"] != self.token and not self._stale(row["expires_at"], row["host"], row["pid"], now):
-                return False
-            since = row["since"] if row["token"] == self.token else now
-            db.execute("UPDATE campaign_leases SET owner = ?, token = ?, pid = ?, host = ?, since = ?, expires_at = ?"
-                       " WHERE campaign = ? AND role = ?",
-                       (self.owner, self.token, self.pid, self.host, since, now + self.ttl_s, self.campaign, LEADER))
-            return True
+        if self.term is not None and self.expires_at > now:
+            term: str | None = self.term
+            with self.journal.transaction() as db:
+                cur = db.execute("UPDATE campaign_leases SET expires_at = ? WHERE campaign = ? AND role = ?"
+                                 " AND owner = ? AND token = ?",
+                                 (now + self.ttl_s, self.campaign, LEADER, self.owner, self.term))
+                renewed = int(cur.rowcount) == 1
+        else:
+            term, renewed = uuid.uuid4().hex, False
+            with self.journal.transaction() as db:
+                renewed = self._take(db, term, now)
+        self.term = term if renewed else None
+        self.expires_at = now + self.ttl_s if renewed else 0.0
+        return renewed
+
+    def _take(self, db: Any, term: str, now: float) -> bool:
+        row = db.execute("SELECT * FROM campaign_leases WHERE campaign = ? AND role = ?" +
+                         self.journal.dialect.for_update(), (self.campaign, LEADER)).fetchone()
+        values = (self.owner, term, self.pid, self.host, now, now + self.ttl_s, self.campaign, LEADER)
+        if row is None:
+            cur = db.execute("INSERT INTO campaign_leases(owner, token, pid, host, since, expires_at, campaign, role)"
+                             " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (campaign, role) DO NOTHING", values)
+        elif self._stale(row["expires_at"], row["host"], row["pid"], now):
+            cur = db.execute("UPDATE campaign_leases SET owner = ?, token = ?, pid = ?, host = ?, since = ?,"
+                             " expires_at = ? WHERE campaign = ? AND role = ? AND token = ?", (*values, row["token"]))
+        else:
+            return False
+        return int(cur.rowcount) == 1
+
+    def fresh(self) -> bool:
+        """Whether this controller may decide as the leader: it holds a term whose lease has more than
+        FENCE_SHARE of its TTL left (a renewal failed, or none succeeded for half a TTL: it decides nothing)."""
+        return self.term is not None and self.expires_at - self.clock() > self.ttl_s * FENCE_SHARE
+
+    @contextmanager
+    def decide(self, what: str) -> Iterator[Any]:
+        """A transaction for one leader decision (a wave started, a gate's verdict, halt, done): NotDecided,
+        and nothing written, unless this controller's term is fresh, still the lease's token in the journal
+        (read under its row lock, so no other controller takes the lease until the decision is in) and the
+        campaign still running. A leader paused past its lease (GC, SIGSTOP) decides nothing once it wakes."""
+        if not self.fresh():
+            raise LeaderFenced(f"campaign {self.campaign}: {what} not decided: this controller's leader lease is "
+                               "not renewed within half its TTL")
+        dialect = self.journal.dialect
+        with self.journal.transaction(exclusive=False) as db:
+            row = db.execute("SELECT owner, token FROM campaign_leases WHERE campaign = ? AND role = ?" +
+                             dialect.for_update(), (self.campaign, LEADER)).fetchone()
+            if row is None or row["token"] != self.term or row["owner"] != self.owner:
+                self.term = None
+                raise LeaderFenced(f"campaign {self.campaign}: {what} not decided: another controller took the "
+                                   "leader lease")
+            camp = db.execute("SELECT state FROM campaigns WHERE name = ?" + dialect.for_update(),
+                              (self.campaign,)).fetchone()
+            if camp is None or camp["state"] != CampaignState.RUNNING.value:
+                raise NotDecided(f"campaign {self.campaign}: {what} not decided: the campaign is "
+                                 f"{camp['state'] if camp else 'gone'}")
+            if not self.fresh():  # the row locks were waited for
+                raise LeaderFenced(f"campaign {self.campaign}: {what} not decided: the leader lease went stale")
+            yield db
 
     def leader(self) -> str | None:
         """Who leads now (None: nobody, or a lease expired)."""
@@ -73,8 +141,10 @@ class Claims:
         return str(rows[0]["owner"])
 
     def resign(self) -> None:
-        self.journal.execute("DELETE FROM campaign_leases WHERE campaign = ? AND role = ? AND token = ?",
-                             (self.campaign, LEADER, self.token))
+        if self.term is not None:
+            self.journal.execute("DELETE FROM campaign_leases WHERE campaign = ? AND role = ? AND token = ?",
+                                 (self.campaign, LEADER, self.term))
+        self.term = None
 
     # -- node claims -------------------------------------------------------------------------------------
     def claim(self, wave: int, reachable: Sequence[str], limit: int, max_unavailable: int | None,

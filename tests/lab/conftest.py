@@ -6,7 +6,7 @@ Every fixture that starts something stops it in a `finally`, even when the test 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,3 +108,29 @@ def lab_handle() -> Any:
     def make(lab_dir: Path) -> LabHandle:
         return LabHandle(manager.LabState.model_validate_json((lab_dir / "lab.json").read_text()))
     return make
+
+
+@pytest.fixture
+def shared_lab(tmp_path: Path) -> Iterator[Callable[[int, float], manager.LabState]]:
+    """For the tests of several controllers on one PostgreSQL journal (with `pg_url`): `shared_lab(nodes,
+    speed)` starts a BMC-only lab of that many simulated BMCs over the repository's inventory in
+    tmp_path/lab; `lab down` after the test."""
+    with contextlib.ExitStack() as stack:
+        def up(nodes: int, speed: float) -> manager.LabState:
+            return stack.enter_context(running_lab(tmp_path / "lab", nodes=nodes, speed=speed,
+                                                   source_inventory=ROOT / "inventory" / "hosts.yml")).state
+        yield up
+
+
+@pytest.fixture
+def journal_db(pg_cluster: Any, pg_url: str) -> Iterator[Any]:
+    """A psycopg connection (autocommit) to pg_url's schema: the test's own reads of the controllers' journal."""
+    import psycopg
+
+    schema = pg_url.rsplit("%3D", 1)[1]
+    conn = psycopg.connect(host="127.0.0.1", port=pg_cluster.port, user="provision", password=pg_cluster.password,
+                           dbname="postgres", autocommit=True, options=f"-csearch_path={schema}")
+    try:
+        yield conn
+    finally:
+        conn.close()

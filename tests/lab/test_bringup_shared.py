@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,13 +29,8 @@ VICTIM = 1
 
 
 @pytest.fixture
-def lab6(tmp_path: Path) -> Iterator[manager.LabState]:
-    state = manager.up(manager.UpOptions(lab_dir=tmp_path / "lab", nodes=NODES, bmc_only=True, speed=60,
-                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
-    try:
-        yield state
-    finally:
-        manager.down(tmp_path / "lab")
+def lab6(shared_lab: Callable[[int, float], manager.LabState]) -> manager.LabState:
+    return shared_lab(NODES, 60)
 
 
 def _name_the_journal(inventory: Path, url: str) -> None:

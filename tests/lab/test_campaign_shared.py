@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,6 @@ from provision.campaign.labkit import LAB_COMPONENTS, SimLog, write_lab_campaign
 from provision.lab import manager
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]
-ROOT = Path(__file__).resolve().parents[2]
 CLI = (sys.executable, "-c", "from provision.cli import run; run()")
 NODES = 300
 COMPONENTS = 2  # bmc + bios: one BMC reboot and one host reset per node
@@ -30,23 +29,8 @@ LEASE_S = 10.0
 
 
 @pytest.fixture
-def lab300(tmp_path: Path) -> Iterator[manager.LabState]:
-    state = manager.up(manager.UpOptions(lab_dir=tmp_path / "lab", nodes=NODES, bmc_only=True, speed=40,
-                                         source_inventory=ROOT / "inventory" / "hosts.yml"))
-    try:
-        yield state
-    finally:
-        manager.down(tmp_path / "lab")
-
-
-def _db(pg_cluster: object, url: str) -> object:
-    import psycopg
-
-    schema = url.rsplit("%3D", 1)[1]
-    conn = psycopg.connect(host="127.0.0.1", port=pg_cluster.port, user="provision",  # type: ignore[attr-defined]
-                           password=pg_cluster.password, dbname="postgres", autocommit=True,  # type: ignore[attr-defined]
-                           options=f"-csearch_path={schema}")
-    return conn
+def lab300(shared_lab: Callable[[int, float], manager.LabState]) -> manager.LabState:
+    return shared_lab(NODES, 40)
 
 
 def _active_by_pid(db: object) -> dict[int, int]:
@@ -71,7 +55,7 @@ def _wave_active(db: object) -> int | None:
 
 
 def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: manager.LabState, tmp_path: Path,
-                                                                    pg_url: str, pg_cluster: object) -> None:
+                                                                    pg_url: str, journal_db: object) -> None:
     policy = {"waves": {"canary": 3, "max_unavailable": "25%"}, "halt": {"max_failures": 0}, "concurrency": 30}
     camp = write_lab_campaign(tmp_path / "campaign", "shared", policy, components=COMPONENTS)
     env = {**os.environ, "PROVISION_STATE_DIR": str(tmp_path / "state")}
@@ -79,7 +63,7 @@ def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: mana
     logs = [open(tmp_path / f"controller{i}.log", "w") for i in range(3)]  # noqa: SIM115 -- closed below
     procs = [subprocess.Popen([*CLI, "campaign", "start", str(camp), *common], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=logs[0])]
-    db = _db(pg_cluster, pg_url)
+    db = journal_db
     try:
         deadline = time.monotonic() + 180
         while _wave_active(db) is None:
@@ -103,7 +87,6 @@ def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: mana
                 p.wait()
         for f in logs:
             f.close()
-        db.close()  # type: ignore[attr-defined]
     result = json.loads(out)
     assert last.returncode == 0 and result["state"] == "done", out + (tmp_path / "controller2.log").read_text()
     assert (result["done"], result["failed"], result["pending"]) == (NODES, 0, 0)

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.unit.fakeclock import FakeClock
+
 
 @pytest.fixture(autouse=True)
 def _private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -32,3 +34,9 @@ def tls_bmc(lab_ca: tuple[Path, Path, Path]) -> Iterator[Any]:
 
     with serve(lab_ca) as srv:
         yield srv
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A clock that moves only when the test moves it (tests/unit/fakeclock.py), for lease TTLs and fencing."""
+    return FakeClock()

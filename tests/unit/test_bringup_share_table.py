@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from provision.bringup.model import Outcome
-from provision.bringup.shared import Decision, NodeShare, SharedBringup, Verdict, decide, fold, target
+from provision.bringup.shared import Decision, NodeShare, SharedBringup, ShareTimedOut, Verdict, decide, fold, target
 from provision.journal import Journal
 from provision.journal.locks import Lease, NodeLocks, swap
 from provision.spec import load_fleet
 from tests.conftest import EXAMPLE_INVENTORY
+from tests.unit.fakeclock import FakeClock
 from tests.unit.test_bringup_engine import FakeStage
 
 STAGES = ("preflight", "firmware", "bios", "reset")
@@ -171,3 +172,59 @@ def test_retry_failed_tries_a_node_once_per_controller(tmp_path: Path) -> None:
         _, again = SharedBringup(hosts, stages, jr, "s4", poll_s=0.05, retry_failed=True).run()
         assert again.failed == {"node01": "firmware"} and again.mine == ["node01"]
         assert len([s for s in jr.stages("node01") if s.stage == "firmware"]) == 2
+
+
+# -- --wait-seconds: a deadline on waiting for nodes another live controller holds ---------------------------
+def test_past_the_deadline_the_nodes_another_holds_are_named_with_their_holder(backend: str | None,
+                                                                              clock: FakeClock) -> None:
+    """node02 is held by another live controller (a lease of this live process, 60 s TTL): this controller
+    brings up node01, waits on node02 for 5 s of its clock, then ends with one line naming node02 and its holder."""
+    hosts = _hosts()[:2]
+    world: dict[str, dict[str, str]] = {h.name: {} for h in hosts}
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        clock.now += s
+
+    with Journal(backend) as jr:
+        other = NodeLocks(jr)
+        other.take(["node02"], owner="bringup share s4 (the other controller)")
+        share = SharedBringup(hosts, _fakes(world, [], threading.Lock()), jr, "s4", poll_s=1.0, sleep=sleep,
+                              wait_s=5.0, clock=clock)
+        with pytest.raises(ShareTimedOut) as caught:
+            share.run()
+        message = str(caught.value)
+        assert len(message.splitlines()) == 1 and caught.value.exit_code == 4
+        assert message.startswith("share s4: --wait-seconds 5 passed with 1 node(s) held by another controller: "
+                                  "node02 by bringup share s4 (the other controller) (pid ")
+        assert world["node01"] == {s: "good" for s in STAGES} and world["node02"] == {}
+        assert sum(slept) == 5.0  # polled until the deadline, then gave up
+        runs = jr.query("SELECT outcome FROM runs WHERE id = ?", (share.run_id,))
+        assert runs[0]["outcome"] == "timed out"
+
+
+def test_no_deadline_and_nothing_held_is_a_normal_run(tmp_path: Path, clock: FakeClock) -> None:
+    hosts = _hosts()[:2]
+    world: dict[str, dict[str, str]] = {h.name: {} for h in hosts}
+    with Journal(tmp_path / "j.db") as jr:
+        _, summary = SharedBringup(hosts, _fakes(world, [], threading.Lock()), jr, "s6", wait_s=0.0,
+                                   clock=clock).run()
+    assert summary.ok and summary.mine == ["node01", "node02"]
+
+
+@pytest.mark.postgres
+def test_the_cli_exits_4_with_one_line_at_the_deadline(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from provision.cli import main
+
+    world: dict[str, dict[str, str]] = {"node01": {}, "node02": {}}
+    monkeypatch.setattr("provision.cli.bringup.default_stages", lambda opts: _fakes(world, [], threading.Lock()))
+    with Journal() as jr:
+        NodeLocks(jr).take(["node02"], owner="bringup share s5")
+        rc = main(["bringup", "node01", "node02", "-i", str(EXAMPLE_INVENTORY / "hosts.yml"), "--share", "s5",
+                   "--wait-seconds", "0.3", "--poll-seconds", "0.05", "--log-dir", str(tmp_path / "logs")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 4 and world["node01"] and not world["node02"]
+    assert err[-1].startswith("error: share s5: --wait-seconds 0.3 passed with 1 node(s) held by another "
+                              "controller: node02 by bringup share s5 (pid "), err

@@ -105,7 +105,7 @@ def test_not_read_when_the_environment_names_the_journal(tmp_path: Path, monkeyp
     ["status"], ["history", "node01"], ["bringup", "node01", "--only", "preflight"],
     ["campaign", "start", "campaigns/ml_prod_v4_2026q4.yml"], ["campaign", "join", "x"],
     ["campaign", "resume", "x"], ["campaign", "status", "x"], ["campaign", "report", "x"],
-    ["campaign", "pause", "x"], ["campaign", "abort", "x"],
+    ["campaign", "pause", "x"], ["campaign", "abort", "x"], ["campaign", "halt", "x"],
 ])
 def test_every_command_with_an_inventory_opens_its_journal(argv: list[str], tmp_path: Path, inventory_copy: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,14 +23,7 @@ from provision.journal import Journal
 from provision.journal.locks import NodeLocked, NodeLocks
 from provision.spec import HostEntry, load_fleet
 from tests.conftest import EXAMPLE_INVENTORY, ROOT
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.unit.fakeclock import FakeClock
 
 
 @pytest.fixture
@@ -54,9 +47,8 @@ def test_a_second_holder_is_refused_naming_the_first(two: tuple[Journal, Journal
     assert [lease.node for lease in NodeLocks(b).held()] == ["node03"]
 
 
-def test_an_expired_lease_is_taken_over_and_its_holder_learns_it(two: tuple[Journal, Journal]) -> None:
+def test_an_expired_lease_is_taken_over_and_its_holder_learns_it(two: tuple[Journal, Journal], clock: FakeClock) -> None:
     a, b = two
-    clock = Clock()
     first, second = NodeLocks(a, ttl_s=30, clock=clock), NodeLocks(b, ttl_s=30, clock=clock)
     first.take(["node01"], owner="bringup")
     clock.now += 20

@@ -31,6 +31,8 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (["--from", "reset", "--to", "bios"], "--to bios comes before --from reset"),
     (["--share", "rack 7"], "a name without spaces"),
     (["--retry-failed"], "--retry-failed goes with --share"),
+    (["--wait-seconds", "30"], "--wait-seconds goes with --share"),
+    (["--share", "s", "--wait-seconds", "-1"], "'--wait-seconds'"),
     (["--os-image", "installer.iso"], "--os-image 'installer.iso': expected a http/https/nfs/cifs URL"),
     (["--bogus"], "No such option: --bogus"),
 ])

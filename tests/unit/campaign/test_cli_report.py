@@ -61,6 +61,15 @@ def test_pause_then_abort_without_a_controller(journal_path: Path) -> None:
     assert main(["campaign", "pause", "c1", "--journal", str(journal_path)]) == 2
 
 
+def test_halt_without_a_controller(journal_path: Path) -> None:
+    with Journal(journal_path) as j:
+        CampaignStore(j).claim("c1", 2**22 + 1)  # resumed by a process that is gone
+    assert main(["campaign", "halt", "c1", "--journal", str(journal_path)]) == 0
+    with Journal(journal_path) as j:
+        record = CampaignStore(j).get("c1")
+    assert record.state is CampaignState.HALTED and record.reason == "halted by request" and record.request is None
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

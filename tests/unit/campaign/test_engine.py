@@ -197,6 +197,22 @@ def test_pause_request_stops_before_the_next_wave_and_resume_finishes(store: Cam
     assert at_baseline(bmcs, cat) == NODES and set(bmcs.flashes.values()) == {1}
 
 
+def test_a_halt_request_stops_the_one_controller_engine_and_resume_finishes(store: CampaignStore,
+                                                                          source: Path) -> None:
+    cat = catalog({"waves": {"canary": 1, "batch_size": 3}})
+
+    class HaltingBmcs(FakeBmcs):
+        def update(self, target, flash, reset, guard=unguarded):  # `provision campaign halt` on a SQLite journal
+            store.request("test", Request.HALT)
+            super().update(target, flash, reset, guard)
+
+    bmcs = HaltingBmcs(NODES, OLD)
+    out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
+    assert out.state is CampaignState.HALTED and out.reason == "halted by request" and bmcs.order == ["n01"]
+    bmcs.__class__ = FakeBmcs
+    assert engine(cat, store, bmcs).resume().ok
+
+
 def test_abort_during_a_wave_is_final(store: CampaignStore, source: Path) -> None:
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}})
 

@@ -20,17 +20,10 @@ from provision.journal.campaigns import CampaignState, CampaignStore, NodeState
 from provision.journal.locks import FENCE_SHARE, LeaseStale, NodeLocks
 from provision.journal.store import JournalUnreachable
 from tests.unit.campaign.fakes import SHA, FakeBmcs, FakeHealth, catalog, targets
+from tests.unit.fakeclock import FakeClock
 
 TTL = 600.0
 OLD = {"bmc": "1.0", "bios": "2.0"}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -50,8 +43,7 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
     ((0.2, 0.4, 0.6, 0.8), 1.29, True),    # renewed every TTL/5: never fenced
 ])
 def test_a_holder_acts_only_within_half_a_ttl_of_its_last_renewal(
-        journal: Journal, renewed_at: tuple[float, ...], checked_at: float, acts: bool) -> None:
-    clock = Clock()
+        journal: Journal, clock: FakeClock, renewed_at: tuple[float, ...], checked_at: float, acts: bool) -> None:
     start = clock.now
     locks = NodeLocks(journal, ttl_s=TTL, clock=clock)
     locks.take(["node01"], owner="campaign c1")
@@ -69,8 +61,8 @@ def test_a_holder_acts_only_within_half_a_ttl_of_its_last_renewal(
         assert not locks.fresh()  # the controller takes no new node meanwhile
 
 
-def test_a_holder_cut_off_from_the_journal_fences_itself(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
+def test_a_holder_cut_off_from_the_journal_fences_itself(journal: Journal, clock: FakeClock,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     locks = NodeLocks(journal, ttl_s=TTL, clock=clock)
     locks.take(["node01"], owner="campaign c1")
 
@@ -87,8 +79,7 @@ def test_a_holder_cut_off_from_the_journal_fences_itself(journal: Journal, monke
         locks.check("node01")
 
 
-def test_a_lease_taken_over_fences_and_stops_new_claims_for_a_ttl(tmp_path: Path) -> None:
-    clock = Clock()
+def test_a_lease_taken_over_fences_and_stops_new_claims_for_a_ttl(tmp_path: Path, clock: FakeClock) -> None:
     with Journal(tmp_path / "j.db") as a, Journal(tmp_path / "j.db") as b:
         first, second = NodeLocks(a, ttl_s=TTL, clock=clock), NodeLocks(b, ttl_s=TTL, clock=clock)
         first.take(["node01", "node02"], owner="campaign c1")
@@ -107,7 +98,7 @@ def test_a_lease_taken_over_fences_and_stops_new_claims_for_a_ttl(tmp_path: Path
 class StallingBmcs(FakeBmcs):
     """The first component's update takes `stall` of the TTL with no renewal meanwhile (a starved renewer)."""
 
-    def __init__(self, clock: Clock, stall: float) -> None:
+    def __init__(self, clock: FakeClock, stall: float) -> None:
         super().__init__(["n1"], OLD)
         self.clock, self.stall = clock, stall
 
@@ -121,10 +112,9 @@ class StallingBmcs(FakeBmcs):
     (0.1, {("n1", "bmc"): 1, ("n1", "bios"): 1}, 1, NodeState.DONE),
     (FENCE_SHARE + 0.01, {("n1", "bmc"): 1}, 0, NodeState.ACTIVE),  # bios and the reset never sent
 ])
-def test_a_turn_whose_lease_went_stale_sends_nothing_more(journal: Journal, stall: float,
+def test_a_turn_whose_lease_went_stale_sends_nothing_more(journal: Journal, clock: FakeClock, stall: float,
                                                           flashed: dict[tuple[str, str], int], resets: int,
                                                           state: NodeState) -> None:
-    clock = Clock()
     store = CampaignStore(journal)
     cat = catalog()
     store.create("test", "campaign.yml", SHA, [["n1"]])
@@ -146,11 +136,10 @@ def test_a_turn_whose_lease_went_stale_sends_nothing_more(journal: Journal, stal
 
 
 def test_the_one_controller_engine_halts_on_an_abandoned_turn_and_resume_finishes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
     source = tmp_path / "campaign.yml"
     source.write_text("name: test\n")
     cat = catalog({"waves": {"canary": 1, "batch_size": 1}})
-    clock = Clock()
     with Journal(tmp_path / "j.db") as journal:
         store = CampaignStore(journal)
         bmcs = StallingBmcs(clock, FENCE_SHARE + 0.01)

@@ -281,3 +281,37 @@ def test_a_pause_asked_mid_wave_stops_every_controller_after_its_turns(pg_url: s
     assert not any(n.state is NodeState.ACTIVE for n in nodes)  # turns in flight ended, none stranded
     assert all(n.state is NodeState.PENDING for n in nodes if n.wave >= 2)
     assert not any(node in {"n07", "n20"} for node, _ in bmcs.flashes)
+
+
+@pytest.mark.postgres
+def test_campaign_halt_stops_every_controller_at_once(pg_url: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`provision campaign halt` on a shared journal halts the campaign in the journal at once: no controller
+    claims a node after it, the turns in flight end, every controller ends halted, and resume continues."""
+    cat = catalog({"waves": {"canary": 1, "max_unavailable": 5}})
+    halted_at: list[float] = []
+    claimed_at: list[float] = []
+
+    class HaltingBmcs(FakeBmcs):
+        def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
+            with self.lock:
+                claimed_at.append(time.time())
+                first = target.name == "n03" and not halted_at
+            if first:  # wave 1: the operator halts while n03 flashes
+                assert main(["campaign", "halt", "test"]) == 0
+                halted_at.append(time.time())
+            super().update(target, flash, reset, guard)
+
+    bmcs = HaltingBmcs(NODES, OLD)
+    engines = [_engine(cat, bmcs) for _ in range(3)]
+    out = _run_all(engines, lambda: engines[0].start(_source(tmp_path), waves_for(NODES, cat)))
+    assert all(getattr(o, "state", o) is CampaignState.HALTED for o in out), out
+    assert "campaign test: halted" in capsys.readouterr().out
+    with Journal() as j:
+        store = CampaignStore(j)
+        record, nodes = store.get("test"), store.nodes("test")
+    assert record.state is CampaignState.HALTED and record.reason == "halted by request"
+    assert not any(n.state is NodeState.ACTIVE for n in nodes)  # turns in flight ended
+    assert all(n.state is NodeState.PENDING for n in nodes if n.wave >= 2)
+    assert max(claimed_at) <= halted_at[0] + 0.5  # no turn begun after the halt (a claim just before may lag)
+    assert main(["campaign", "halt", "test"]) == 2  # not running: nothing to halt
