@@ -195,8 +195,9 @@ class Claims:
                               previous="" if pending else str(row["controller"] or "a controller gone"))
                 if not swap(db, lease, None if old is None else str(old["token"])):
                     continue
-                db.execute("UPDATE campaign_nodes SET state = ?, controller = ? WHERE campaign = ? AND node = ?",
-                           (NodeState.ACTIVE, self.owner, self.campaign, node))
+                db.execute("UPDATE campaign_nodes SET state = ?, controller = ?, started_at = COALESCE(started_at, ?)"
+                           " WHERE campaign = ? AND node = ?",  # the turn begins at its claim
+                           (NodeState.ACTIVE, self.owner, time.time(), self.campaign, node))
                 active += pending
                 taken.append(lease)
             return taken

@@ -217,6 +217,22 @@ def test_max_unavailable_counts_a_stranded_node(pg_url: str, tmp_path: Path) -> 
 
 
 @pytest.mark.postgres
+def test_a_turn_begins_at_its_claim_not_at_its_first_bmc_read(pg_url: str, tmp_path: Path) -> None:
+    """started_at is the claim's time (a halt is judged against it); node_started keeps it."""
+    with Journal() as j:
+        store = CampaignStore(j)
+        store.create("test", str(_source(tmp_path)), "x", [NODES[:2]])
+        before = time.time()
+        assert [x.node for x in Claims(j, "test", ttl_s=60).claim(0, NODES, 1, None)] == ["n01"]
+        claimed = store.node("test", "n01").started_at
+        assert claimed is not None and before <= claimed <= time.time()
+        time.sleep(0.05)
+        store.node_started("test", "n01", OLD)  # after its first BMC read
+        assert store.node("test", "n01").started_at == claimed
+        assert store.node("test", "n02").started_at is None  # not claimed: not begun
+
+
+@pytest.mark.postgres
 def test_the_leader_lease_is_taken_over_when_it_expires(pg_url: str, tmp_path: Path) -> None:
     now = [1000.0]
     with Journal() as j:
