@@ -17,6 +17,7 @@ import pytest
 
 from provision.campaign.labkit import SimLog, write_lab_campaign
 from provision.lab import manager
+from tests.lab.controllers import reaped
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]
 CLI = (sys.executable, "-c", "from provision.cli import run; run()")
@@ -49,7 +50,7 @@ def test_a_halt_stops_three_controllers_within_a_poll(shared_lab: Callable[[int,
                               stdout=subprocess.PIPE, stderr=logs[0])]
     db = journal_db
     outs = []
-    try:
+    with reaped(procs, logs):
         deadline = time.monotonic() + 60
         while _active(db)[0] is None:
             assert procs[0].poll() is None and time.monotonic() < deadline, (tmp_path / "controller0.log").read_text()
@@ -66,13 +67,6 @@ def test_a_halt_stops_three_controllers_within_a_poll(shared_lab: Callable[[int,
                               timeout=30)
         assert halt.returncode == 0 and "halted" in halt.stdout, halt.stderr
         outs = [p.communicate(timeout=60)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for f in logs:
-            f.close()
     state, reason, halted_at = db.execute("SELECT state, reason, updated_at FROM campaigns").fetchone()  # type: ignore[attr-defined]
     assert (state, reason) == ("halted", "halted by request")
     for i, (proc, out) in enumerate(zip(procs, outs, strict=True)):

@@ -19,6 +19,7 @@ import pytest
 
 from provision.campaign.labkit import LAB_COMPONENTS, SimLog, write_lab_campaign
 from provision.lab import manager
+from tests.lab.controllers import reaped
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]
 CLI = (sys.executable, "-c", "from provision.cli import run; run()")
@@ -64,7 +65,7 @@ def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: mana
     procs = [subprocess.Popen([*CLI, "campaign", "start", str(camp), *common], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=logs[0])]
     db = journal_db
-    try:
+    with reaped(procs, logs):
         deadline = time.monotonic() + 180
         while _wave_active(db) is None:
             assert procs[0].poll() is None and time.monotonic() < deadline, (tmp_path / "controller0.log").read_text()
@@ -80,13 +81,6 @@ def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: mana
                             deadline + 600)
         (last,) = [p for p in procs if p.pid not in (victim, leader)]
         out, _ = last.communicate(timeout=900)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for f in logs:
-            f.close()
     result = json.loads(out)
     assert last.returncode == 0 and result["state"] == "done", out + (tmp_path / "controller2.log").read_text()
     assert (result["done"], result["failed"], result["pending"]) == (NODES, 0, 0)
