@@ -69,16 +69,27 @@ def _members(ctx: Context, array: MdArray, count: int) -> None:
                len(working) == count and not array.failed_members)
 
 
+# mdadm --detail's State: "clean", or "active" while writes are in flight (the superblock not yet marked
+# clean: a mounted root under load), then flags. A scrub ("checking") leaves the mirror whole; "degraded",
+# "recovering", "resyncing", "reshaping", "FAILED" and "Not Started" do not.
+HEALTHY_STATES = frozenset({"clean", "active"})
+WHOLE_FLAGS = frozenset({"checking"})
+
+
+def healthy_state(words: tuple[str, ...]) -> bool:
+    return bool(words) and words[0] in HEALTHY_STATES and set(words[1:]) <= WHOLE_FLAGS
+
+
 def _detail(ctx: Context, device: str) -> None:
-    desc = f"mdadm --detail {device}: state clean"
+    desc = f"mdadm --detail {device}: state clean or active"
     try:
         detail = ctx.parsed(DETAIL, parse_mdadm_detail)
     except Unreadable as why:
-        ctx.unreadable("raid.state", AREA, desc, "clean", why.reason)
+        ctx.unreadable("raid.state", AREA, desc, "clean or active", why.reason)
         return
     state = ", ".join(detail.state)
-    ctx.record("raid.state", AREA, desc, "clean", state,
-               "clean" in detail.state and not detail.degraded and not detail.failed_devices)
+    ctx.record("raid.state", AREA, desc, "clean or active", state,
+               healthy_state(detail.state) and not detail.degraded and not detail.failed_devices)
 
 
 def _root(ctx: Context, device: str) -> None:

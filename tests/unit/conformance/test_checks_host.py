@@ -7,6 +7,7 @@ Real captures where one exists (tests/fixtures/, PROVENANCE.md); the project's o
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -256,6 +257,26 @@ def test_raid1_degraded_array_from_capture() -> None:
     # node_exporter's md6 is degraded too ([U_], a member missing, none flagged failed)
     ctx = run(spec(**{"storage.boot.raid.device": "/dev/md6"}), {"mdstat": MDSTAT}, Level.QUICK)
     assert set(failed(ctx, "raid")) == {"raid.sync", "raid.members"}
+
+
+@pytest.mark.parametrize(("state", "passed"), [
+    ("clean", True),
+    ("active", True),  # a mounted root with writes in flight: the superblock not yet marked clean
+    ("active, checking", True),  # a scrub: the mirror stays whole
+    ("clean, resyncing", False),
+    ("active, degraded", False),
+    ("active, degraded, recovering", False),
+    ("clean, FAILED", False),
+    ("active, Not Started", False),
+    ("inactive", False),
+])
+def test_raid_state_clean_or_active_and_nothing_worse(state: str, passed: bool) -> None:
+    """The clean capture with its State line as mdadm's Detail.c would print it for that array state."""
+    detail = re.sub(r"(State :) clean", rf"\1 {state}", MDADM_CLEAN, count=1)
+    assert detail != MDADM_CLEAN or state == "clean"
+    ctx = run(spec(), {"mdstat": MDSTAT, "mdadm_detail": detail, "root_source": "/dev/md0\n"})
+    result = area(ctx, "raid")["raid.state"]
+    assert result.passed is passed and result.found == state
 
 
 def test_raid_missing_array_and_overlay_root() -> None:
