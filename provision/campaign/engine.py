@@ -171,7 +171,7 @@ class Engine:
                 return CampaignState.HALTED, self._halt_reason
             request = self.store.pending_request(name)
             if request is not None and self._unfinished(wave.wave):
-                return _requested(request)
+                return requested_outcome(request)
             stop = self._after_wave(wave.wave, tally)
             if stop:
                 return stop
@@ -181,7 +181,7 @@ class Engine:
     def _before_wave(self, wave: int) -> tuple[CampaignState, str] | None:
         request = self.store.pending_request(self.catalog.name)
         if request is not None:
-            return _requested(request)
+            return requested_outcome(request)
         window = self.catalog.policy.window
         moment = self.now()
         if not inside(window, moment):
@@ -274,7 +274,8 @@ class Engine:
 HALTED_BY_REQUEST = "halted by request"
 
 
-def _requested(request: Request) -> tuple[CampaignState, str]:
+def requested_outcome(request: Request) -> tuple[CampaignState, str]:
+    """The state and reason a pause, abort or halt request ends a campaign in (every engine and the CLI)."""
     if request is Request.ABORT:
         return CampaignState.ABORTED, "aborted by request"
     if request is Request.HALT:

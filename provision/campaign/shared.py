@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from provision.campaign.catalog import file_digest
-from provision.campaign.engine import Engine, Outcome, _requested
+from provision.campaign.engine import Engine, Outcome, requested_outcome
 from provision.campaign.node import NodeContext, process_node
 from provision.campaign.waves import resolve_count
 from provision.campaign.workers import Workers
@@ -46,7 +46,7 @@ from provision.journal.claims import Claims, NotDecided
 from provision.journal.locks import LEASE_TTL_S, NodeLocks
 from provision.journal.store import JournalError, JournalUnreachable
 
-log = logging.getLogger(__name__)
+LOG = logging.getLogger(__name__)
 
 TAKEOVER_SETTLE_S = 5.0
 """A node taken over is first observed this long after the claim (at most half the lease): a request its previous
@@ -122,7 +122,7 @@ class SharedEngine(Engine):
         record = self.store.get(name)
         state, reason = record.state, record.reason
         if state is CampaignState.RUNNING and record.request is not None:  # the leader records it as it ends
-            state, reason = _requested(record.request)
+            state, reason = requested_outcome(record.request)
         journal.finish_run(run_id, state.value)
         return self.outcome(state, reason)
 
@@ -144,7 +144,7 @@ class SharedEngine(Engine):
             if record.request is not None:
                 if not inflight:
                     if leading and not self._any_active():
-                        state, reason = _requested(record.request)
+                        state, reason = requested_outcome(record.request)
                         self._decide(claims, f"campaign {state.value}", self.store.set_state, name, state, reason)
                     return
                 time.sleep(self.poll_s)
@@ -238,7 +238,7 @@ class SharedEngine(Engine):
             with claims.decide(what) as db:
                 write(*args, db=db)
         except NotDecided as exc:
-            log.warning("%s", exc)
+            LOG.warning("%s", exc)
             return False
         return True
 

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from provision.campaign import control
 from provision.campaign.catalog import Catalog, load_catalog
-from provision.campaign.engine import HALTED_BY_REQUEST, Engine, Outcome, _requested
+from provision.campaign.engine import HALTED_BY_REQUEST, Engine, Outcome, requested_outcome
 from provision.campaign.gates import GateRunner
 from provision.campaign.plan import CampaignPlan, build_plan, observe_all
 from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
@@ -316,7 +316,7 @@ def _request(campaign: str, journal: Location, request: Request) -> None:
             console.print(f"campaign {record.name}: {request.value} requested of process {record.pid}; "
                           "nodes in flight finish first", markup=False)
             return
-        state, reason = _requested(request)
+        state, reason = requested_outcome(request)
         store.set_state(record.name, state, reason)
         console.print(f"campaign {record.name}: {state.value}", markup=False)
 
