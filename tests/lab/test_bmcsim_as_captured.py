@@ -27,9 +27,15 @@ from typing import Any
 import pytest
 import yaml
 
+from provision.bringup.options import BringupOptions
+from provision.bringup.stage import StageContext
+from provision.bringup.stages.firmware import FirmwareStage
+from provision.campaign.evidence import Evidence
 from provision.conformance.model import Outcome
+from provision.journal import Journal
 from provision.lab import manager
 from provision.lab.bmcsim.images import build_image
+from provision.spec import load_fleet
 
 pytestmark = pytest.mark.lab
 
@@ -300,6 +306,22 @@ def test_the_client_gets_the_inventory_from_sushy_static(peer: tuple[str, Path])
 def test_the_client_gets_the_bmc_firmware_from_sushy_static(peer: tuple[str, Path]) -> None:
     name, inv = peer
     _bmc_version_seen(name, cli(inv, "firmware", "status"))
+
+
+def test_the_firmware_stage_observes_sushy_static_without_waiting(peer: tuple[str, Path], tmp_path: Path) -> None:
+    """The bring-up's firmware stage reads the whole capture's TaskService (empty in each) and then its
+    FirmwareInventory: no task to wait for, the BMC entry as captured."""
+    name, inv = peer
+    host = load_fleet(inv).select(["node01"])[0]
+    stage = FirmwareStage(BringupOptions(inventory=inv, poll_s=0.1))
+    with Journal(tmp_path / "journal.db") as jr:
+        ctx = StageContext(host=host, journal=jr, run_id=jr.start_run("bringup", host.name))
+        started = time.monotonic()
+        observed = stage.observe(ctx)
+    assert time.monotonic() - started < 30
+    assert observed.evidence == Evidence()  # nothing running, nothing staged
+    assert observed.firmware.tasks is None or observed.firmware.tasks == frozenset()
+    assert FACTS[name].bmc_fw in {e.version for e in observed.firmware.entries}
 
 
 def test_the_client_gets_the_bios_pending_uri_from_sushy_static(peer: tuple[str, Path]) -> None:
