@@ -23,8 +23,10 @@ from provision.cli.options import (
     InventoryOpt,
     JsonOpt,
     LimitOpt,
+    StrategyOpt,
     journal_at,
     load_hosts,
+    strategy_of,
 )
 from provision.cli.output import add_row, cell, console, emit_json, new_table, print_wide
 from provision.cli.paths import check_paths
@@ -71,6 +73,7 @@ def bringup_command(
     recheck: Annotated[bool, typer.Option(
         "--recheck", help="configure: run site.yml in check mode even where the journal's record of the last "
                           "apply and a node probe say the node is unchanged")] = False,
+    strategy: StrategyOpt = "linear",
     insecure: InsecureOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -82,6 +85,7 @@ def bringup_command(
     if only is not None and (start is not None or end is not None):
         raise InputError("--only excludes --from and --to: --from runs a stage and those after it (up to --to), "
                          "--only one")
+    chosen = strategy_of(strategy)
     where = journal_at(journal, inventory)
     if share is not None:
         _check_share(share, plan, where)
@@ -91,7 +95,7 @@ def bringup_command(
     check_paths(journal=where.path, log_dir=log_dir, os_image=os_image)
     hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
-                          poll_s=poll, recheck=recheck)
+                          poll_s=poll, recheck=recheck, strategy=chosen)
     stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None,
                            end.value if end else None)
     live = not as_json and sys.stdout.isatty()  # a terminal: the live table; otherwise one line per stage

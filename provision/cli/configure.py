@@ -11,12 +11,19 @@ from rich.table import Table
 from rich.text import Text
 
 from provision.ansible.hosts import select_nodes
-from provision.ansible.models import PlayResult, ProgressEvent, RunOptions, Strategy
+from provision.ansible.models import PlayResult, ProgressEvent, RunOptions
 from provision.ansible.runner import PlayFailed, run_playbook
 from provision.cli import events
-from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, LimitOpt, NodesArg
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    InventoryOpt,
+    JsonOpt,
+    LimitOpt,
+    NodesArg,
+    StrategyOpt,
+    strategy_of,
+)
 from provision.cli.output import add_row, console, emit_json, err_console, print_wide, to_terminal
-from provision.errors import InputError
 
 
 def app(
@@ -30,15 +37,12 @@ def app(
         list[str] | None, typer.Option("--tags", help="Only these concerns (repeatable): base, storage, gpu, ...")
     ] = None,
     playbook: Annotated[str, typer.Option("--playbook", help="Playbook under playbooks/.")] = "site",
-    strategy: Annotated[
-        str, typer.Option("--strategy", help="linear (Ansible's own) or mitogen (needs the fast extra).")
-    ] = "linear",
+    strategy: StrategyOpt = "linear",
     forks: Annotated[int, typer.Option("--forks", min=1, max=256, help="Hosts configured in parallel.")] = 8,
     json_out: JsonOpt = False,
 ) -> None:
     """Configure the nodes PATTERN... selects with Ansible (site.yml by default); exit 1 if any node fails."""
-    if strategy not in ("linear", "mitogen"):
-        raise InputError(f"--strategy: {strategy!r} is not one of linear, mitogen")
+    chosen = strategy_of(strategy)
     names = select_nodes(inventory, nodes, limit)  # resolved here: Ansible gets the names, never a pattern
     options = RunOptions(
         playbook=playbook,
@@ -48,7 +52,7 @@ def app(
         check=plan,
         diff=plan,
         forks=forks,
-        strategy=_strategy(strategy),
+        strategy=chosen,
     )
     try:
         result = _run(options, live=to_terminal() and not json_out)
@@ -56,10 +60,6 @@ def app(
         _render(exc.result, plan, json_out)
         raise
     _render(result, plan, json_out)
-
-
-def _strategy(value: str) -> Strategy:
-    return "mitogen" if value == "mitogen" else "linear"
 
 
 def _run(options: RunOptions, live: bool) -> PlayResult:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from provision.ansible.models import Strategy
 from provision.errors import InputError
 from provision.journal.location import Location, resolve
 from provision.spec import HostEntry, load_fleet
@@ -26,6 +27,9 @@ InventoryOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (same as --output json).")]
+StrategyOpt = Annotated[str, typer.Option(
+    "--strategy", help="Ansible's strategy: linear (Ansible's own) or mitogen (needs the fast extra; one Python per "
+                       "host for the whole play, several times faster on a slow node).")]
 PATTERN_HELP = ("Host pattern(s), Ansible's: names, groups, globs, ~regex, node0[1:4], gpu[0:3], '!node03', "
                 "'&gpu', comma lists; Slurm ranges node[01-08] too")
 NodesArg = Annotated[list[str], typer.Argument(help=PATTERN_HELP, metavar="PATTERN...")]
@@ -73,3 +77,12 @@ def select_names(inventory: Path, patterns: list[str], known: list[str], limit: 
     else:
         resolver = HostPatterns.from_groups({n: () for n in known}, f"the journal's nodes (no inventory {inventory})")
     return resolver.select(patterns, limit)
+
+
+def strategy_of(value: str) -> Strategy:
+    """--strategy's value as a Strategy; InputError naming it when it is neither."""
+    if value == "linear":
+        return "linear"
+    if value == "mitogen":
+        return "mitogen"
+    raise InputError(f"--strategy: {value!r} is not one of linear, mitogen")

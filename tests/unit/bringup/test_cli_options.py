@@ -28,6 +28,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (["--poll-seconds", "0"], "'--poll-seconds'"),
     (["--from", "bios", "--only", "verify"], "--only excludes --from and --to"),
     (["--to", "bios", "--only", "verify"], "--only excludes --from and --to"),
+    (["--strategy", "fast"], "--strategy: 'fast' is not one of linear, mitogen"),
     (["--from", "reset", "--to", "bios"], "--to bios comes before --from reset"),
     (["--share", "rack 7"], "a name without spaces"),
     (["--retry-failed"], "--retry-failed goes with --share"),
