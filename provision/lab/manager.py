@@ -33,6 +33,7 @@ from provision.lab.bmcsim import capture
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 from provision.lab.ca import make_ca_and_server
+from provision.lab.parts import spec_parts
 from provision.lab.twins.models import TwinInfo, TwinRequest
 
 STATE = "lab.json"
@@ -189,21 +190,7 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
     spec = fleet.profiles.get(opts.profile)
     if spec is None:
         raise InputError(f"--profile {opts.profile}: not in {inv} (known: {', '.join(sorted(fleet.profiles))})")
-    parts = Parts(
-        cpus=spec.cpu.sockets, cpu_model=spec.cpu.model, cpu_cores=spec.cpu.cores_per_socket,
-        dimms=spec.memory.dimm_count, dimm_mib=spec.memory.dimm_size_gb * 1024, dimm_type=spec.memory.type,
-        channels_per_socket=spec.memory.channels_per_socket, dimms_per_channel=spec.memory.dimms_per_channel,
-        gpus=spec.gpu.count if spec.gpu else 0, gpu_model=spec.gpu.model if spec.gpu else "",
-        boot_drives=spec.storage.boot.count,
-        scratch_drives=spec.storage.scratch.count if spec.storage.scratch else 0, psus=spec.power.psu_count,
-        psu_watts=spec.power.psu_watts, boot_drive_tb=spec.storage.boot.size_tb,
-        drive_protocol={"nvme": "NVMe", "sata": "SATA", "sas": "SAS"}[spec.storage.boot.interface],
-        scratch_drive_tb=spec.storage.scratch.size_tb if spec.storage.scratch else 0.0,
-        eth_ports=spec.network.ethernet.count,
-        eth_speed_gbps=spec.network.ethernet.speed_gbps,
-        ib_ports=spec.network.infiniband.count if spec.network.infiniband else 0,
-        ib_rate_gbps=spec.network.infiniband.rate_gbps if spec.network.infiniband else 400,
-    )
+    parts = spec_parts(spec)
     base = inv if inv.is_dir() else inv.parent
     return parts, base / "group_vars"
 

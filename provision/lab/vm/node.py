@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from provision.errors import LabError
-from provision.lab.bmcsim.config import BmcConfig, Ready, SimConfig, VmDrive, VmHostConfig
+from provision.lab.bmcsim.config import BmcConfig, Parts, Ready, SimConfig, VmDrive, VmHostConfig
 from provision.lab.twins import procs
 from provision.lab.twins.mounts import remove_tree
 
@@ -48,6 +48,8 @@ class VmNodeOptions(BaseModel):
     scratch_drives: int = Field(default=1, ge=0, le=4)
     memory_mib: int = Field(default=1024, ge=256, le=8192)
     speed: float = Field(default=10.0, gt=0, description="simulated seconds per real second (power steps)")
+    parts: Parts = Field(default_factory=Parts, description="what the BMC presents (provision.lab.parts.spec_parts "
+                                                            "of the node's class); the default: ML-PROD-V4's")
 
 
 class VmNode(BaseModel):
@@ -132,7 +134,7 @@ def _config(work: Path, options: VmNodeOptions) -> tuple[SimConfig, VmHostConfig
                      https=False, vm=host)  # fmt: skip
     cfg = SimConfig(
         lab_dir=work, nodes=[node], speed=options.speed, control_token=SecretStr(secrets.token_urlsafe(24)),
-        ready_file=work / "ready.json", log_file=work / "bmcsim.log",
+        ready_file=work / "ready.json", log_file=work / "bmcsim.log", parts=options.parts,
     )  # fmt: skip
     fd = os.open(work / "bmcsim.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
