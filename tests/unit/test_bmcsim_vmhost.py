@@ -124,7 +124,7 @@ def test_qemu_argv_has_uefi_nvme_serials_and_the_cd_first_for_a_cd_boot(tmp_path
     assert f"if=pflash,format=raw,readonly=on,file={cfg.firmware_code}" in joined
     assert f"if=pflash,format=raw,file={cfg.work_dir / 'OVMF_VARS.fd'}" in joined  # the node's own NVRAM
     assert devices(argv) == [
-        "virtio-net-pci,netdev=net0",
+        "virtio-net-pci,netdev=net0,speed=1000,duplex=full",
         "nvme,drive=boot0,serial=BOOT-A,bootindex=1",
         "nvme,drive=boot1,serial=BOOT-B,bootindex=2",
         "nvme,drive=scratch0,serial=SCRATCH-0",  # never a boot device
@@ -138,7 +138,7 @@ def test_qemu_argv_has_uefi_nvme_serials_and_the_cd_first_for_a_cd_boot(tmp_path
 
 def test_qemu_argv_without_media_has_no_cd_and_pxe_puts_the_nic_first(tmp_path: Path) -> None:
     argv = qemu_argv(vm_cfg(tmp_path), BootTarget.PXE, None, tmp_path / "c.log")
-    assert devices(argv)[0] == "virtio-net-pci,netdev=net0,bootindex=0"
+    assert devices(argv)[0] == "virtio-net-pci,netdev=net0,speed=1000,duplex=full,bootindex=0"
     assert not any(d.startswith("scsi-cd") for d in devices(argv))
 
 

@@ -61,6 +61,10 @@ def boot_indexes(target: BootTarget, boot_drives: int, has_media: bool) -> dict[
     return {dev: i for i, dev in enumerate(order)}
 
 
+# The link speed the NIC reports (virtio-net reports none unless told): a 1 GbE port, as the spec says.
+NIC_MBPS = 1000
+
+
 def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console: Path,
               more: Sequence[Path] = ()) -> list[str]:
     """The qemu command line of one power-on (pure: a function of the config, boot target and media);
@@ -76,7 +80,7 @@ def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console
         "-drive", f"if=pflash,format=raw,readonly=on,file={cfg.firmware_code}",
         "-drive", f"if=pflash,format=raw,file={cfg.work_dir / VARS}",
         "-netdev", f"user,id=net0,restrict=off,hostfwd=tcp:127.0.0.1:{cfg.ssh_port}-:22",
-        "-device", f"virtio-net-pci,netdev=net0{at('nic')}",
+        "-device", f"virtio-net-pci,netdev=net0,speed={NIC_MBPS},duplex=full{at('nic')}",
     ]  # fmt: skip
     drives = [(f"boot{i}", d) for i, d in enumerate(cfg.boot_drives)]
     drives += [(f"scratch{i}", d) for i, d in enumerate(cfg.scratch_drives)]
