@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from provision.errors import LabError
-from provision.lab.vm import deploy, installer
+from provision.lab.vm import debs, deploy, installer
 
 DEP = """kernel/drivers/scsi/scsi_common.ko:
 kernel/drivers/scsi/scsi_mod.ko: kernel/drivers/scsi/scsi_common.ko
@@ -119,3 +120,28 @@ def test_a_failed_or_unfinished_install_is_one_line_naming_the_step(text: str, m
     with pytest.raises(LabError, match=re.escape(message)) as caught:
         deploy.parse_console(text, "node01")
     assert "\n" not in str(caught.value) and str(caught.value).startswith("node01: ")
+
+
+STATUS = """Package: mdadmx
+Status: install ok installed
+Version: 9.9-1
+
+Package: mdadm
+Status: install ok installed
+Priority: optional
+Version: 4.2-5
+
+Package: linux-image-6.1.0-53-cloud-amd64
+Status: install ok installed
+Version: 6.1.187-1
+"""
+
+
+def test_installed_version_reads_the_named_package_of_a_dpkg_status(tmp_path: Path) -> None:
+    status = tmp_path / "status"
+    status.write_text(STATUS)
+    assert debs.installed_version(status, "mdadm") == "4.2-5"  # not mdadmx's, though it comes first
+    assert debs.installed_version(status, "linux-image-6.1.0-53-cloud-amd64") == "6.1.187-1"
+    with pytest.raises(LabError, match="nvme-cli is not installed"):
+        debs.installed_version(status, "nvme-cli")
+

@@ -36,6 +36,14 @@ def plan(status: Path, packages: list[str]) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in found if m}
 
 
+def installed_version(status: Path, package: str) -> str:
+    """The version of `package` a dpkg status file records as installed; LabError when it is not."""
+    found = re.search(rf"(?m)^Package: {re.escape(package)}\n(?:[^\n]+\n)*?Version: (\S+)", status.read_text())
+    if found is None:
+        raise LabError(f"{status}: {package} is not installed")
+    return found.group(1)
+
+
 def deb_file_name(name: str, version: str) -> str:
     """The pool file name glob of NAME at VERSION (an epoch's ':' is written '%3a')."""
     return f"{name}_{version.replace(':', '%3a')}_*.deb"

@@ -115,8 +115,9 @@ def _build(
     return image
 
 
-def _chroot(tree: Path) -> list[str]:
-    return ["chroot", str(tree), "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive"]
+def _chroot(tree: Path, *env: str) -> list[str]:
+    return ["chroot", str(tree), "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive",
+            *env]
 
 
 def _add_kernel(tree: Path, kernel_deb: Path, work: Path) -> str:
@@ -140,8 +141,9 @@ def _add_kernel(tree: Path, kernel_deb: Path, work: Path) -> str:
     return version
 
 
-def _install(tree: Path, files: list[Path], dpkg_options: tuple[str, ...] = ()) -> None:
-    """dpkg -i the packages inside the root (no service is started: policy-rc.d says no)."""
+def _install(tree: Path, files: list[Path], dpkg_options: tuple[str, ...] = (), env: tuple[str, ...] = ()) -> None:
+    """dpkg -i the packages inside the root (no service is started: policy-rc.d says no); `env`: VAR=value
+    for the maintainer scripts."""
     staging = tree / "tmp/provision-debs"
     staging.mkdir(parents=True, exist_ok=True)
     for f in files:
@@ -151,7 +153,7 @@ def _install(tree: Path, files: list[Path], dpkg_options: tuple[str, ...] = ()) 
     policy.chmod(0o755)
     try:
         names = [f"/tmp/provision-debs/{f.name}" for f in files]
-        run([*_chroot(tree), "dpkg", *dpkg_options, "-i", *names], timeout=900)
+        run([*_chroot(tree, *env), "dpkg", *dpkg_options, "-i", *names], timeout=900)
     finally:
         policy.unlink(missing_ok=True)
         shutil.rmtree(staging, ignore_errors=True)

@@ -54,7 +54,9 @@ from provision.lab.twins.mounts import remove_tree
 from provision.lab.vm import debs, image, initrd
 from provision.remote.hostkeys import KEY_NAME
 
-OS_PACKAGES = [*image.IMAGE_PACKAGES, "mdadm", "fdisk", "dosfstools", "grub-efi-amd64-bin", "grub2-common"]
+# nvme-cli and dmidecode: what verify reads on a node (drives and their SMART log, the DIMMs).
+OS_PACKAGES = [*image.IMAGE_PACKAGES, "mdadm", "fdisk", "dosfstools", "grub-efi-amd64-bin", "grub2-common",
+               "nvme-cli", "dmidecode"]  # fmt: skip
 HOST_TOOLS = {"xorriso": "xorriso", "grub-mkstandalone": "grub-common", "mkfs.vfat": "dosfstools",
               "mcopy": "mtools"}  # fmt: skip
 # What the installer's own kernel needs, loaded in dependency order (modules.dep): the virtual CD (a
@@ -288,7 +290,7 @@ def ensure_installer_tree(cache: Path | None = None) -> InstallerTree:
 
 
 def _recipe(base: Path, kernel_deb: Path, wanted: dict[str, str]) -> str:
-    parts = ["i1", (base / rootfs.STAMP).read_text().strip(), kernel_deb.name, image.NETWORK_UNIT,
+    parts = ["i2", (base / rootfs.STAMP).read_text().strip(), kernel_deb.name, image.NETWORK_UNIT,
              TARGET_INITRAMFS, GRUB_DEFAULT, CD_GRUB_CFG, INSTALL_SH, repr(TARGET_MODULES),
              repr(INSTALLER_MODULES), repr(sorted(wanted.items()))]  # fmt: skip
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
@@ -304,12 +306,16 @@ def _build(target: Path, base: Path, kernel_deb: Path, wanted: dict[str, str], d
         (tree / rootfs.STAMP).unlink(missing_ok=True)
         boot = work / "installer"
         boot.mkdir()
-        version = image._add_kernel(tree, kernel_deb, boot)  # also copies the kernel to boot/vmlinuz
         conf = tree / "etc/initramfs-tools/update-initramfs.conf"
         conf.parent.mkdir(parents=True, exist_ok=True)
         conf.write_text("update_initramfs=no\n")  # no initramfs built on the host: the installer makes it
-        image._install(tree, debs.fetch(wanted, deb_cache), ("--force-confdef", "--force-confold"))
+        # The kernel goes in as its package (dpkg knows it, as on an installed node: the spec's kernel
+        # package check reads dpkg); INITRD=No keeps its hook from building an initramfs here.
+        image._install(tree, [*debs.fetch(wanted, deb_cache), kernel_deb], ("--force-confdef", "--force-confold"),
+                       env=("INITRD=No",))  # fmt: skip
         conf.write_text("update_initramfs=yes\nbackup_initramfs=no\n")
+        version = _kernel_version(tree)
+        shutil.copy2(tree / "boot" / f"vmlinuz-{version}", boot / "vmlinuz")
         _configure(tree)
         _installer_initrd(boot / "initrd.gz", image._busybox(deb_cache, work), tree / "lib/modules" / version)
         remove_tree(work / "busybox-deb")
@@ -320,6 +326,13 @@ def _build(target: Path, base: Path, kernel_deb: Path, wanted: dict[str, str], d
     made = InstallerTree(directory=target, kernel_version=version, built=True)
     (target / STAMP).write_text(made.model_copy(update={"built": False}).model_dump_json(indent=1))
     return made
+
+
+def _kernel_version(tree: Path) -> str:
+    versions = sorted(p.name for p in (tree / "usr/lib/modules").iterdir() if (p / "modules.dep").is_file())
+    if len(versions) != 1:
+        raise LabError(f"the installer's OS tree: expected one kernel, found {versions or 'none'}")
+    return versions[0]
 
 
 def _configure(tree: Path) -> None:
