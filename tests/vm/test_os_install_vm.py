@@ -1,17 +1,22 @@
-"""`provision bringup node01 --only os` installs the OS through the BMC's virtual media on a VM lab node with
-blank drives, is killed while the installer runs, resumes, and the node boots from its md RAID1 root.
+"""Bare metal for real, on a VM lab node with blank drives: `provision bringup node01` installs the OS through the
+BMC's virtual media, boots it from its md RAID1 root, configures it (site.yml) and verifies it, with `/` on md
+and both mirror members checked for real; a failed member is caught by verify and repaired by boot_raid1.
 
-The lab builds its installer CD (provision/lab/vm/installer.py, SEED=1: the host key comes from the os
-stage's seed medium) and serves it with the project's ImageServer; the inventory names the node's BMC and
-SSH endpoint and a known_hosts file with no entry for it. The os stage makes the node's host key, records
-it there, inserts the installer (CD1) and the seed (USB1), boots the CD once and powers the node on; the
-first run is killed (PROVISION_FAILPOINT=os-installing:before, a real SIGKILL) once that power-on is
-journaled. The second run re-observes, goes on waiting for the installer to power off, ejects, boots the
-disks and waits for SSH with exactly the key it made: one install, never two. Then `/` is /dev/md0, both
-members in sync, both ESPs carry the bootloader, and a third run changes nothing.
+One VM, one install, cases in order. The lab builds its installer CD (provision/lab/vm/installer.py, SEED=1:
+the host key comes from the os stage's seed medium) and serves it with the project's ImageServer; the node's
+packages (real Debian chrony, smartmontools, node exporter, the kernel and mdadm it was installed with) come
+from the lab's repository on the host (provision/lab/vm/node_repo.py). The node's class (tests/vm/vm_node_lab.py)
+is the VM as it is; what qemu cannot present is waived by the inventory, each with its reason.
 
-Opt-in (PROVISION_TEST_VM_INSTALL=1): one install under plain emulation takes several minutes, more than
-the default vm tier's CI budget leaves (README, "Tests").
+1. `bringup --only os`, killed (PROVISION_FAILPOINT=os-installing:before, a real SIGKILL) once the installer's
+   power-on is journaled; the second run goes on waiting for the installer to power off, ejects, boots the
+   disks and waits for SSH with exactly the key it made: one install, never two.
+2. `/` is /dev/md0, both members in sync, both ESPs carry the bootloader; a third os run changes nothing.
+3. The whole bring-up (`--strategy mitogen`: one Python in the guest for the play; plain emulation makes
+   each module start cost seconds): configure applies site.yml, verify passes with raid.* judged on the node.
+4. A member failed and removed: verify fails naming raid.sync/raid.members; `provision configure --tags raid`
+   adds it back; verify passes again.
+5. A second whole bring-up changes nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,20 +33,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from provision.lab.parts import spec_parts
+from provision.lab.twins import repo
 from provision.lab.twins.ssh import client_argv, lab_key
 from provision.lab.vm import installer
+from provision.lab.vm.image import HOST_FROM_GUEST
 from provision.lab.vm.node import VmNode, VmNodeOptions, drive_serials, vm_node
+from provision.lab.vm.node_repo import node_repo
 from provision.redfish.image_server import ImageServer
 from provision.remote import hostkeys
+from provision.spec.model import NodeSpec
+from tests.vm import vm_node_lab
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [
-    pytest.mark.lab, pytest.mark.vm, pytest.mark.timeout(3600),
-    pytest.mark.skipif(os.environ.get("PROVISION_TEST_VM_INSTALL") != "1",
-                       reason="the OS install test is opt-in: PROVISION_TEST_VM_INSTALL=1"),
-]  # fmt: skip
+pytestmark = [pytest.mark.lab, pytest.mark.vm, pytest.mark.timeout(3600)]
+BOOT_DRIVE_MIB = 2048
+MEMORY_MIB = 2048
 
 
 def tail(path: Path, n: int = 15) -> str:
@@ -51,45 +58,57 @@ def tail(path: Path, n: int = 15) -> str:
 
 
 class Lab:
-    def __init__(self, node: VmNode, key: Path, base: Path, url: str) -> None:
+    def __init__(self, node: VmNode, key: Path, base: Path, url: str, node_spec: dict[str, Any],
+                 repo_url: str) -> None:
         self.node, self.key, self.base, self.url = node, key, base, url
         self.known_hosts = base / "known_hosts"
-        self.inventory = self._inventory()
+        self.boot_serials = drive_serials(node.name, 2, 0)[0]
+        host_vars = {
+            "provision_bmc_address": node.redfish_url, "provision_bmc_insecure_http": True,
+            "provision_bmc_username": node.username, "provision_bmc_password": node.password.get_secret_value(),
+            "ansible_host": "127.0.0.1", "ansible_port": node.host.ssh_port, "ansible_user": "root",
+            "ansible_ssh_private_key_file": str(key), "provision_ssh_known_hosts": str(self.known_hosts),
+        }  # fmt: skip
+        (base / "firmware").symlink_to(ROOT / "firmware")  # the project profiles' images, beside the inventory
+        self.inventory = vm_node_lab.write_inventory(
+            base / "inventory", ROOT, node_spec, node.name, host_vars, repo_url, self.boot_serials)
 
-    def _inventory(self) -> Path:
-        inv = self.base / "inventory"
-        shutil.copytree(ROOT / "inventory" / "group_vars", inv / "group_vars")
-        (self.base / "firmware").symlink_to(ROOT / "firmware")  # the profiles' images, beside the inventory
-        (inv / "host_vars").mkdir()
-        hosts = {"all": {"children": {"ml_prod_v4": {"hosts": {self.node.name: None}}}}}
-        (inv / "hosts.yml").write_text("---\n" + yaml.safe_dump(hosts), encoding="utf-8")
-        host_vars = inv / "host_vars" / f"{self.node.name}.yml"
-        host_vars.touch(mode=0o600)
-        host_vars.write_text("---\n" + yaml.safe_dump({
-            "provision_bmc_address": self.node.redfish_url, "provision_bmc_insecure_http": True,
-            "provision_bmc_username": self.node.username,
-            "provision_bmc_password": self.node.password.get_secret_value(),
-            "ansible_host": "127.0.0.1", "ansible_port": self.node.host.ssh_port, "ansible_user": "root",
-            "ansible_ssh_private_key_file": str(self.key), "provision_ssh_known_hosts": str(self.known_hosts),
-        }), encoding="utf-8")
-        return inv / "hosts.yml"
-
-    def bringup(self, failpoint: str | None = None) -> tuple[int, dict[str, Any], float]:
+    def provision(self, *args: str, failpoint: str | None = None, ok: tuple[int, ...] = (0,),
+                  timeout: int = 3000) -> tuple[int, str, float]:
+        """Run the CLI on the node; AssertionError (with the VM's console) on an exit code not in `ok`."""
         env = {k: v for k, v in os.environ.items() if k != "PROVISION_FAILPOINT"}
         if failpoint:
             env["PROVISION_FAILPOINT"] = failpoint
-        argv = [str(Path(sys.executable).parent / "provision"), "bringup", self.node.name, "--only", "os", "--os-image", self.url,
-                "-i", str(self.inventory), "--journal", str(self.base / "journal.db"),
-                "--log-dir", str(self.base / "logs"), "--poll-seconds", "2", "--json"]  # fmt: skip
+        argv = [str(Path(sys.executable).parent / "provision"), *args, "-i", str(self.inventory)]
         started = time.monotonic()
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=3000,
-                              check=False, env=env, cwd=ROOT)
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+                              check=False, env=env, cwd=ROOT)  # fmt: skip
         took = round(time.monotonic() - started, 1)
-        out = json.loads(done.stdout) if done.stdout.strip().startswith("{") else {}
-        if done.returncode not in (0, -9) or (done.returncode == 0 and not out.get("ok")):
-            raise AssertionError(f"bringup exited {done.returncode}: {done.stderr.strip()[-800:]} {out}; "
-                                 f"console: {tail(self.console(-1))}")
-        return done.returncode, out, took
+        if done.returncode not in ok:
+            raise AssertionError(f"provision {args[0]} exited {done.returncode}: {done.stderr.strip()[-1500:]} "
+                                 f"{done.stdout.strip()[-1500:]}; console: {tail(self.console(-1))}")
+        return done.returncode, done.stdout, took
+
+    def bringup(self, *more: str, failpoint: str | None = None) -> tuple[int, dict[str, Any], float]:
+        """`provision bringup NODE --os-image URL --json` (`more`: e.g. --only os); -9 allowed with a failpoint."""
+        rc, stdout, took = self.provision(
+            "bringup", self.node.name, "--os-image", self.url, "--journal", str(self.base / "journal.db"),
+            "--log-dir", str(self.base / "logs"), "--poll-seconds", "2", "--json", *more,
+            failpoint=failpoint, ok=(0, -9) if failpoint else (0,))  # fmt: skip
+        out = json.loads(stdout) if stdout.strip().startswith("{") else {}
+        assert rc == -9 or out.get("ok"), out
+        return rc, out, took
+
+    def verify(self, ok: tuple[int, ...] = (0,)) -> tuple[int, dict[str, Any]]:
+        """`provision verify NODE --json -`: the exit code and the node's report."""
+        rc, stdout, _ = self.provision("verify", self.node.name, "--json", "-", ok=ok, timeout=600)
+        return rc, json.loads(stdout)["nodes"][0]
+
+    def sh(self, command: str) -> str:
+        argv = client_argv(self.key, self.known_hosts, "127.0.0.1", self.node.host.ssh_port)
+        done = subprocess.run([*argv, command], capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, f"{command}: {done.stderr.strip()}"
+        return done.stdout
 
     def console(self, i: int) -> Path:
         logs = self.node.console_logs()
@@ -102,15 +121,25 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         pytest.skip("the vm tier runs as root")
     base = tmp_path_factory.mktemp("osinstall")
     key = lab_key(base)
-    with vm_node(base / "lab", VmNodeOptions(boot_drive_mib=2048, scratch_drive_mib=64)) as node:
-        boot, _ = drive_serials(node.name, 2, 1)
+    tree = installer.ensure_installer_tree()
+    node_spec = vm_node_lab.spec(tree, BOOT_DRIVE_MIB, MEMORY_MIB)
+    options = VmNodeOptions(boot_drive_mib=BOOT_DRIVE_MIB, scratch_drives=0, memory_mib=MEMORY_MIB,
+                            parts=spec_parts(NodeSpec.model_validate(node_spec)))  # what its BMC presents
+    with vm_node(base / "lab", options) as node:
+        boot, _ = drive_serials(node.name, 2, 0)
         conf = installer.InstallConf(hostname=node.name, boot_serials=tuple(boot), seed=True,
                                      authorized_key=key.with_suffix(".pub").read_text().strip())  # fmt: skip
         started = time.monotonic()
         iso = installer.installer_iso(conf, base / "install.iso")
-        print(f"\ninstaller CD built in {time.monotonic() - started:.1f} s ({iso.stat().st_size >> 20} MiB)")
-        with ImageServer() as srv:
-            yield Lab(node, key, base, srv.url_for(iso))
+        packages = node_repo(tree)
+        print(f"\ninstaller CD built in {time.monotonic() - started:.1f} s ({iso.stat().st_size >> 20} MiB), "
+              f"node repository {packages.name}")
+        server = repo.start(packages, ["127.0.0.1"], base)
+        try:
+            with ImageServer() as srv:
+                yield Lab(node, key, base, srv.url_for(iso), node_spec, repo.url(server, HOST_FROM_GUEST))
+        finally:
+            repo.stop(server)
 
 
 def stage_of(out: dict[str, Any]) -> dict[str, Any]:
@@ -118,10 +147,10 @@ def stage_of(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_install_through_the_os_stage_killed_during_the_install_then_resumed(lab: Lab) -> None:
-    rc, _, first = lab.bringup(failpoint="os-installing:before")
+    rc, _, first = lab.bringup("--only", "os", failpoint="os-installing:before")
     assert rc == -9, "the failpoint did not kill the run"
     assert hostkeys.expected_key(lab.known_hosts, f"[127.0.0.1]:{lab.node.host.ssh_port}")  # recorded first
-    rc, out, second = lab.bringup()
+    rc, out, second = lab.bringup("--only", "os")
     stage = stage_of(out)
     print(f"killed {first:.0f} s after the start (installer powered on); the resumed run took {second:.0f} s: "
           f"{stage['actions']}")
@@ -137,13 +166,7 @@ def test_install_through_the_os_stage_killed_during_the_install_then_resumed(lab
 
 
 def test_the_node_runs_from_its_md_mirror_with_the_bootloader_on_both_esps(lab: Lab) -> None:
-    argv = client_argv(lab.key, lab.known_hosts, "127.0.0.1", lab.node.host.ssh_port)
-
-    def sh(command: str) -> str:
-        done = subprocess.run([*argv, command], capture_output=True, text=True, timeout=120, check=False)
-        assert done.returncode == 0, f"{command}: {done.stderr.strip()}"
-        return done.stdout
-
+    sh = lab.sh
     assert sh("findmnt -n -o SOURCE /").strip() == "/dev/md0"
     mdstat = sh("cat /proc/mdstat")
     assert re.search(r"md0 : active raid1 nvme\dn1p2\[\d\] nvme\dn1p2\[\d\]", mdstat), mdstat
@@ -159,10 +182,63 @@ def test_the_node_runs_from_its_md_mirror_with_the_bootloader_on_both_esps(lab: 
     assert "seed" not in sh("lsblk -nro NAME,LABEL").lower() and "CIDATA" not in sh("lsblk -nro LABEL")
 
 
-def test_a_second_run_changes_nothing(lab: Lab) -> None:
+def test_a_second_os_run_changes_nothing(lab: Lab) -> None:
     logs = len(lab.node.console_logs())
-    rc, out, took = lab.bringup()
+    rc, out, took = lab.bringup("--only", "os")
     stage = stage_of(out)
     print(f"second run: {stage['outcome']} in {took:.0f} s ({stage['note']})")
     assert rc == 0 and stage["outcome"] == "converged" and stage["actions"] == [], out
     assert len(lab.node.console_logs()) == logs  # not powered on again
+
+
+def results(report: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in report["results"] if r["id"].startswith(prefix)}
+
+
+def test_the_whole_bringup_configures_and_verifies_the_node_with_root_on_md_checked(lab: Lab) -> None:
+    _rc, out, took = lab.bringup("--strategy", "mitogen")
+    stages = {s["stage"]: s for s in out["nodes"][0]["stages"]}
+    print(f"whole bring-up in {took:.0f} s: " + ", ".join(f"{n} {s['outcome']} {s.get('seconds', '')}"
+                                                         for n, s in stages.items()))
+    assert stages["os"]["outcome"] == "converged" and stages["configure"]["outcome"] == "applied", stages
+    assert stages["verify"]["outcome"] in ("applied", "converged"), stages["verify"]
+    _, report = lab.verify()
+    raid = results(report, "raid.")
+    assert {k: v["outcome"] for k, v in raid.items()} == dict.fromkeys(
+        ["raid.array", "raid.sync", "raid.members", "raid.state", "raid.root"], "pass"), raid
+    assert raid["raid.root"]["found"] == "/dev/md0"
+    assert re.fullmatch(r"2 \(nvme[01]n1p2, nvme[01]n1p2\)", raid["raid.members"]["found"]), raid["raid.members"]
+    assert all(r["outcome"] in ("pass", "waived") for r in report["results"]), [
+        (r["id"], r["outcome"], r["found"]) for r in report["results"] if r["outcome"] not in ("pass", "waived")]
+    assert {r["id"] for r in report["results"] if r["outcome"] == "waived"} >= {"memory.type", "services.smartmontools"}
+    assert lab.sh("dpkg-query -W -f '${Status}\\n' chrony mdadm").split("\n")[:2] == [
+        "install ok installed", "hold ok installed"]  # chrony from the lab's repository; mdadm pinned and held
+    assert "MAILADDR root" in lab.sh("cat /etc/mdadm/mdadm.conf")  # boot_raid1 wrote it over the installer's
+
+
+def test_a_failed_member_is_caught_by_verify_and_added_back_by_boot_raid1(lab: Lab) -> None:
+    member = lab.sh(f"readlink -f {vm_node_lab.by_id(lab.boot_serials[1], 2)}").strip()
+    lab.sh(f"mdadm /dev/md0 --fail {member} && mdadm /dev/md0 --remove {member}")
+    _, report = lab.verify(ok=(1,))
+    failed = {k for k, v in results(report, "raid.").items() if v["outcome"] == "fail"}
+    assert failed == {"raid.sync", "raid.members", "raid.state"}, failed
+    assert results(report, "raid.")["raid.sync"]["found"] in ("U_", "_U")
+
+    _, stdout, took = lab.provision("configure", lab.node.name, "--tags", "raid", "--strategy", "mitogen", "--json")
+    changed = {c["task"] for c in json.loads(stdout)["changes"]}
+    print(f"boot_raid1 repair in {took:.0f} s: {sorted(changed)}")
+    assert "Add the missing member back into the boot array" in changed
+    lab.sh("mdadm --wait /dev/md0 || true")  # exit 1 when the recovery already ended
+    _rc, report = lab.verify()
+    assert {v["outcome"] for v in results(report, "raid.").values()} == {"pass"}
+    assert member.removeprefix("/dev/") in results(report, "raid.")["raid.members"]["found"]
+
+
+def test_a_second_whole_bringup_changes_nothing(lab: Lab) -> None:
+    logs = len(lab.node.console_logs())
+    _rc, out, took = lab.bringup("--strategy", "mitogen")
+    stages = out["nodes"][0]["stages"]
+    print(f"second whole bring-up in {took:.0f} s: {[(s['stage'], s['outcome']) for s in stages]}")
+    assert all(s["actions"] == [] for s in stages if s["stage"] != "verify"), stages
+    assert all(s["outcome"] == "converged" for s in stages if s["stage"] != "verify"), stages
+    assert len(lab.node.console_logs()) == logs  # the host was never powered off or reset
