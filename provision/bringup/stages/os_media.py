@@ -1,28 +1,38 @@
-"""The os stage's installer check: does the installer URL serve an image the host boots from CD?
+"""The os stage's installer preflight: does the installer URL answer, with an image the host boots from CD?
 
-Reads only the sectors the decision needs (provision/bringup/eltorito.py): 16-17, then the boot catalog's,
-each with an HTTP Range request. A server that ignores Range (200 with the whole body) is read as a
-stream up to the end of the wanted bytes, never further; one whose bytes lie past MAX_SKIP is not
-checked (a log line says so) rather than read for minutes. TLS is verified (the default context), each
-request bounded by its timeout. Non-HTTP URLs (NFS, CIFS) are the BMC's to fetch: not checked.
+One request path (preflight): a ranged GET of sectors 16 to 16 + FIRST_SECTORS - 1 both proves the URL
+answers and reads what provision/bringup/eltorito.py decides from: the volume descriptors (16-17) and, in
+most images, the boot catalog's sector; only a catalog past that range takes a second ranged GET. A
+server that ignores Range (200 with the whole body) is read as a stream up to the end of the wanted
+bytes, then closed, never further; one whose bytes lie past MAX_SKIP is not checked (a log line says so)
+rather than read for minutes. TLS is verified (the default context), each request bounded by its
+timeout. Credentials in the URL go as basic auth and are masked in every message. Non-HTTP URLs (NFS,
+CIFS) are the BMC's to fetch: not checked.
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
 import logging
 import re
 import urllib.error
 import urllib.request
 from http.client import HTTPResponse
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from provision.bringup import eltorito
 from provision.bringup.eltorito import SECTOR, NotBootable, Platform
+from provision.journal.location import redact_url
+from provision.redfish.redact import register_secret
 from provision.spec import HostEntry
 
 LOG = logging.getLogger("provision.bringup")
 CHUNK = 1 << 16
+FIRST_SECTORS = 32
+"""Sectors read by the first request from sector 16: the descriptors and a catalog up to sector 47."""
 MAX_SKIP = 64 << 20
 """The most bytes read and dropped to reach a range from a server that ignores Range."""
 _RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
@@ -58,9 +68,22 @@ def _read(resp: HTTPResponse, n: int) -> bytes:
     return bytes(out)
 
 
+def _request(url: str, headers: dict[str, str]) -> urllib.request.Request:
+    """The request for `url`; a user and password in it (user:password@host) go as basic auth."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        userinfo, host = parts.netloc.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        register_secret(unquote(password))
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        headers = {**headers, "Authorization": f"Basic {token}"}
+        url = urlunsplit(parts._replace(netloc=host))
+    return urllib.request.Request(url, headers=headers)
+
+
 def read_range(url: str, start: int, length: int, timeout_s: float) -> Piece:
     """`length` bytes of `url` from `start` (none past the end: 416); HTTPError / URLError / OSError pass."""
-    req = urllib.request.Request(url, headers={"Range": f"bytes={start}-{start + length - 1}"})
+    req = _request(url, {"Range": f"bytes={start}-{start + length - 1}"})
     try:
         resp = urllib.request.urlopen(req, timeout=timeout_s)
     except urllib.error.HTTPError as exc:
@@ -109,8 +132,8 @@ def _sent(piece: Piece) -> str:
 
 def check(url: str, mode: Platform | None, timeout_s: float = 15.0) -> eltorito.Bootable:
     """The platforms the installer boots on; NotBootable (one line) when it boots none in `mode`."""
-    where = f"installer {url}"
-    head = read_range(url, eltorito.PVD_SECTOR * SECTOR, 2 * SECTOR, timeout_s)
+    where = f"installer {redact_url(url)}"
+    head = read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s)
     try:
         found = eltorito.descriptors(head.data, where)
     except NotBootable as exc:
@@ -118,26 +141,39 @@ def check(url: str, mode: Platform | None, timeout_s: float = 15.0) -> eltorito.
     if head.total is not None and head.total < found.volume_bytes:
         raise NotBootable(f"{where}: truncated: {head.total} bytes where its volume descriptor names "
                           f"{found.volume_bytes}")
-    catalog = read_range(url, found.catalog_sector * SECTOR, SECTOR, timeout_s)
+    catalog = _catalog(url, head, found.catalog_sector, timeout_s)
     if len(catalog.data) < SECTOR:
         raise NotBootable(f"{where}: truncated: its boot catalog (sector {found.catalog_sector}) is past the "
                           "end of the file")
     return eltorito.check(head.data, catalog.data, mode, where)
 
 
-def bootable_refusal(url: str, mode: Platform | None, timeout_s: float = 15.0) -> str | None:
-    """Why the installer would not boot the host (None: it boots, or it cannot be told from here)."""
+def _catalog(url: str, head: Piece, sector: int, timeout_s: float) -> Piece:
+    """The catalog's sector: from the first read when it holds it, else a second ranged read."""
+    at = (sector - eltorito.PVD_SECTOR) * SECTOR
+    if at + SECTOR <= len(head.data):
+        return head.model_copy(update={"data": head.data[at:at + SECTOR]})
+    return read_range(url, sector * SECTOR, SECTOR, timeout_s)
+
+
+def preflight(url: str, mode: Platform | None, timeout_s: float = 15.0) -> str | None:
+    """Why the installer would not boot the host, in one line naming the URL (masked): it does not answer
+    (HTTP error, refused, timed out, TLS) or serves no image the host boots from CD. None: it boots, or
+    it cannot be told from here (not HTTP)."""
     if not url.startswith(("http://", "https://")):
         return None
+    shown = redact_url(url)
     try:
         check(url, mode, timeout_s)
     except NotBootable as exc:
         return str(exc)
     except TooFar:
         LOG.warning("installer %s: not checked for El Torito: the server ignores Range and the boot catalog "
-                    "lies past %d MiB", url, MAX_SKIP >> 20)
+                    "lies past %d MiB", shown, MAX_SKIP >> 20)
     except urllib.error.HTTPError as exc:
-        return f"installer {url}: HTTP {exc.code} reading its boot sectors"
-    except (urllib.error.URLError, OSError) as exc:
-        return f"installer {url}: reading its boot sectors: {getattr(exc, 'reason', exc)}"
+        exc.close()
+        return f"installer {shown}: HTTP {exc.code}"
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f"installer {shown} does not answer: {str(reason).replace(url, shown) or type(reason).__name__}"
     return None
