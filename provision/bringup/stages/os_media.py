@@ -4,10 +4,11 @@ One request path (preflight): a ranged GET of sectors 16 to 16 + FIRST_SECTORS -
 answers and reads what provision/bringup/eltorito.py decides from: the volume descriptors (16-17) and, in
 most images, the boot catalog's sector; only a catalog past that range takes a second ranged GET. A
 server that ignores Range (200 with the whole body) is read as a stream up to the end of the wanted
-bytes, then closed, never further; one whose bytes lie past MAX_SKIP is not checked (a log line says so)
-rather than read for minutes. TLS is verified (the default context), each request bounded by its
-timeout. Credentials in the URL go as basic auth and are masked in every message. Non-HTTP URLs (NFS,
-CIFS) are the BMC's to fetch: not checked.
+bytes, then closed, never further; one whose bytes lie past MAX_SKIP is not read for minutes: the image
+could not be checked, a refusal (never passed as bootable) unless the host's inventory sets
+provision_os_installer_skip_boot_check (then only the first read is made: the URL answers). TLS is
+verified (the default context), each request bounded by its timeout. Credentials in the URL go as basic
+auth and are masked in every message. Non-HTTP URLs (NFS, CIFS) are the BMC's to fetch: not checked.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from pydantic import BaseModel, ConfigDict
 
 from provision.bringup import eltorito
 from provision.bringup.eltorito import SECTOR, NotBootable, Platform
+from provision.errors import ChecksIncomplete
 from provision.journal.location import redact_url
 from provision.redfish.redact import register_secret
 from provision.spec import HostEntry
+from provision.spec.model import InstallerAccess
 
 LOG = logging.getLogger("provision.bringup")
 CHUNK = 1 << 16
@@ -48,8 +51,16 @@ class Piece(BaseModel):
     content_type: str = ""
 
 
-class TooFar(Exception):
+class Unchecked(ChecksIncomplete):
+    """The image could not be checked for El Torito (not: it does not boot); the message says why."""
+
+
+class TooFar(Unchecked):
     """The server ignores Range and the bytes wanted lie past MAX_SKIP."""
+
+
+class BadRange(Unchecked):
+    """The server answered a Range request with another range."""
 
 
 def boot_mode(host: HostEntry) -> Platform | None:
@@ -101,13 +112,14 @@ def _piece(resp: HTTPResponse, start: int, length: int) -> Piece:
     if resp.status == 206:
         told = _RANGE.match(resp.headers.get("Content-Range", "").strip())
         if told is None or int(told.group(1)) != start:
-            raise OSError(f"answered Range {start}- with Content-Range {resp.headers.get('Content-Range')!r}")
+            raise BadRange(f"the server answered Range bytes={start}- with Content-Range "
+                           f"{resp.headers.get('Content-Range')!r}")
         total = int(told.group(3)) if told.group(3) != "*" else None
         return Piece(data=_read(resp, length), total=total, content_type=kind)
     size = resp.headers.get("Content-Length")
     total = int(size) if size and size.isdigit() else None
     if start > MAX_SKIP and (total is None or start < total):
-        raise TooFar
+        raise TooFar(f"the server ignores Range and byte {start} lies past the {MAX_SKIP} bytes read at most")
     skipped = _drop(resp, start)  # the server ignores Range: read up to the bytes wanted, then stop
     data = _read(resp, length) if skipped == start else b""
     return Piece(data=data, total=total if total is not None or skipped == start else skipped, content_type=kind)
@@ -156,20 +168,26 @@ def _catalog(url: str, head: Piece, sector: int, timeout_s: float) -> Piece:
     return read_range(url, sector * SECTOR, SECTOR, timeout_s)
 
 
-def preflight(url: str, mode: Platform | None, timeout_s: float = 15.0) -> str | None:
+def preflight(url: str, mode: Platform | None, access: InstallerAccess = InstallerAccess(),
+              timeout_s: float = 15.0) -> str | None:
     """Why the installer would not boot the host, in one line naming the URL (masked): it does not answer
     (HTTP error, refused, timed out, TLS) or serves no image the host boots from CD. None: it boots, or
-    it cannot be told from here (not HTTP)."""
+    it cannot be told from here (not HTTP). An image that could not be checked is refused too, unless
+    `access` skips the boot check."""
     if not url.startswith(("http://", "https://")):
         return None
     shown = redact_url(url)
     try:
-        check(url, mode, timeout_s)
+        if access.skip_boot_check:
+            read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s)  # it answers
+            LOG.warning("installer %s: not checked for El Torito (provision_os_installer_skip_boot_check)", shown)
+        else:
+            check(url, mode, timeout_s)
     except NotBootable as exc:
         return str(exc)
-    except TooFar:
-        LOG.warning("installer %s: not checked for El Torito: the server ignores Range and the boot catalog "
-                    "lies past %d MiB", shown, MAX_SKIP >> 20)
+    except Unchecked as exc:
+        return (f"installer {shown}: could not be checked for El Torito: {exc} (serve it with byte ranges, or "
+                "set provision_os_installer_skip_boot_check: true to install unchecked)")
     except urllib.error.HTTPError as exc:
         exc.close()
         return f"installer {shown}: HTTP {exc.code}"

@@ -105,7 +105,8 @@ class OsStage:
         return Ssh.OK, ""
 
     def _refusals(self, ctx: StageContext, installer: str) -> tuple[str, ...]:
-        why = [os_media.preflight(installer, os_media.boot_mode(ctx.host))]  # one ranged GET, before any write
+        # one ranged GET, before anything is written
+        why = [os_media.preflight(installer, os_media.boot_mode(ctx.host), ctx.host.installer)]
         with bmc(ctx, self.opts) as node:
             items = inv_ops.drift(ctx.host.spec, inv_ops.observe(node.conn)).items
             slots = power.media_slots(node)

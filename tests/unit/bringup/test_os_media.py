@@ -18,7 +18,9 @@ import pytest
 
 from provision.bringup.eltorito import Platform
 from provision.bringup.stages import os_media
+from provision.errors import ChecksIncomplete, ProvisionError
 from provision.redfish.image_server import ImageServer
+from provision.spec.model import InstallerAccess
 from tests.unit.bringup.isos import isos, needs_xorriso
 from tests.unit.redfish.rf_fakebmc import make_cert
 
@@ -239,13 +241,44 @@ def test_a_server_that_does_not_answer_in_time_or_at_all(isos: dict[str, Path]) 
     assert "\n" not in got and "hunter22" not in got
 
 
-def test_a_catalog_far_past_the_start_of_a_server_ignoring_range_is_not_checked(
-        isos: dict[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_catalog_that_cannot_be_checked_is_refused_not_passed_as_bootable(
+        isos: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os_media, "MAX_SKIP", 40_000)
     monkeypatch.setattr(os_media, "FIRST_SECTORS", 2)  # the catalog (sector 33, byte 67584) needs a second read
     with Plain(isos["efi"].read_bytes()) as srv:
-        assert os_media.preflight(srv.url, BIOS) is None
-    assert "not checked for El Torito" in caplog.text
+        assert os_media.preflight(srv.url, UEFI) == (
+            f"installer {srv.url}: could not be checked for El Torito: the server ignores Range and byte 67584 "
+            "lies past the 40000 bytes read at most (serve it with byte ranges, or set "
+            "provision_os_installer_skip_boot_check: true to install unchecked)")
+        with pytest.raises(ChecksIncomplete, match="ignores Range"):
+            os_media.check(srv.url, UEFI)
+
+
+def test_the_modules_exceptions_are_provision_errors() -> None:
+    for exc in (os_media.TooFar, os_media.BadRange, os_media.Unchecked):
+        assert issubclass(exc, ChecksIncomplete) and issubclass(exc, ProvisionError)
+
+
+def test_skipping_the_boot_check_still_proves_the_url_answers(
+        isos: dict[str, Path], served: Callable[..., str], asked: list[str], caplog: pytest.LogCaptureFixture) -> None:
+    skip = InstallerAccess(skip_boot_check=True)
+    url = served(isos["data"].read_bytes())  # boots nothing: passed all the same, with a warning
+    assert os_media.preflight(url, UEFI, skip) is None
+    assert asked == ["bytes=32768-98303"]
+    assert f"installer {url}: not checked for El Torito (provision_os_installer_skip_boot_check)" in caplog.text
+    missing = url.replace("install.iso", "gone.iso")
+    assert os_media.preflight(missing, UEFI, skip) == f"installer {missing}: HTTP 404"
+
+
+@pytest.mark.parametrize(("value", "skip"), [("true", True), ("yes", True), ("false", False), (None, False)])
+def test_the_skip_is_an_inventory_variable(inventory_copy: Path, value: str | None, skip: bool) -> None:
+    from provision.spec import load_fleet
+
+    if value is not None:
+        hv = inventory_copy.parent / "host_vars" / "node01.yml"
+        hv.write_text(hv.read_text() + f"provision_os_installer_skip_boot_check: {value}\n")
+    host = load_fleet(inventory_copy).select(["node01"])[0]
+    assert host.installer.skip_boot_check is skip
 
 
 @pytest.mark.parametrize(("setting", "mode"), [("uefi", UEFI), ("UEFI", UEFI), ("legacy", BIOS), (None, None)])

@@ -286,7 +286,7 @@ def test_what_refuses_a_new_install(rig: Any, monkeypatch: pytest.MonkeyPatch, b
     monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift(*boot))
     monkeypatch.setattr(os_stage.power, "media_slots", lambda node: slots)
     monkeypatch.setattr(os_stage, "seed_tool", lambda: tool)
-    monkeypatch.setattr(os_stage.os_media, "preflight", lambda u, mode: url)
+    monkeypatch.setattr(os_stage.os_media, "preflight", lambda u, mode, access: url)
     ctx = StageContext(host=host, journal=journal, run_id=None)
     assert OsStage._refusals(stage, ctx, URL) == refusals
 
