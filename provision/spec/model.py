@@ -851,6 +851,10 @@ class InstallerAccess(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    ca_file: Path | None = Field(
+        default=None,
+        description="provision_os_installer_ca_file: the CA bundle an https:// installer's certificate is verified "
+        "against (None: the system's); verification is never off")
     skip_boot_check: bool = Field(
         default=False,
         description="provision_os_installer_skip_boot_check: the preflight only proves the URL answers; the El "

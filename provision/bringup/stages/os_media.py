@@ -7,7 +7,8 @@ server that ignores Range (200 with the whole body) is read as a stream up to th
 bytes, then closed, never further; one whose bytes lie past MAX_SKIP is not read for minutes: the image
 could not be checked, a refusal (never passed as bootable) unless the host's inventory sets
 provision_os_installer_skip_boot_check (then only the first read is made: the URL answers). TLS is
-verified (the default context), each request bounded by its timeout. Credentials in the URL go as basic
+always verified, against provision_os_installer_ca_file where the inventory names a site CA (else the
+system's CAs), each request bounded by its timeout. Credentials in the URL go as basic
 auth and are masked in every message. Non-HTTP URLs (NFS, CIFS) are the BMC's to fetch: not checked.
 """
 
@@ -17,6 +18,7 @@ import base64
 import http.client
 import logging
 import re
+import ssl
 import urllib.error
 import urllib.request
 from http.client import HTTPResponse
@@ -92,11 +94,13 @@ def _request(url: str, headers: dict[str, str]) -> urllib.request.Request:
     return urllib.request.Request(url, headers=headers)
 
 
-def read_range(url: str, start: int, length: int, timeout_s: float) -> Piece:
-    """`length` bytes of `url` from `start` (none past the end: 416); HTTPError / URLError / OSError pass."""
+def read_range(url: str, start: int, length: int, timeout_s: float,
+               tls: ssl.SSLContext | None = None) -> Piece:
+    """`length` bytes of `url` from `start` (none past the end: 416); HTTPError / URLError / OSError pass.
+    `tls`: the context verifying an https:// server (None: the default, the system's CAs)."""
     req = _request(url, {"Range": f"bytes={start}-{start + length - 1}"})
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout_s)
+        resp = urllib.request.urlopen(req, timeout=timeout_s, context=tls)
     except urllib.error.HTTPError as exc:
         if exc.code != 416:
             raise
@@ -142,10 +146,17 @@ def _sent(piece: Piece) -> str:
     return f"; the server sent {kind}{size}" if kind.startswith("text/") else ""
 
 
-def check(url: str, mode: Platform | None, timeout_s: float = 15.0) -> eltorito.Bootable:
+def tls_context(access: InstallerAccess) -> ssl.SSLContext | None:
+    """The context verifying against the site CA (None: no CA file, the default context); ssl.SSLError
+    for a file that is no CA bundle."""
+    return ssl.create_default_context(cafile=str(access.ca_file)) if access.ca_file is not None else None
+
+
+def check(url: str, mode: Platform | None, timeout_s: float = 15.0,
+          tls: ssl.SSLContext | None = None) -> eltorito.Bootable:
     """The platforms the installer boots on; NotBootable (one line) when it boots none in `mode`."""
     where = f"installer {redact_url(url)}"
-    head = read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s)
+    head = read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s, tls)
     try:
         found = eltorito.descriptors(head.data, where)
     except NotBootable as exc:
@@ -153,19 +164,19 @@ def check(url: str, mode: Platform | None, timeout_s: float = 15.0) -> eltorito.
     if head.total is not None and head.total < found.volume_bytes:
         raise NotBootable(f"{where}: truncated: {head.total} bytes where its volume descriptor names "
                           f"{found.volume_bytes}")
-    catalog = _catalog(url, head, found.catalog_sector, timeout_s)
+    catalog = _catalog(url, head, found.catalog_sector, timeout_s, tls)
     if len(catalog.data) < SECTOR:
         raise NotBootable(f"{where}: truncated: its boot catalog (sector {found.catalog_sector}) is past the "
                           "end of the file")
     return eltorito.check(head.data, catalog.data, mode, where)
 
 
-def _catalog(url: str, head: Piece, sector: int, timeout_s: float) -> Piece:
+def _catalog(url: str, head: Piece, sector: int, timeout_s: float, tls: ssl.SSLContext | None) -> Piece:
     """The catalog's sector: from the first read when it holds it, else a second ranged read."""
     at = (sector - eltorito.PVD_SECTOR) * SECTOR
     if at + SECTOR <= len(head.data):
         return head.model_copy(update={"data": head.data[at:at + SECTOR]})
-    return read_range(url, sector * SECTOR, SECTOR, timeout_s)
+    return read_range(url, sector * SECTOR, SECTOR, timeout_s, tls)
 
 
 def preflight(url: str, mode: Platform | None, access: InstallerAccess = InstallerAccess(),
@@ -178,11 +189,15 @@ def preflight(url: str, mode: Platform | None, access: InstallerAccess = Install
         return None
     shown = redact_url(url)
     try:
+        tls = tls_context(access)
+    except (ssl.SSLError, OSError) as exc:
+        return f"installer {shown}: provision_os_installer_ca_file {access.ca_file} is not a CA bundle ({exc})"
+    try:
         if access.skip_boot_check:
-            read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s)  # it answers
+            read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s, tls)  # it answers
             LOG.warning("installer %s: not checked for El Torito (provision_os_installer_skip_boot_check)", shown)
         else:
-            check(url, mode, timeout_s)
+            check(url, mode, timeout_s, tls)
     except NotBootable as exc:
         return str(exc)
     except Unchecked as exc:
@@ -193,5 +208,8 @@ def preflight(url: str, mode: Platform | None, access: InstallerAccess = Install
         return f"installer {shown}: HTTP {exc.code}"
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            return (f"installer {shown}: TLS certificate not trusted ({reason.verify_message}); give the site CA "
+                    "with provision_os_installer_ca_file")
         return f"installer {shown} does not answer: {str(reason).replace(url, shown) or type(reason).__name__}"
     return None

@@ -168,12 +168,35 @@ def test_a_catalog_past_the_end_of_a_file_of_unknown_size_is_truncated(isos: dic
             f"installer {srv.url}: truncated: its boot catalog (sector 33) is past the end of the file")
 
 
-def test_tls_is_verified(isos: dict[str, Path], tmp_path: Path) -> None:
-    _, cert, key = make_cert(tmp_path)
+def test_tls_is_verified_against_the_site_ca(isos: dict[str, Path], lab_ca: tuple[Path, Path, Path],
+                                            tmp_path: Path) -> None:
+    ca, cert, key = lab_ca  # the lab BMC simulator's CA code: a throwaway CA and a cert for 127.0.0.1
     with Plain(isos["efi"].read_bytes(), tls=(cert, key)) as srv:
         got = os_media.preflight(srv.url, UEFI, timeout_s=5)
-    assert got is not None and got.startswith(f"installer {srv.url} does not answer: ")
-    assert "CERTIFICATE_VERIFY_FAILED" in got
+        assert got is not None and "\n" not in got
+        assert got.startswith(f"installer {srv.url}: TLS certificate not trusted (")
+        assert "certificate" in got.split(": ", 1)[1] and got.endswith("provision_os_installer_ca_file")
+        assert os_media.preflight(srv.url, UEFI, InstallerAccess(ca_file=ca), timeout_s=5) is None
+        other, _, _ = make_cert(tmp_path)  # another CA: still not trusted
+        assert "TLS certificate not trusted" in (
+            os_media.preflight(srv.url, UEFI, InstallerAccess(ca_file=other), timeout_s=5) or "")
+        junk = tmp_path / "junk.pem"
+        junk.write_text("not a certificate\n")
+        assert (os_media.preflight(srv.url, UEFI, InstallerAccess(ca_file=junk), timeout_s=5) or "").startswith(
+            f"installer {srv.url}: provision_os_installer_ca_file {junk} is not a CA bundle (")
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_the_ca_file_is_an_inventory_variable(inventory_copy: Path, lab_ca: tuple[Path, Path, Path],
+                                              relative: bool) -> None:
+    from provision.spec import load_fleet
+
+    ca = inventory_copy.parent / "site-ca.pem"
+    ca.write_bytes(lab_ca[0].read_bytes())
+    hv = inventory_copy.parent / "host_vars" / "node01.yml"
+    hv.write_text(hv.read_text() + f"provision_os_installer_ca_file: {'site-ca.pem' if relative else ca}\n")
+    host = load_fleet(inventory_copy).select(["node01"])[0]
+    assert host.installer.ca_file == ca
 
 
 def test_what_is_not_http_is_the_bmcs_to_fetch_and_errors_are_one_line(served: Callable[[bytes], str]) -> None:
