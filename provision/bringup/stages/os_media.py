@@ -22,6 +22,7 @@ import ssl
 import urllib.error
 import urllib.request
 from http.client import HTTPResponse
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict
@@ -94,13 +95,30 @@ def _request(url: str, headers: dict[str, str]) -> urllib.request.Request:
     return urllib.request.Request(url, headers=headers)
 
 
+class _Redirect(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, but the basic auth of the URL's credentials goes to its host only."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
+            new.remove_header("Authorization")
+        return new
+
+
+def _open(req: urllib.request.Request, timeout_s: float, tls: ssl.SSLContext | None) -> Any:
+    """The answer to `req` (HTTPError for an error status), TLS verified by `tls` (None: the default)."""
+    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=tls), _Redirect).open(
+        req, timeout=timeout_s)
+
+
 def read_range(url: str, start: int, length: int, timeout_s: float,
                tls: ssl.SSLContext | None = None) -> Piece:
     """`length` bytes of `url` from `start` (none past the end: 416); HTTPError / URLError / OSError pass.
     `tls`: the context verifying an https:// server (None: the default, the system's CAs)."""
     req = _request(url, {"Range": f"bytes={start}-{start + length - 1}"})
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout_s, context=tls)
+        resp = _open(req, timeout_s, tls)
     except urllib.error.HTTPError as exc:
         if exc.code != 416:
             raise

@@ -85,13 +85,13 @@ def served(tmp_path: Path) -> Iterator[Callable[[bytes], str]]:
 def asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The Range headers the check sent."""
     seen: list[str] = []
-    real = urllib.request.urlopen
+    real = os_media._open
 
-    def spy(req: urllib.request.Request, **kw: Any) -> Any:
+    def spy(req: urllib.request.Request, *args: Any) -> Any:
         seen.append(str(req.get_header("Range")))
-        return real(req, **kw)
+        return real(req, *args)
 
-    monkeypatch.setattr(os_media.urllib.request, "urlopen", spy)
+    monkeypatch.setattr(os_media, "_open", spy)
     return seen
 
 
@@ -249,6 +249,33 @@ def test_an_error_answer_is_one_line_naming_the_url_with_its_password_masked(cod
         # one GET, its range the descriptors' and the catalog's, the credentials sent as basic auth
         assert srv.seen == [("GET", "bytes=32768-98303", "Basic " + base64.b64encode(b"ops:s3cret-pw").decode())]
     assert "s3cret-pw" not in (got or "")
+
+
+def test_credentials_go_to_the_urls_host_only_not_where_it_redirects(isos: dict[str, Path]) -> None:
+    with Status(404) as other:
+        class Redirect(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                got.append(self.headers.get("Authorization"))
+                self.send_response(302)
+                self.send_header("Location", f"http://127.0.0.1:{other.port}/install.iso")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        got: list[str | None] = []
+        first = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+        threading.Thread(target=first.serve_forever, daemon=True).start()
+        try:
+            url = f"http://ops:s3cret-pw@127.0.0.1:{first.server_address[1]}/install.iso"
+            assert os_media.preflight(url, UEFI) == (
+                f"installer http://ops:<redacted>@127.0.0.1:{first.server_address[1]}/install.iso: HTTP 404")
+        finally:
+            first.shutdown()
+            first.server_close()
+    assert got == ["Basic " + base64.b64encode(b"ops:s3cret-pw").decode()]
+    assert other.seen == [("GET", "bytes=32768-98303", None)]  # followed, without the credentials
 
 
 def test_a_server_that_does_not_answer_in_time_or_at_all(isos: dict[str, Path]) -> None:

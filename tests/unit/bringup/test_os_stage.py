@@ -243,13 +243,13 @@ def test_the_preflight_is_one_ranged_get_before_anything_is_written(rig: Any, mo
     monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift("2", "ok"))
     monkeypatch.setattr(os_stage.power, "media_slots", lambda node: [CD, USB])
     seen: list[tuple[str, str | None]] = []
-    real = urllib.request.urlopen
+    real = os_stage.os_media._open
 
-    def spy(req: urllib.request.Request, **kw: Any) -> Any:
+    def spy(req: urllib.request.Request, *args: Any) -> Any:
         seen.append((req.get_method(), req.get_header("Range")))
-        return real(req, **kw)
+        return real(req, *args)
 
-    monkeypatch.setattr(urllib.request, "urlopen", spy)
+    monkeypatch.setattr(os_stage.os_media, "_open", spy)
     ctx = StageContext(host=host, journal=journal, run_id=None)
     with ImageServer() as srv:
         url = srv.url_for(isos["efi"])
