@@ -20,6 +20,7 @@ from provision.spec.model import (
     BmcEndpoint,
     Fleet,
     HostEntry,
+    InstallerAccess,
     LabDeclaration,
     NodeSpec,
     Rack,
@@ -162,6 +163,7 @@ def _host_entry(
         spec=spec,
         bmc=_bmc_endpoint(inventory, base, name, hv),
         ssh=_ssh_endpoint(name, hv),
+        installer=_installer_access(inventory, base, name, hv),
         lab=_lab_declaration(inventory, name, hv),
         slurm=_slurm_settings(inventory, name, hv),
         rack=_rack_of(inventory, name, hv),
@@ -390,6 +392,18 @@ def _deadline(inventory: Path, host: str, hv: dict[str, Any]) -> float:
         raise InventoryError(f"{inventory}: host {host}: {DEADLINE_VAR}: must be a positive number of seconds "
                              f"(got {raw!r})")
     return value
+
+
+def _installer_access(inventory: Path, base: Path, host: str, hv: dict[str, Any]) -> InstallerAccess:
+    """The os stage's preflight settings: provision_os_installer_* (a CA file relative to the inventory)."""
+    ca = hv.get("provision_os_installer_ca_file")
+    ca_path = None
+    if ca:
+        ca_path = Path(str(ca)) if Path(str(ca)).is_absolute() else base / str(ca)
+        if not ca_path.is_file():
+            raise InventoryError(f"{inventory}: host {host}: provision_os_installer_ca_file: {ca_path} does not exist")
+    return InstallerAccess(ca_file=ca_path,
+                           skip_boot_check=_flag(hv.get("provision_os_installer_skip_boot_check", False)))
 
 
 def _flag(value: Any) -> bool:

@@ -846,6 +846,21 @@ class BmcEndpoint(BaseModel):
         return self
 
 
+class InstallerAccess(BaseModel):
+    """How the os stage's preflight reads the installer URL (inventory variables, per host or group)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ca_file: Path | None = Field(
+        default=None,
+        description="provision_os_installer_ca_file: the CA bundle an https:// installer's certificate is verified "
+        "against (None: the system's); verification is never off")
+    skip_boot_check: bool = Field(
+        default=False,
+        description="provision_os_installer_skip_boot_check: the preflight only proves the URL answers; the El "
+        "Torito boot check is not made (a warning says so), for a server whose catalog cannot be checked")
+
+
 class SshEndpoint(BaseModel):
     """How to reach a node's OS over SSH (Ansible's connection variables)."""
 
@@ -911,6 +926,7 @@ class HostEntry(BaseModel):
     spec: NodeSpec
     bmc: BmcEndpoint
     ssh: SshEndpoint | None = None
+    installer: InstallerAccess = InstallerAccess()
     lab: LabDeclaration = LabDeclaration()
     slurm: SlurmSettings | None = Field(default=None, description="provision_slurm: drain/resume in Slurm")
     rack: str | None = Field(default=None, description="provision_rack: the rack (of provision_racks) it sits in")

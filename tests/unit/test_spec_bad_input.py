@@ -106,6 +106,10 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("missing-ca-file", _write("host_vars/node04.yml",
                                "---\nprovision_bmc_address: https://b4.example.net\nprovision_bmc_ca_file: /nonexistent/ca.pem\n"),
      ["node04", "provision_bmc_ca_file", "does not exist"]),
+    ("missing-installer-ca-file", _write("host_vars/node04.yml",
+                                         "---\nprovision_bmc_address: https://b4.example.net\n"
+                                         "provision_os_installer_ca_file: /nonexistent/site-ca.pem\n"),
+     ["node04", "provision_os_installer_ca_file: /nonexistent/site-ca.pem does not exist"]),
     ("fabric-manager-mismatch", _edit(PROFILE, "    fabric_manager:\n      version: 550.127.08",
                                       "    fabric_manager:\n      version: 550.90.07"),
      [PROFILE, "fabric_manager 550.90.07 must equal nvidia_driver 550.127.08"]),

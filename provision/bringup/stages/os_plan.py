@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provision.bringup.model import Action, StagePlan
 from provision.errors import CheckFailed, InputError
+from provision.journal.location import redact_url
 from provision.journal.records import ActionRecord
 from provision.spec import HostEntry
 
@@ -130,7 +131,7 @@ class OsObserved(BaseModel):
 
 
 def _actions(steps: Sequence[Step], installer: str) -> tuple[Action, ...]:
-    what = {Step.HOSTKEY: "new host key pair", Step.MEDIA: installer, Step.BOOT_CD: "Cd once",
+    what = {Step.HOSTKEY: "new host key pair", Step.MEDIA: redact_url(installer), Step.BOOT_CD: "Cd once",
             Step.POWER_ON: "installer", Step.INSTALLING: "until the installer powers off",
             Step.EJECT: "installer and seed", Step.BOOT_DISK: "Hdd once, power on",
             Step.FIRST_BOOT: "SSH with the new host key"}

@@ -2,8 +2,8 @@
 
 observe: PowerState; SSH (only while the host is on) checked against known_hosts; the latest install
 attempt from the journal; and, when a new install may start, what refuses one before anything is
-written: the installer URL not answering or serving no image the host boots from CD (os_media.py reads
-its El Torito sectors by HTTP ranges), fewer than two boot drives on the BMC, no second virtual medium
+written: the installer URL not answering or serving no image the host boots from CD (os_media.preflight:
+one ranged GET of its El Torito sectors proves both), fewer than two boot drives on the BMC, no second virtual medium
 for the seed, no ISO tool. plan: os_plan.plan_os (pure). apply: the planned steps, each one
 journaled side effect (os_plan's docstring lists them).
 
@@ -22,8 +22,6 @@ import contextlib
 import os
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -55,25 +53,6 @@ class InstallFailed(ProvisionError):
 def installer_of(host: HostEntry, opts: BringupOptions) -> str | None:
     pinned = host.spec.software.os_installer
     return opts.os_image or (pinned.url if pinned is not None else None)
-
-
-def url_refusal(url: str, timeout_s: float = 15.0) -> str | None:
-    """Why the installer URL does not answer (None: it does; non-HTTP URLs are the BMC's to fetch). HEAD,
-    else (a server without HEAD) a GET of its first byte."""
-    if not url.startswith(("http://", "https://")):
-        return None
-    for method, headers in (("HEAD", {}), ("GET", {"Range": "bytes=0-0"})):
-        try:
-            with urllib.request.urlopen(urllib.request.Request(url, method=method, headers=headers),
-                                        timeout=timeout_s):
-                return None
-        except urllib.error.HTTPError as exc:
-            if method == "HEAD" and exc.code in (405, 501):
-                continue
-            return f"installer {url}: HTTP {exc.code}"
-        except (urllib.error.URLError, OSError) as exc:
-            return f"installer {url} does not answer: {getattr(exc, 'reason', exc)}"
-    return None
 
 
 def seed_slot(slots: list[power.MediaSlot]) -> power.MediaSlot | None:
@@ -126,8 +105,8 @@ class OsStage:
         return Ssh.OK, ""
 
     def _refusals(self, ctx: StageContext, installer: str) -> tuple[str, ...]:
-        reach = url_refusal(installer)  # answering first: then the image itself, before anything is written
-        why = [reach or os_media.bootable_refusal(installer, os_media.boot_mode(ctx.host))]
+        # one ranged GET, before anything is written
+        why = [os_media.preflight(installer, os_media.boot_mode(ctx.host), ctx.host.installer)]
         with bmc(ctx, self.opts) as node:
             items = inv_ops.drift(ctx.host.spec, inv_ops.observe(node.conn)).items
             slots = power.media_slots(node)

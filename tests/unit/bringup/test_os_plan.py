@@ -120,3 +120,11 @@ def test_the_attempt_is_the_records_since_the_latest_host_key(tmp_path: Path) ->
         got = attempt_of(j.actions("node01", stage="os"))
     assert got == Attempt(outcomes={Step.HOSTKEY: "ok", Step.MEDIA: "ok", Step.BOOT_CD: None}, fingerprint=FP)
     assert got.failed is None and not got.complete and got.last_done == ORDER.index(Step.MEDIA)
+
+
+def test_the_media_step_names_the_installer_with_its_password_masked(make_host: Callable[..., HostEntry],
+                                                                     tmp_path: Path) -> None:
+    plan = plan_os(make_host(), obs(tmp_path, installer="https://ops:s3cret-pw@images.example/install.iso"))
+    media = next(a for a in plan.actions if a.kind == "os-media")
+    assert media.after == "https://ops:<redacted>@images.example/install.iso"
+    assert all("s3cret-pw" not in a.describe() for a in plan.actions)

@@ -233,18 +233,31 @@ def test_media_slots_lists_a_collection_the_system_and_the_manager_both_link_onc
     assert os_stage.seed_slot(slots) is not None and os_stage.seed_slot(slots).uri == USB.uri  # type: ignore[union-attr]
 
 
-def test_an_installer_url_that_does_not_answer_is_a_refusal(tmp_path: Path) -> None:
+def test_the_preflight_is_one_ranged_get_before_anything_is_written(rig: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                   isos: dict[str, Path]) -> None:
+    """No HEAD then GET: one request proves the URL answers and reads the El Torito sectors."""
     from provision.redfish.image_server import ImageServer
 
-    (tmp_path / "install.iso").write_bytes(b"CD001" * 100)
+    _, host, stage, journal, _ = rig
+    monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
+    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift("2", "ok"))
+    monkeypatch.setattr(os_stage.power, "media_slots", lambda node: [CD, USB])
+    seen: list[tuple[str, str | None]] = []
+    real = os_stage.os_media._open
+
+    def spy(req: urllib.request.Request, *args: Any) -> Any:
+        seen.append((req.get_method(), req.get_header("Range")))
+        return real(req, *args)
+
+    monkeypatch.setattr(os_stage.os_media, "_open", spy)
+    ctx = StageContext(host=host, journal=journal, run_id=None)
     with ImageServer() as srv:
-        url = srv.url_for(tmp_path / "install.iso")
-        assert os_stage.url_refusal(url) is None
-        assert srv.served == []  # asked with HEAD: nothing was sent
-        missing = url.replace("install.iso", "nope.iso")
-        assert os_stage.url_refusal(missing) == f"installer {missing}: HTTP 404"
-    assert "does not answer" in (os_stage.url_refusal(url, timeout_s=2) or "")  # the server is gone
-    assert os_stage.url_refusal("nfs://server/install.iso") is None  # the BMC's to fetch
+        url = srv.url_for(isos["efi"])
+        assert OsStage._refusals(stage, ctx, url) == ()
+        assert seen == [("GET", "bytes=32768-98303")]
+        missing = url.replace("efi.iso", "nope.iso")
+        assert OsStage._refusals(stage, ctx, missing) == (f"installer {missing}: HTTP 404",)
+    assert OsStage._refusals(stage, ctx, "nfs://server/install.iso") == ()  # the BMC's to fetch
 
 
 def _drift(observed: str, verdict: str) -> Any:
@@ -273,8 +286,7 @@ def test_what_refuses_a_new_install(rig: Any, monkeypatch: pytest.MonkeyPatch, b
     monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift(*boot))
     monkeypatch.setattr(os_stage.power, "media_slots", lambda node: slots)
     monkeypatch.setattr(os_stage, "seed_tool", lambda: tool)
-    monkeypatch.setattr(os_stage, "url_refusal", lambda u: url)
-    monkeypatch.setattr(os_stage.os_media, "bootable_refusal", lambda u, mode: None)
+    monkeypatch.setattr(os_stage.os_media, "preflight", lambda u, mode, access: url)
     ctx = StageContext(host=host, journal=journal, run_id=None)
     assert OsStage._refusals(stage, ctx, URL) == refusals
 
@@ -309,14 +321,3 @@ def test_an_installer_the_host_cannot_boot_is_refused_before_anything_is_written
     assert str(err.value) == f"{host.name}: cannot install: installer {url}: {refused}"
     assert fake.calls == [] and fake.power == "Off" and not fake.media  # no medium inserted, no power change
     assert journal.actions(host.name, stage="os") == []
-
-
-def test_an_installer_that_does_not_answer_is_not_read_for_boot_sectors(rig: Any,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    _, host, stage, journal, _ = rig
-    monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
-    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift("2", "ok"))
-    monkeypatch.setattr(os_stage, "url_refusal", lambda u: "installer u: HTTP 404")
-    monkeypatch.setattr(os_stage.os_media, "bootable_refusal", lambda u, mode: pytest.fail("read"))
-    ctx = StageContext(host=host, journal=journal, run_id=None)
-    assert OsStage._refusals(stage, ctx, URL) == ("installer u: HTTP 404",)
