@@ -13,6 +13,7 @@ from pydantic import SecretStr
 
 from provision.bringup.options import BringupOptions
 from provision.bringup.stages.os_stage import installer_of
+from provision.cli import main
 from provision.errors import InputError, LabError
 from provision.lab import manager
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
@@ -88,3 +89,20 @@ def test_missing_vm_tools_are_named_with_the_bootstrap_line(tmp_path: Path, monk
     for what in ("qemu-system-x86_64", "OVMF", "xorriso"):
         assert what in line
     assert not (tmp_path / "lab").exists()  # refused before anything was made
+
+
+@pytest.mark.parametrize(("tools", "rc", "says"), [
+    (True, 2, "--vm --nodes 2: at most 1 VM node"),
+    (False, 1, "PROVISION_TEST_VM=1 scripts/bootstrap.sh"),
+])  # fmt: skip
+def test_the_cli_refuses_in_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str], tools: bool, rc: int,
+                                                       says: str) -> None:
+    if not tools:
+        monkeypatch.setenv("PATH", str(tmp_path))
+        monkeypatch.setattr(node, "OVMF_CODE", tmp_path / "OVMF_CODE_4M.fd")
+    lab = tmp_path / "lab"
+    assert main(["lab", "up", "--vm", "--nodes", "2" if tools else "1", "--lab-dir", str(lab)]) == rc
+    err = capsys.readouterr().err.strip()
+    assert says in " ".join(err.split()) and len(err.splitlines()) == 1, err
+    assert not lab.exists()
