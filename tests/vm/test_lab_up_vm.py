@@ -5,7 +5,8 @@ Through the CLI, as an operator runs it: `lab status` says the node is up and of
 loads, its BMC answers over Redfish (HTTPS, the lab CA) with the inventory's credentials, and the os stage's
 installer URL (the profile copy's software.os_installer) answers. The host is then powered on (qemu runs,
 the firmware finds nothing to boot on the blank drives) and `lab down` must stop the simulator, its qemu and
-the image server, close their ports and remove the secrets and the VM's files. No OS install: that is
+the image server, close their ports and remove the secrets and the VM's files; also when the simulator was
+killed first (SIGKILL: its qemu outlives it). No OS install: that is
 tests/vm/test_os_install_vm.py (minutes under plain emulation). About 1-2 minutes, most of it the CD.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -73,7 +75,8 @@ def listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_lab_up_vm_then_down_leaves_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("simulator_killed", [False, True], ids=["down", "down-after-the-simulator-was-killed"])
+def test_lab_up_vm_then_down_leaves_nothing(tmp_path: Path, simulator_killed: bool) -> None:
     if os.geteuid() != 0:
         pytest.skip("the vm tier runs as root")
     lab = tmp_path / "lab"
@@ -112,6 +115,11 @@ def test_lab_up_vm_then_down_leaves_nothing(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert qemu_pids(lab), "powering the host on started no qemu"
         assert listening(ssh_port)  # qemu forwards the node's SSH port
+        if simulator_killed:  # its qemu outlives it: lab down must stop that one too
+            os.kill(status["pid"], signal.SIGKILL)
+            while procs.alive(status["pid"], "provision.lab.bmcsim"):
+                time.sleep(0.05)
+            assert qemu_pids(lab), "the qemu died with its simulator: nothing left for lab down to stop"
     finally:
         down = cli("down", "--lab-dir", str(lab))
     assert down["stopped"] is True
