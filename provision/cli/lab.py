@@ -46,6 +46,11 @@ def up(
         "--as-captured", help="Serve the capture as captured: no parts from the spec, missing resources 404, "
         "a malformed captured file is served as its bytes (with a warning).")] = False,
     bmc_only: Annotated[bool, typer.Option("--bmc-only", help="Simulated BMCs only, no node twins.")] = False,
+    vm: Annotated[bool, typer.Option(
+        "--vm", help="The node's host is a qemu VM its BMC drives (blank drives, UEFI, off; no twin), with its "
+        "installer CD served and named in the inventory: `provision bringup node01 --only os` installs it. "
+        "One node at most (one VM under plain emulation keeps two cores busy). Needs qemu, OVMF, xorriso: "
+        "PROVISION_TEST_VM=1 scripts/bootstrap.sh.")] = False,
     speed: Annotated[float, typer.Option("--speed", help="Simulated clock speed factor.")] = 10.0,
     from_inventory: Annotated[Path, typer.Option(
         "--from-inventory", help="Project inventory whose specs the lab copies.")] = Path("inventory/hosts.yml"),
@@ -55,17 +60,21 @@ def up(
     """Start the lab in the background and write its inventory."""
     state = manager.up(manager.UpOptions(
         lab_dir=_lab(lab_dir), nodes=nodes, profile=profile, bmc_tree=bmc_tree, as_captured=as_captured,
-        bmc_only=bmc_only, speed=speed, source_inventory=from_inventory,
+        bmc_only=bmc_only, vm=vm, speed=speed, source_inventory=from_inventory,
     ))
     if as_json:
         emit_json(manager.status(state.lab_dir))
         return
     console.print(f"lab up in {state.lab_dir}: {len(state.nodes)} node(s), BMC tree {Path(state.tree).name}"
-                  f"{' (as captured)' if state.as_captured else ''}{', twins' if state.twins else ', BMCs only'}",
+                  f"{' (as captured)' if state.as_captured else ''}{_hosts(state)}",
                   markup=False)
     console.print(f"inventory: {state.inventory}  (use: -i {state.inventory})", markup=False)
     for line in state.warnings:
         err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+def _hosts(state: manager.LabState) -> str:
+    return ", VM hosts (off)" if state.vm else ", twins" if state.twins else ", BMCs only"
 
 
 @app.command("status")
@@ -85,7 +94,8 @@ def status(lab_dir: LabDirOpt = None, as_json: JsonOpt = False, output: OutputOp
     for n in info["nodes"]:
         ssh = n.get("ssh") or {}
         faults = ", ".join(n.get("faults") or {}) or "-"
-        add_row(table, n["name"], n["bmc"] or n["bmc_http"], n.get("power"), faults, ssh.get("address", "-"))
+        where = (n.get("vm") or {}).get("ssh") or ssh.get("address", "-")
+        add_row(table, n["name"], n["bmc"] or n["bmc_http"], n.get("power"), faults, where)
     show(table, fmt)
 
 

@@ -13,8 +13,6 @@ import shutil
 import signal
 import socket
 import ssl
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -29,20 +27,22 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from provision.ansible.lab import lab_group_vars_text, lab_host_vars
 from provision.ansible.project import example_inventory
 from provision.errors import InputError, LabError
+from provision.lab import simproc
 from provision.lab.bmcsim import capture
-from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig
+from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig, VmHostConfig
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 from provision.lab.ca import make_ca_and_server
 from provision.lab.parts import spec_parts
+from provision.lab.simproc import SIM_CONFIG, SIM_OUT
 from provision.lab.twins.models import TwinInfo, TwinRequest
+from provision.lab.vm import lab_up
+from provision.lab.vm.lab_up import VmLabNode
 
 STATE = "lab.json"
 # A twin fault that takes a part out of the server, and the BMC fault that shows the same part gone.
 TWIN_FAULTS_THE_BMC_SEES: dict[str, str] = {"dimm_missing": "dimm-missing"}
-SIM_CONFIG = "bmcsim.json"
 READY = "bmcsim.ready.json"
 SIM_LOG = "bmcsim.log"
-SIM_OUT = "bmcsim.out"
 USERNAME = "admin"
 SECRET_FILES = (SIM_CONFIG, "server-key.pem", "server.pem", "ca.pem", READY)
 
@@ -52,6 +52,7 @@ class NodeState(BaseModel):
     https_port: int | None
     http_port: int | None
     ssh: TwinInfo | None = None
+    vm: VmLabNode | None = None  # `lab up --vm`: the host is a qemu VM (its SSH port, key, installer URL)
 
 
 class LabState(BaseModel):
@@ -67,6 +68,8 @@ class LabState(BaseModel):
     inventory: Path
     nodes: list[NodeState]
     warnings: list[str] = []  # capture files served as captured (malformed JSON...), one line each
+    vm: bool = False
+    media_pid: int | None = None  # `lab up --vm`: the image server serving the installer CDs
 
 
 class UpOptions(BaseModel):
@@ -76,6 +79,7 @@ class UpOptions(BaseModel):
     bmc_tree: Path | None = None
     as_captured: bool = False
     bmc_only: bool = False
+    vm: bool = False  # each node's host a qemu VM driven by its BMC (implies no twins)
     speed: float = 10.0
     source_inventory: Path = Path("inventory/hosts.yml")
 
@@ -126,20 +130,39 @@ def up(opts: UpOptions) -> LabState:
     tree, warnings = _resolve_tree(opts.bmc_tree)
     parts, group_vars = _profile(opts)
     lab.mkdir(parents=True, exist_ok=True)
-    cfg = _sim_config(lab, opts, tree, parts)
-    proc = _spawn(lab, cfg)
+    vm_hosts = lab_up.hosts(lab, _names(opts)) if opts.vm else {}
+    proc = None
     try:
-        ready = _wait_ready(lab, proc, cfg)
+        isos = lab_up.build_installers(lab, vm_hosts)
+        cfg = _sim_config(lab, opts, tree, parts, vm_hosts)
+        proc = simproc.spawn(lab, cfg)
+        ready = simproc.wait_ready(lab, proc, cfg)
         _wait_answering(lab / "ca.pem", ready)
-        twins = _twins_up(lab, opts) if not opts.bmc_only else {}
-        state = _state(lab, opts, tree, ready, twins)
-        state.warnings = warnings
+        twins = _twins_up(lab, opts) if not (opts.bmc_only or opts.vm) else {}
+        media_pid, vms = _vms_up(lab, vm_hosts, isos)
+        state = _state(lab, opts, tree, ready, twins, vms)
+        state.warnings, state.media_pid = warnings, media_pid
         write_inventory(lab, opts.profile, group_vars, cfg, state)
     except BaseException:
-        _stop_process(proc.pid, lab, asked=False)
+        if proc is not None:
+            _stop_process(proc.pid, lab, asked=False)
+        lab_up.teardown(lab)  # the image server, a stray qemu, <lab>/vm (nothing when not --vm)
         raise
     (lab / STATE).write_text(state.model_dump_json(indent=1))
     return state
+
+
+def _names(opts: UpOptions) -> list[str]:
+    return [f"node{i:02d}" for i in range(1, opts.nodes + 1)]
+
+
+def _vms_up(lab: Path, vm_hosts: dict[str, VmHostConfig], isos: dict[str, Path]
+            ) -> tuple[int | None, dict[str, VmLabNode]]:
+    """The image server for the installer CDs (its pid) and what the inventory says of each VM node."""
+    if not vm_hosts:
+        return None, {}
+    pid, urls = lab_up.start_media(lab, isos)
+    return pid, {name: lab_up.node_info(lab, host, urls[name]) for name, host in vm_hosts.items()}
 
 
 def _check_options(opts: UpOptions) -> None:
@@ -151,6 +174,8 @@ def _check_options(opts: UpOptions) -> None:
         raise InputError(f"--speed {opts.speed}: must be positive")
     if importlib.util.find_spec("aiohttp") is None:  # the simulator's HTTP side; not installed by default
         raise InputError("provision lab up: the BMC simulator needs the lab extra: pip install 'provision[lab]'")
+    if opts.vm:
+        lab_up.check(opts.nodes)
 
 
 def _resolve_tree(tree: Path | None) -> tuple[Path, list[str]]:
@@ -195,59 +220,22 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
     return parts, base / "group_vars"
 
 
-def _sim_config(lab: Path, opts: UpOptions, tree: Path, parts: Parts) -> SimConfig:
+def _sim_config(lab: Path, opts: UpOptions, tree: Path, parts: Parts,
+                vm_hosts: dict[str, VmHostConfig] | None = None) -> SimConfig:
     _ca, cert, key = make_ca_and_server(lab)
+    vm_hosts = vm_hosts or {}
     nodes = [
-        BmcConfig(name=f"node{i:02d}", index=i, tree=tree, as_captured=opts.as_captured, username=USERNAME,
-                  password=SecretStr(secrets.token_urlsafe(18)))
-        for i in range(1, opts.nodes + 1)
+        BmcConfig(name=name, index=i, tree=tree, as_captured=opts.as_captured, username=USERNAME,
+                  password=SecretStr(secrets.token_urlsafe(18)), vm=vm_hosts.get(name))
+        for i, name in enumerate(_names(opts), start=1)
     ]
     cfg = SimConfig(
         lab_dir=lab, nodes=nodes, speed=opts.speed, cert_file=cert, key_file=key,
         control_token=SecretStr(secrets.token_urlsafe(24)), ready_file=lab / READY, log_file=lab / SIM_LOG,
-        parts=parts, twins=not opts.bmc_only,
+        parts=parts, twins=not (opts.bmc_only or opts.vm),
     )
-    _write_private(lab / SIM_CONFIG, cfg.to_file_json())
+    simproc.write_config(lab, cfg)
     return cfg
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-
-
-def _spawn(lab: Path, cfg: SimConfig) -> subprocess.Popen[bytes]:
-    with contextlib.suppress(FileNotFoundError):
-        cfg.ready_file.unlink()
-    out = open(lab / SIM_OUT, "ab")  # noqa: SIM115 - handed to the child, closed below
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "provision.lab.bmcsim", str(lab / SIM_CONFIG)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=lab,
-            start_new_session=True, close_fds=True,
-        )
-    finally:
-        out.close()
-
-
-def _wait_ready(lab: Path, proc: subprocess.Popen[bytes], cfg: SimConfig) -> Ready:
-    deadline = time.monotonic() + 60 + len(cfg.nodes) / 20
-    while time.monotonic() < deadline:
-        if cfg.ready_file.exists():
-            return Ready.model_validate_json(cfg.ready_file.read_text())
-        if proc.poll() is not None:
-            raise LabError(f"the BMC simulator exited with {proc.returncode}: {_tail(lab / SIM_OUT)}")
-        time.sleep(0.05)
-    raise LabError(f"the BMC simulator did not start within the time limit; see {lab / SIM_OUT}")
-
-
-def _tail(path: Path) -> str:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return "(no output)"
-    return lines[-1] if lines else "(no output)"
 
 
 def _wait_answering(ca: Path, ready: Ready, timeout: float = 60.0) -> None:
@@ -302,11 +290,13 @@ def _twins_up(lab: Path, opts: UpOptions) -> dict[str, TwinInfo]:
     return {info.name: info for info in infos}
 
 
-def _state(lab: Path, opts: UpOptions, tree: Path, ready: Ready, twins: dict[str, TwinInfo]) -> LabState:
-    nodes = [NodeState(name=n.name, https_port=n.https_port, http_port=n.http_port, ssh=twins.get(n.name))
-             for n in ready.nodes]
+def _state(lab: Path, opts: UpOptions, tree: Path, ready: Ready, twins: dict[str, TwinInfo],
+           vms: dict[str, VmLabNode] | None = None) -> LabState:
+    vms = vms or {}
+    nodes = [NodeState(name=n.name, https_port=n.https_port, http_port=n.http_port, ssh=twins.get(n.name),
+                       vm=vms.get(n.name)) for n in ready.nodes]  # fmt: skip
     return LabState(lab_dir=lab, pid=ready.pid, control_port=ready.control_port, profile=opts.profile,
-                    tree=str(tree), as_captured=opts.as_captured, twins=bool(twins),
+                    tree=str(tree), as_captured=opts.as_captured, twins=bool(twins), vm=bool(vms),
                     inventory=lab / "inventory" / "hosts.yml", nodes=nodes)
 
 
@@ -326,10 +316,13 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     if state.twins:  # the roles' lab settings: stand-in repository, drives by id, role overrides
         (inv / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
         (inv / "group_vars" / "all" / "lab.yml").write_text(lab_group_vars_text(), encoding="utf-8")
+    for node in state.nodes:  # one VM node at most (lab_up.MAX_NODES): the profile carries its installer
+        if node.vm is not None:
+            lab_up.pin_installer(inv / "group_vars", profile, node.vm.installer_url)
     secrets_by_name = {n.name: n.password.get_secret_value() for n in cfg.nodes}
     for node in state.nodes:
         hv = _host_vars(lab, node, secrets_by_name[node.name])
-        _write_private(inv / "host_vars" / f"{node.name}.yml", "---\n" + yaml.safe_dump(hv, sort_keys=False))
+        simproc.write_private(inv / "host_vars" / f"{node.name}.yml", "---\n" + yaml.safe_dump(hv, sort_keys=False))
     return inv / "hosts.yml"
 
 
@@ -374,6 +367,8 @@ def _host_vars(lab: Path, node: NodeState, password: str) -> dict[str, Any]:
             provision_ssh_known_hosts=str(ssh.known_hosts),
         )
         hv.update(lab_host_vars(ssh.repo_url, lab / "twins" / node.name / "state" / "hardware.json"))
+    if node.vm:
+        hv.update(lab_up.host_vars(node.vm))
     return hv
 
 
@@ -420,10 +415,11 @@ def status(lab_dir: Path) -> dict[str, Any]:
             "bmc_http": f"http://127.0.0.1:{n.http_port}" if n.http_port else None,
             "power": info.get("power"), "faults": info.get("faults"),
             "ssh": n.ssh.model_dump(mode="json") if n.ssh else None,
+            "vm": {"ssh": f"127.0.0.1:{n.vm.ssh_port}", "installer": n.vm.installer_url} if n.vm else None,
         })
     return {"state": "up", "lab_dir": str(lab), "inventory": str(state.inventory), "pid": state.pid,
             "profile": state.profile, "tree": state.tree, "as_captured": state.as_captured,
-            "twins": state.twins, "warnings": state.warnings, "nodes": nodes}
+            "twins": state.twins, "vm": state.vm, "warnings": state.warnings, "nodes": nodes}
 
 
 def fault(lab_dir: Path, node: str, kind: str, clear: bool, value: float | None) -> dict[str, Any]:
@@ -470,7 +466,12 @@ def down(lab_dir: Path) -> dict[str, Any]:
         except LabError:
             asked = False
         _stop_process(state.pid, lab, asked)
-    left = _ports_left([p for n in state.nodes for p in (n.https_port, n.http_port, state.control_port) if p])
+    try:
+        lab_up.teardown(lab)  # after the simulator (which stops its VMs): the image server, a stray qemu
+    except LabError as exc:
+        errors.append(str(exc))
+    ports = [p for n in state.nodes for p in (n.https_port, n.http_port, state.control_port) if p]
+    left = _ports_left(ports + [n.vm.ssh_port for n in state.nodes if n.vm])
     if left:
         errors.append(f"ports still listening: {sorted(set(left))}")
     if errors:
@@ -520,6 +521,7 @@ def _listening(port: int) -> bool:
 
 
 def _cleanup_files(lab: Path) -> None:
+    lab_up.teardown(lab)
     for name in (*SECRET_FILES, STATE):
         with contextlib.suppress(FileNotFoundError):
             (lab / name).unlink()

@@ -19,7 +19,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +26,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from provision.errors import LabError
-from provision.lab.bmcsim.config import BmcConfig, Parts, Ready, SimConfig, VmDrive, VmHostConfig
+from provision.lab import simproc
+from provision.lab.bmcsim.config import BmcConfig, Parts, SimConfig, VmDrive, VmHostConfig
 from provision.lab.twins import procs
 from provision.lab.twins.mounts import remove_tree
+from provision.lab.vm.installer import HOST_TOOLS
 
 QEMU = "qemu-system-x86_64"
 OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
@@ -88,16 +89,14 @@ def drive_serials(name: str, boot: int, scratch: int) -> tuple[list[str], list[s
 def vm_node(work: Path, options: VmNodeOptions | None = None) -> Iterator[VmNode]:
     """Start the node's BMC (host off, blank drives); yield it; always tear everything down."""
     options = options or VmNodeOptions()
-    for path, what in ((QEMU, "qemu-system-x86_64"), (str(OVMF_CODE), "UEFI firmware")):
-        if not (Path(path).is_file() if path.startswith("/") else _on_path(path)):
-            raise LabError(f"{what} not found ({path}): PROVISION_TEST_VM=1 scripts/bootstrap.sh installs it")
+    check_tools()
     work.mkdir(parents=True, exist_ok=False)
     proc: subprocess.Popen[bytes] | None = None
     host: VmHostConfig | None = None
     try:
         cfg, host = _config(work, options)
-        proc = _spawn(work, cfg)
-        ready = _wait_ready(work, proc, cfg)
+        proc = simproc.spawn(work, cfg)
+        ready = simproc.wait_ready(work, proc, cfg)
         port = ready.nodes[0].http_port
         node = cfg.nodes[0]
         yield VmNode(
@@ -108,58 +107,53 @@ def vm_node(work: Path, options: VmNodeOptions | None = None) -> Iterator[VmNode
         if proc is not None:
             _stop(proc)
         if host is not None:
-            _kill_stray_qemu(host)
+            kill_stray_qemu(host)
         remove_tree(work)
+
+
+def check_tools(installer: bool = False) -> None:
+    """LabError, one line naming every missing tool, when this machine cannot run a VM host (qemu, UEFI
+    firmware) or, with `installer`, build its installer CD (xorriso, GRUB, mtools, dosfstools)."""
+    missing = [] if _on_path(QEMU) else [QEMU]
+    missing += [] if OVMF_CODE.is_file() else [f"UEFI firmware {OVMF_CODE} (ovmf)"]
+    if installer:
+        missing += [f"{tool} ({pkg})" for tool, pkg in HOST_TOOLS.items() if not _on_path(tool)]
+    if missing:
+        raise LabError(f"a VM lab node needs {', '.join(missing)}: PROVISION_TEST_VM=1 scripts/bootstrap.sh "
+                       "installs them")
 
 
 def _on_path(name: str) -> bool:
     return any((Path(d) / name).is_file() for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def _config(work: Path, options: VmNodeOptions) -> tuple[SimConfig, VmHostConfig]:
+def host_config(work_dir: Path, options: VmNodeOptions) -> VmHostConfig:
+    """The node's VM host: blank boot pair and scratch drives in `work_dir`, UEFI, SSH on a free port."""
     boot, scratch = drive_serials(options.name, options.boot_drives, options.scratch_drives)
-    host = VmHostConfig(
-        work_dir=work / "host", ssh_port=_free_port(), memory_mib=options.memory_mib,
+    return VmHostConfig(
+        work_dir=work_dir, ssh_port=free_port(), memory_mib=options.memory_mib,
         boot_drives=tuple(VmDrive(serial=s, size_mib=options.boot_drive_mib) for s in boot),
         scratch_drives=tuple(VmDrive(serial=s, size_mib=options.scratch_drive_mib) for s in scratch),
         firmware_code=OVMF_CODE,
     )  # fmt: skip
+
+
+def _config(work: Path, options: VmNodeOptions) -> tuple[SimConfig, VmHostConfig]:
+    host = host_config(work / "host", options)
     node = BmcConfig(name=options.name, index=options.index, password=SecretStr(secrets.token_urlsafe(18)),
                      https=False, vm=host)  # fmt: skip
     cfg = SimConfig(
         lab_dir=work, nodes=[node], speed=options.speed, control_token=SecretStr(secrets.token_urlsafe(24)),
         ready_file=work / "ready.json", log_file=work / "bmcsim.log", parts=options.parts,
     )  # fmt: skip
-    fd = os.open(work / "bmcsim.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(cfg.to_file_json())
+    simproc.write_config(work, cfg)
     return cfg, host
-
-
-def _spawn(work: Path, cfg: SimConfig) -> subprocess.Popen[bytes]:
-    with open(work / "bmcsim.out", "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "provision.lab.bmcsim", str(work / "bmcsim.json")],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=work, start_new_session=True,
-        )  # fmt: skip
-
-
-def _wait_ready(work: Path, proc: subprocess.Popen[bytes], cfg: SimConfig) -> Ready:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if cfg.ready_file.exists():
-            return Ready.model_validate_json(cfg.ready_file.read_text())
-        if proc.poll() is not None:
-            out = (work / "bmcsim.out").read_text(errors="replace").strip().splitlines()
-            raise LabError(f"the VM node's BMC simulator exited {proc.returncode}: {(out or ['no output'])[-1]}")
-        time.sleep(0.05)
-    raise LabError(f"the VM node's BMC simulator did not start within 60 s; see {work / 'bmcsim.out'}")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -172,10 +166,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-def _kill_stray_qemu(host: VmHostConfig) -> None:
-    """A qemu left behind by a simulator that was killed (its pid file says which)."""
+def kill_stray_qemu(host: VmHostConfig) -> None:
+    """A qemu left behind by a simulator that was killed (its pid file in the host's work_dir says which)."""
+    kill_qemu_of(host.work_dir)
+
+
+def kill_qemu_of(work_dir: Path) -> None:
+    """SIGKILL the qemu whose pid `<work_dir>/qemu.pid` names, if it still runs; LabError if it stays."""
     try:
-        pid = int((host.work_dir / "qemu.pid").read_text())
+        pid = int((work_dir / "qemu.pid").read_text())
     except (OSError, ValueError):
         return
     if procs.alive(pid, QEMU):
