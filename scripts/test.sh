@@ -50,12 +50,12 @@ else
   python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$started"
 fi
 
-# The vm tier (boot_raid1 on a real md RAID1 in a qemu VM under TCG, ~15 min here) runs last: always with
+# The vm tier (qemu VMs under TCG: boot_raid1 on a real md RAID1, an OS install then the whole bring-up; ~19 min here) runs last: always with
 # PROVISION_TEST_VM=1, never with 0, and with `auto` when the run so far took less than
-# PROVISION_VM_START_BUDGET seconds (default 3900: started by 65 min, it ends by about 80, inside CI's 90).
+# PROVISION_VM_START_BUDGET seconds (default 3720: started by 62 min, it ends by about 82, inside CI's 90).
 elapsed=$(( $(date +%s) - started ))
 vm=${PROVISION_TEST_VM:-0}
-vm_budget=${PROVISION_VM_START_BUDGET:-3900}
+vm_budget=${PROVISION_VM_START_BUDGET:-3720}
 if [ "$vm" = "1" ] || { [ "$vm" = "auto" ] && [ "$elapsed" -lt "$vm_budget" ]; }; then
   echo "== tests: vm tier (elapsed so far ${elapsed}s)"
   python -m pytest "${pytest_args[@]}" -m vm tests/vm

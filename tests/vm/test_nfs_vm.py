@@ -67,7 +67,8 @@ def host(vm: VmInfo) -> HostEntry:
 
 
 def play(inventory: Path, check: bool = False) -> PlayResult:
-    return run_playbook(RunOptions(playbook="nfs.yml", inventory=inventory, check=check, timeout_s=900))
+    return run_playbook(RunOptions(playbook="nfs.yml", inventory=inventory, check=check, timeout_s=900,
+                                   strategy="mitogen"))  # one Python in the guest for the play
 
 
 def node(host: HostEntry, name: str, mounts: list[dict[str, object]]) -> HostEntry:
