@@ -8,12 +8,13 @@ packages (real Debian chrony, smartmontools, node exporter, the kernel and mdadm
 from the lab's repository on the host (provision/lab/vm/node_repo.py). The node's class (tests/vm/vm_node_lab.py)
 is the VM as it is; what qemu cannot present is waived by the inventory, each with its reason.
 
-1. `bringup --only os`, killed (PROVISION_FAILPOINT=os-installing:before, a real SIGKILL) once the installer's
-   power-on is journaled; the second run goes on waiting for the installer to power off, ejects, boots the
-   disks and waits for SSH with exactly the key it made: one install, never two.
-2. `/` is /dev/md0, both members in sync, both ESPs carry the bootloader; a third os run changes nothing.
-3. The whole bring-up (`--strategy mitogen`: one Python in the guest for the play; plain emulation makes
-   each module start cost seconds): configure applies site.yml, verify passes with raid.* judged on the node.
+1. `provision bringup node01` (`--strategy mitogen`: one Python in the guest for the play; plain emulation
+   makes each module start cost seconds), killed (PROVISION_FAILPOINT=os-installing:before, a real SIGKILL)
+   once the installer's power-on is journaled; the second run goes on waiting for the installer to power
+   off, ejects, boots the disks, waits for SSH with exactly the key it made (one install, never two), then
+   configures the node (site.yml) and verifies it.
+2. `/` is /dev/md0, both members in sync, both ESPs carry the bootloader.
+3. verify passes with raid.* judged on the node, every other check a pass or a declared waiver.
 4. A member failed and removed: verify fails naming raid.sync/raid.members; `provision configure --tags raid`
    adds it back; verify passes again.
 5. A second whole bring-up changes nothing.
@@ -142,20 +143,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             repo.stop(server)
 
 
-def stage_of(out: dict[str, Any]) -> dict[str, Any]:
-    return out["nodes"][0]["stages"][0]
-
-
-def test_install_through_the_os_stage_killed_during_the_install_then_resumed(lab: Lab) -> None:
-    rc, _, first = lab.bringup("--only", "os", failpoint="os-installing:before")
+def test_the_whole_bringup_killed_during_the_install_resumes_and_installs_configures_verifies(lab: Lab) -> None:
+    rc, _, first = lab.bringup("--strategy", "mitogen", failpoint="os-installing:before")
     assert rc == -9, "the failpoint did not kill the run"
     assert hostkeys.expected_key(lab.known_hosts, f"[127.0.0.1]:{lab.node.host.ssh_port}")  # recorded first
-    rc, out, second = lab.bringup("--only", "os")
-    stage = stage_of(out)
-    print(f"killed {first:.0f} s after the start (installer powered on); the resumed run took {second:.0f} s: "
-          f"{stage['actions']}")
-    assert rc == 0 and stage["outcome"] == "applied", out
-    assert [a.split()[0] for a in stage["actions"]] == ["os-installing", "os-eject", "os-boot-disk", "os-first-boot"]
+    rc, out, second = lab.bringup("--strategy", "mitogen")
+    stages = {s["stage"]: s for s in out["nodes"][0]["stages"]}
+    print(f"killed {first:.0f} s after the start (installer powered on); the resumed bring-up took {second:.0f} s: "
+          + ", ".join(f"{n} {s['outcome']} {s['seconds']:.1f}" for n, s in stages.items()))
+    assert rc == 0 and stages["os"]["outcome"] == "applied", out
+    assert [a.split()[0] for a in stages["os"]["actions"]] == [
+        "os-installing", "os-eject", "os-boot-disk", "os-first-boot"]
+    assert stages["configure"]["outcome"] == "applied" and stages["verify"]["outcome"] == "converged", stages
     assert len(lab.node.console_logs()) == 2, "the installer ran twice (or the disks were never booted)"
     text = lab.console(0).read_text(errors="replace")
     assert installer.DONE in text and installer.ERROR not in text
@@ -182,26 +181,11 @@ def test_the_node_runs_from_its_md_mirror_with_the_bootloader_on_both_esps(lab: 
     assert "seed" not in sh("lsblk -nro NAME,LABEL").lower() and "CIDATA" not in sh("lsblk -nro LABEL")
 
 
-def test_a_second_os_run_changes_nothing(lab: Lab) -> None:
-    logs = len(lab.node.console_logs())
-    rc, out, took = lab.bringup("--only", "os")
-    stage = stage_of(out)
-    print(f"second run: {stage['outcome']} in {took:.0f} s ({stage['note']})")
-    assert rc == 0 and stage["outcome"] == "converged" and stage["actions"] == [], out
-    assert len(lab.node.console_logs()) == logs  # not powered on again
-
-
 def results(report: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in report["results"] if r["id"].startswith(prefix)}
 
 
-def test_the_whole_bringup_configures_and_verifies_the_node_with_root_on_md_checked(lab: Lab) -> None:
-    _rc, out, took = lab.bringup("--strategy", "mitogen")
-    stages = {s["stage"]: s for s in out["nodes"][0]["stages"]}
-    print(f"whole bring-up in {took:.0f} s: " + ", ".join(f"{n} {s['outcome']} {s.get('seconds', '')}"
-                                                         for n, s in stages.items()))
-    assert stages["os"]["outcome"] == "converged" and stages["configure"]["outcome"] == "applied", stages
-    assert stages["verify"]["outcome"] in ("applied", "converged"), stages["verify"]
+def test_verify_passes_with_root_on_md_and_both_members_judged_on_the_node(lab: Lab) -> None:
     _, report = lab.verify()
     raid = results(report, "raid.")
     assert {k: v["outcome"] for k, v in raid.items()} == dict.fromkeys(
@@ -239,7 +223,7 @@ def test_a_second_whole_bringup_changes_nothing(lab: Lab) -> None:
     _rc, out, took = lab.bringup("--strategy", "mitogen")
     stages = out["nodes"][0]["stages"]
     print(f"second whole bring-up in {took:.0f} s: {[(s['stage'], s['outcome']) for s in stages]}")
-    assert all(s["outcome"] == "converged" for s in stages), stages
+    assert all(s["outcome"] == "converged" for s in stages), stages  # os too: SSH with the recorded key
     # Nothing that changes the node: configure may only record its evidence (check mode found nothing to do).
     assert all(a.startswith("record ") for s in stages for a in s["actions"]), stages
     assert len(lab.node.console_logs()) == logs  # the host was never powered off or reset
