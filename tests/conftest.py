@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_INVENTORY = ROOT / "inventory"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does, so every fixture's teardown runs: the
+    lab's simulators, twins, VMs and repository servers are stopped and their files removed (pytest's own
+    default on SIGTERM is to die with no teardown at all)."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupted)
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 @pytest.fixture
