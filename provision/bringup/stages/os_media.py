@@ -8,7 +8,8 @@ bytes, then closed, never further; one whose bytes lie past MAX_SKIP is not read
 could not be checked, a refusal (never passed as bootable) unless the host's inventory sets
 provision_os_installer_skip_boot_check (then only the first read is made: the URL answers). TLS is
 always verified, against provision_os_installer_ca_file where the inventory names a site CA (else the
-system's CAs), each request bounded by its timeout. Credentials in the URL go as basic
+system's CAs), each read bounded by its timeout and the whole preflight by DEADLINE_S (a server that
+trickles its bytes does not hold the stage). Credentials in the URL go as basic
 auth and are masked in every message. Non-HTTP URLs (NFS, CIFS) are the BMC's to fetch: not checked.
 """
 
@@ -19,6 +20,7 @@ import http.client
 import logging
 import re
 import ssl
+import time
 import urllib.error
 import urllib.request
 from http.client import HTTPResponse
@@ -41,6 +43,8 @@ FIRST_SECTORS = 32
 """Sectors read by the first request from sector 16: the descriptors and a catalog up to sector 47."""
 MAX_SKIP = 64 << 20
 """The most bytes read and dropped to reach a range from a server that ignores Range."""
+DEADLINE_S = 60.0
+"""The longest the whole preflight may take, however the server paces its answer."""
 _RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
 
@@ -72,10 +76,17 @@ def boot_mode(host: HostEntry) -> Platform | None:
     return Platform.UEFI if mode == "uefi" else Platform.BIOS if mode in ("legacy", "bios") else None
 
 
-def _read(resp: HTTPResponse, n: int) -> bytes:
+def _block(resp: HTTPResponse, n: int, until: float | None) -> bytes:
+    """What one receive gives (at most `n` bytes; b"": the body ended); TimeoutError past `until`."""
+    if until is not None and time.monotonic() > until:
+        raise TimeoutError("its answer did not arrive within the preflight's deadline")
+    return resp.read1(n)
+
+
+def _read(resp: HTTPResponse, n: int, until: float | None = None) -> bytes:
     out = bytearray()
     while len(out) < n:
-        block = resp.read(min(CHUNK, n - len(out)))
+        block = _block(resp, min(CHUNK, n - len(out)), until)
         if not block:
             break
         out += block
@@ -113,10 +124,16 @@ def _open(req: urllib.request.Request, timeout_s: float, tls: ssl.SSLContext | N
 
 
 def read_range(url: str, start: int, length: int, timeout_s: float,
-               tls: ssl.SSLContext | None = None) -> Piece:
+               tls: ssl.SSLContext | None = None, until: float | None = None) -> Piece:
     """`length` bytes of `url` from `start` (none past the end: 416); HTTPError / URLError / OSError pass.
-    `tls`: the context verifying an https:// server (None: the default, the system's CAs)."""
+    `tls`: the context verifying an https:// server (None: the default, the system's CAs); `until`: the
+    time.monotonic() past which it stops with TimeoutError (None: each read bounded by `timeout_s` only)."""
     req = _request(url, {"Range": f"bytes={start}-{start + length - 1}"})
+    if until is not None:
+        left = until - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("its answer did not arrive within the preflight's deadline")
+        timeout_s = min(timeout_s, left)
     try:
         resp = _open(req, timeout_s, tls)
     except urllib.error.HTTPError as exc:
@@ -126,10 +143,10 @@ def read_range(url: str, start: int, length: int, timeout_s: float,
         return Piece(data=b"", total=int(told.group(1)) if told else None,
                      content_type=exc.headers.get("Content-Type", ""))
     with resp:
-        return _piece(resp, start, length)
+        return _piece(resp, start, length, until)
 
 
-def _piece(resp: HTTPResponse, start: int, length: int) -> Piece:
+def _piece(resp: HTTPResponse, start: int, length: int, until: float | None) -> Piece:
     kind = resp.headers.get("Content-Type", "")
     if resp.status == 206:
         told = _RANGE.match(resp.headers.get("Content-Range", "").strip())
@@ -137,21 +154,21 @@ def _piece(resp: HTTPResponse, start: int, length: int) -> Piece:
             raise BadRange(f"the server answered Range bytes={start}- with Content-Range "
                            f"{resp.headers.get('Content-Range')!r}")
         total = int(told.group(3)) if told.group(3) != "*" else None
-        return Piece(data=_read(resp, length), total=total, content_type=kind)
+        return Piece(data=_read(resp, length, until), total=total, content_type=kind)
     size = resp.headers.get("Content-Length")
     total = int(size) if size and size.isdigit() else None
     if start > MAX_SKIP and (total is None or start < total):
         raise TooFar(f"the server ignores Range and byte {start} lies past the {MAX_SKIP} bytes read at most")
-    skipped = _drop(resp, start)  # the server ignores Range: read up to the bytes wanted, then stop
-    data = _read(resp, length) if skipped == start else b""
+    skipped = _drop(resp, start, until)  # the server ignores Range: read up to the bytes wanted, then stop
+    data = _read(resp, length, until) if skipped == start else b""
     return Piece(data=data, total=total if total is not None or skipped == start else skipped, content_type=kind)
 
 
-def _drop(resp: HTTPResponse, n: int) -> int:
+def _drop(resp: HTTPResponse, n: int, until: float | None) -> int:
     """Read and drop `n` bytes; how many were read (fewer: the body ended)."""
     done = 0
     while done < n:
-        block = resp.read(min(CHUNK, n - done))
+        block = _block(resp, min(CHUNK, n - done), until)
         if not block:
             break
         done += len(block)
@@ -170,11 +187,13 @@ def tls_context(access: InstallerAccess) -> ssl.SSLContext | None:
     return ssl.create_default_context(cafile=str(access.ca_file)) if access.ca_file is not None else None
 
 
-def check(url: str, mode: Platform | None, timeout_s: float = 15.0,
-          tls: ssl.SSLContext | None = None) -> eltorito.Bootable:
-    """The platforms the installer boots on; NotBootable (one line) when it boots none in `mode`."""
+def check(url: str, mode: Platform | None, timeout_s: float = 15.0, tls: ssl.SSLContext | None = None,
+          deadline_s: float = DEADLINE_S) -> eltorito.Bootable:
+    """The platforms the installer boots on; NotBootable (one line) when it boots none in `mode`;
+    TimeoutError when the reads together take longer than `deadline_s`."""
     where = f"installer {redact_url(url)}"
-    head = read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s, tls)
+    until = time.monotonic() + deadline_s
+    head = read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s, tls, until)
     try:
         found = eltorito.descriptors(head.data, where)
     except NotBootable as exc:
@@ -182,27 +201,28 @@ def check(url: str, mode: Platform | None, timeout_s: float = 15.0,
     if head.total is not None and head.total < found.volume_bytes:
         raise NotBootable(f"{where}: truncated: {head.total} bytes where its volume descriptor names "
                           f"{found.volume_bytes}")
-    catalog = _catalog(url, head, found.catalog_sector, timeout_s, tls)
+    catalog = _catalog(url, head, found.catalog_sector, timeout_s, tls, until)
     if len(catalog.data) < SECTOR:
         raise NotBootable(f"{where}: truncated: its boot catalog (sector {found.catalog_sector}) is past the "
                           "end of the file")
     return eltorito.check(head.data, catalog.data, mode, where)
 
 
-def _catalog(url: str, head: Piece, sector: int, timeout_s: float, tls: ssl.SSLContext | None) -> Piece:
+def _catalog(url: str, head: Piece, sector: int, timeout_s: float, tls: ssl.SSLContext | None,
+             until: float) -> Piece:
     """The catalog's sector: from the first read when it holds it, else a second ranged read."""
     at = (sector - eltorito.PVD_SECTOR) * SECTOR
     if at + SECTOR <= len(head.data):
         return head.model_copy(update={"data": head.data[at:at + SECTOR]})
-    return read_range(url, sector * SECTOR, SECTOR, timeout_s, tls)
+    return read_range(url, sector * SECTOR, SECTOR, timeout_s, tls, until)
 
 
 def preflight(url: str, mode: Platform | None, access: InstallerAccess = InstallerAccess(),
-              timeout_s: float = 15.0) -> str | None:
+              timeout_s: float = 15.0, deadline_s: float = DEADLINE_S) -> str | None:
     """Why the installer would not boot the host, in one line naming the URL (masked): it does not answer
     (HTTP error, refused, timed out, TLS) or serves no image the host boots from CD. None: it boots, or
     it cannot be told from here (not HTTP). An image that could not be checked is refused too, unless
-    `access` skips the boot check."""
+    `access` skips the boot check. Each read waits `timeout_s` at most, all of them `deadline_s`."""
     if not url.startswith(("http://", "https://")):
         return None
     shown = redact_url(url)
@@ -212,10 +232,11 @@ def preflight(url: str, mode: Platform | None, access: InstallerAccess = Install
         return f"installer {shown}: provision_os_installer_ca_file {access.ca_file} is not a CA bundle ({exc})"
     try:
         if access.skip_boot_check:
-            read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s, tls)  # it answers
+            read_range(url, eltorito.PVD_SECTOR * SECTOR, FIRST_SECTORS * SECTOR, timeout_s, tls,
+                       time.monotonic() + deadline_s)  # it answers
             LOG.warning("installer %s: not checked for El Torito (provision_os_installer_skip_boot_check)", shown)
         else:
-            check(url, mode, timeout_s, tls)
+            check(url, mode, timeout_s, tls, deadline_s)
     except NotBootable as exc:
         return str(exc)
     except Unchecked as exc:

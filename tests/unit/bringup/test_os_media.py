@@ -291,6 +291,51 @@ def test_a_server_that_does_not_answer_in_time_or_at_all(isos: dict[str, Path]) 
     assert "\n" not in got and "hunter22" not in got
 
 
+class Trickle:
+    """A server that ignores Range and sends the body 512 bytes every 0.1 s: every read answers in time."""
+
+    def __init__(self, body: bytes) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    for at in range(0, len(body), 512):
+                        self.wfile.write(body[at:at + 512])
+                        self.wfile.flush()
+                        time.sleep(0.1)
+                except OSError:
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://u:hunter22@127.0.0.1:{self.server.server_address[1]}/install.iso"
+
+    def __enter__(self) -> Trickle:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_a_server_that_trickles_its_answer_is_stopped_by_the_whole_preflights_deadline(
+        isos: dict[str, Path], skip: bool) -> None:
+    with Trickle(isos["efi"].read_bytes()) as srv:  # the catalog's bytes would take ~13 s at this pace
+        started = time.monotonic()
+        got = os_media.preflight(srv.url, UEFI, InstallerAccess(skip_boot_check=skip), timeout_s=5, deadline_s=1)
+        took = time.monotonic() - started
+    shown = srv.url.replace("hunter22", "<redacted>")
+    assert got == f"installer {shown} does not answer: its answer did not arrive within the preflight's deadline"
+    assert took < 3, took
+
+
 def test_a_catalog_that_cannot_be_checked_is_refused_not_passed_as_bootable(
         isos: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os_media, "MAX_SKIP", 40_000)
