@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -29,7 +29,24 @@ __all__ = ["isos"]  # the fixture
 BIOS, UEFI = Platform.BIOS, Platform.UEFI
 
 
-class Plain:
+class Served:
+    """A loopback ThreadingHTTPServer for `handler`, serving while in a `with` block."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Plain(Served):
     """A server that ignores Range: 200 and the whole body, counting what it managed to write."""
 
     def __init__(self, body: bytes, kind: str = "application/octet-stream", tls: tuple[Path, Path] | None = None,
@@ -54,21 +71,12 @@ class Plain:
                 except OSError:  # the client stopped reading and closed
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        super().__init__(Handler)
         if tls is not None:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(str(tls[0]), str(tls[1]))
             self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}/install.iso"
-
-    def __enter__(self) -> Plain:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -205,7 +213,7 @@ def test_what_is_not_http_is_the_bmcs_to_fetch_and_errors_are_one_line(served: C
     assert os_media.preflight(url, UEFI) == f"installer {url}: HTTP 404"
 
 
-class Status:
+class Status(Served):
     """A server answering every GET with `code` (after `delay_s`), recording the requests it got."""
 
     def __init__(self, code: int, delay_s: float = 0.0) -> None:
@@ -225,17 +233,7 @@ class Status:
 
             do_HEAD = do_GET
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-
-    def __enter__(self) -> Status:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 @pytest.mark.parametrize("code", [404, 416, 500, 503])
@@ -265,15 +263,10 @@ def test_credentials_go_to_the_urls_host_only_not_where_it_redirects(isos: dict[
                 self.end_headers()
 
         got: list[str | None] = []
-        first = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
-        threading.Thread(target=first.serve_forever, daemon=True).start()
-        try:
-            url = f"http://ops:s3cret-pw@127.0.0.1:{first.server_address[1]}/install.iso"
+        with Served(Redirect) as first:
+            url = f"http://ops:s3cret-pw@127.0.0.1:{first.port}/install.iso"
             assert os_media.preflight(url, UEFI) == (
-                f"installer http://ops:<redacted>@127.0.0.1:{first.server_address[1]}/install.iso: HTTP 404")
-        finally:
-            first.shutdown()
-            first.server_close()
+                f"installer http://ops:<redacted>@127.0.0.1:{first.port}/install.iso: HTTP 404")
     assert got == ["Basic " + base64.b64encode(b"ops:s3cret-pw").decode()]
     assert other.seen == [("GET", "bytes=32768-98303", None)]  # followed, without the credentials
 
@@ -291,7 +284,7 @@ def test_a_server_that_does_not_answer_in_time_or_at_all(isos: dict[str, Path]) 
     assert "\n" not in got and "hunter22" not in got
 
 
-class Trickle:
+class Trickle(Served):
     """A server that ignores Range and sends the body 512 bytes every 0.1 s: every read answers in time."""
 
     def __init__(self, body: bytes) -> None:
@@ -311,17 +304,8 @@ class Trickle:
                 except OSError:
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://u:hunter22@127.0.0.1:{self.server.server_address[1]}/install.iso"
-
-    def __enter__(self) -> Trickle:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.url = f"http://u:hunter22@127.0.0.1:{self.port}/install.iso"
 
 
 @pytest.mark.parametrize("skip", [False, True])
