@@ -134,6 +134,7 @@ def test_qemu_argv_has_uefi_nvme_serials_and_the_cd_first_for_a_cd_boot(tmp_path
     assert f"file={drive_file(cfg, 'BOOT-A')},if=none,id=boot0,format=raw" in argv
     assert f"file={tmp_path / 'os.iso'},if=none,id=cd,media=cdrom,readonly=on,format=raw" in argv
     assert "hostfwd=tcp:127.0.0.1:2299-:22" in joined and f"file:{tmp_path / 'console.log'}" in argv
+    assert argv[argv.index("-netdev") + 1].startswith("user,restrict=on,")  # the guest reaches only what is forwarded
 
 
 def test_qemu_argv_without_media_has_no_cd_and_pxe_puts_the_nic_first(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ is the VM as it is; what qemu cannot present is waived by the inventory, each wi
    once the installer's power-on is journaled; the second run goes on waiting for the installer to power
    off, ejects, boots the disks, waits for SSH with exactly the key it made (one install, never two), then
    configures the node (site.yml) and verifies it.
-2. `/` is /dev/md0, both members in sync, both ESPs carry the bootloader.
+2. `/` is /dev/md0, both members in sync, both ESPs carry the bootloader; the node's network reaches its
+   repository and nothing else.
 3. verify passes with raid.* judged on the node, every other check a pass or a declared waiver.
 4. A member failed and removed: verify fails naming raid.sync/raid.members; `provision configure --tags raid`
    adds it back; verify passes again.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,14 +34,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
+from provision.lab.guestnet import HOST_FROM_GUEST
 from provision.lab.parts import spec_parts
 from provision.lab.twins import repo
 from provision.lab.twins.ssh import client_argv, lab_key
 from provision.lab.vm import installer
-from provision.lab.vm.image import HOST_FROM_GUEST
 from provision.lab.vm.node import VmNode, VmNodeOptions, drive_serials, vm_node
 from provision.lab.vm.node_repo import node_repo
 from provision.redfish.image_server import ImageServer
@@ -61,7 +64,7 @@ def tail(path: Path, n: int = 15) -> str:
 class Lab:
     def __init__(self, node: VmNode, key: Path, base: Path, url: str, node_spec: dict[str, Any],
                  repo_url: str) -> None:
-        self.node, self.key, self.base, self.url = node, key, base, url
+        self.node, self.key, self.base, self.url, self.repo_url = node, key, base, url, repo_url
         self.known_hosts = base / "known_hosts"
         self.boot_serials = drive_serials(node.name, 2, 0)[0]
         host_vars = {
@@ -124,23 +127,24 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     key = lab_key(base)
     tree = installer.ensure_installer_tree()
     node_spec = vm_node_lab.spec(tree, BOOT_DRIVE_MIB, MEMORY_MIB)
-    options = VmNodeOptions(boot_drive_mib=BOOT_DRIVE_MIB, scratch_drives=0, memory_mib=MEMORY_MIB,
-                            parts=spec_parts(NodeSpec.model_validate(node_spec)))  # what its BMC presents
-    with vm_node(base / "lab", options) as node:
-        boot, _ = drive_serials(node.name, 2, 0)
-        conf = installer.InstallConf(hostname=node.name, boot_serials=tuple(boot), seed=True,
-                                     authorized_key=key.with_suffix(".pub").read_text().strip())  # fmt: skip
-        started = time.monotonic()
-        iso = installer.installer_iso(conf, base / "install.iso")
-        packages = node_repo(tree)
-        print(f"\ninstaller CD built in {time.monotonic() - started:.1f} s ({iso.stat().st_size >> 20} MiB), "
-              f"node repository {packages.name}")
-        server = repo.start(packages, ["127.0.0.1"], base)
-        try:
-            with ImageServer() as srv:
-                yield Lab(node, key, base, srv.url_for(iso), node_spec, repo.url(server, HOST_FROM_GUEST))
-        finally:
-            repo.stop(server)
+    boot, _ = drive_serials("node01", 2, 0)
+    conf = installer.InstallConf(hostname="node01", boot_serials=tuple(boot), seed=True,
+                                 authorized_key=key.with_suffix(".pub").read_text().strip())  # fmt: skip
+    started = time.monotonic()
+    iso = installer.installer_iso(conf, base / "install.iso")
+    packages = node_repo(tree)
+    print(f"\ninstaller CD built in {time.monotonic() - started:.1f} s ({iso.stat().st_size >> 20} MiB), "
+          f"node repository {packages.name}")
+    server = repo.start(packages, ["127.0.0.1"], base)
+    # The guest's network reaches the node repository only (restricted user-mode network).
+    options = VmNodeOptions(name="node01", boot_drive_mib=BOOT_DRIVE_MIB, scratch_drives=0, memory_mib=MEMORY_MIB,
+                            parts=spec_parts(NodeSpec.model_validate(node_spec)),  # what its BMC presents
+                            guest_ports=(server.port,))  # fmt: skip
+    try:
+        with vm_node(base / "lab", options) as node, ImageServer() as srv:
+            yield Lab(node, key, base, srv.url_for(iso), node_spec, repo.url(server, HOST_FROM_GUEST))
+    finally:
+        repo.stop(server)
 
 
 def test_the_whole_bringup_killed_during_the_install_resumes_and_installs_configures_verifies(lab: Lab) -> None:
@@ -179,6 +183,23 @@ def test_the_node_runs_from_its_md_mirror_with_the_bootloader_on_both_esps(lab: 
         sh(f"d=$(findmnt -n -o TARGET /dev/{esp} || true); if [ -z \"$d\" ]; then d=/mnt/{esp}; mkdir -p $d;"
            f" mount -o ro /dev/{esp} $d; fi; test -s $d/EFI/BOOT/BOOTX64.EFI")  # fmt: skip
     assert "seed" not in sh("lsblk -nro NAME,LABEL").lower() and "CIDATA" not in sh("lsblk -nro LABEL")
+
+
+def test_the_nodes_network_reaches_its_repository_and_nothing_else(lab: Lab) -> None:
+    """restrict=on: a loopback port the lab did not forward (a listener here, the node's own SSH forward) is
+    out of the guest's reach; the repository's forward answers."""
+    def reaches(port: int) -> bool:
+        probe = f"timeout 5 bash -c 'exec 3<>/dev/tcp/{HOST_FROM_GUEST}/{port}' && echo open || echo closed"
+        return lab.sh(probe).strip() == "open"
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(0)
+        repo_port = urlparse(lab.repo_url).port
+        assert repo_port is not None and reaches(repo_port)
+        assert not reaches(listener.getsockname()[1])
+        assert not reaches(lab.node.host.ssh_port)
+        with pytest.raises(BlockingIOError):  # nothing came through to the listener
+            listener.accept()
 
 
 def results(report: dict[str, Any], prefix: str) -> dict[str, dict[str, Any]]:

@@ -93,7 +93,7 @@ def write_inventory(inv: Path, project: Path, node_spec: dict[str, Any], name: s
                                    "-o StrictHostKeyChecking=yes",
         "provision_lab": True, "provision_lab_waivers": WAIVERS,
         "provision_lab_notice": "lab VM node: a qemu VM under plain emulation with a simulated BMC",
-        # The node's packages: real Debian ones from the lab's repository on the host (10.0.2.2 from the guest).
+        # The node's packages: real Debian ones from the lab's repository on the host (10.0.2.100 from the guest).
         "base_apt_repositories": [{"name": "provision-lab", "uris": [repo_url], "suites": ["./"], "trusted": True}],
         "base_chrony_servers": ["10.0.2.2"],
         # The mirror's members and ESPs as the installer laid them out (partition 2 and 1 of each boot drive).

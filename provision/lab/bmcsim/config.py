@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, FieldSerializationInfo, SecretStr, field_serializer
 
@@ -77,6 +78,9 @@ class VmHostConfig(BaseModel):
     memory_mib: int = Field(default=1024, ge=256, le=8192)
     cpus: int = Field(default=2, ge=1, le=8)
     ssh_port: int = Field(ge=1024, le=65535, description="127.0.0.1 port forwarded to the guest's port 22")
+    guest_ports: tuple[Annotated[int, Field(ge=1, le=65535)], ...] = Field(
+        default=(), description="127.0.0.1 ports the guest may reach (as 10.0.2.100:<port>): its network reaches "
+                                "nothing else (provision/lab/guestnet.py)")
 
 
 class BmcConfig(BaseModel):

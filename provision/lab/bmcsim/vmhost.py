@@ -10,7 +10,8 @@ new boot order applies, as the firmware reads it at every start). The VM has:
 - the virtual CD (a SCSI CD on virtio-scsi: Debian's cloud kernel, which the lab's images boot, has no
   AHCI and no USB storage driver) holding the last image InsertMedia fetched into CD1; any other
   virtual drive (USB1: the os stage's seed medium) is one more SCSI CD on that bus, never bootable;
-- user-mode networking, the guest's port 22 forwarded to 127.0.0.1:<ssh_port>;
+- user-mode networking, restricted (provision/lab/guestnet.py): the guest's port 22 forwarded to
+  127.0.0.1:<ssh_port>, and the guest reaching only the host's `guest_ports` (as 10.0.2.100:<port>);
 - its serial console written to console-NNNN.log (one file per power-on, numbered): the lab reads what
   an installer prints there, a channel the guest's network cannot reach.
 
@@ -34,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
+from provision.lab import guestnet
 from provision.lab.bmcsim import events
 from provision.lab.bmcsim.config import VmHostConfig
 from provision.lab.bmcsim.host import BootTarget, HostBackend, HostEvent, HostEventKind
@@ -79,7 +81,7 @@ def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console
         "-smp", str(cfg.cpus), "-display", "none", "-monitor", "none", "-serial", f"file:{console}",
         "-drive", f"if=pflash,format=raw,readonly=on,file={cfg.firmware_code}",
         "-drive", f"if=pflash,format=raw,file={cfg.work_dir / VARS}",
-        "-netdev", f"user,id=net0,restrict=off,hostfwd=tcp:127.0.0.1:{cfg.ssh_port}-:22",
+        "-netdev", f"{guestnet.netdev(cfg.ssh_port, cfg.guest_ports)},id=net0",
         "-device", f"virtio-net-pci,netdev=net0,speed={NIC_MBPS},duplex=full{at('nic')}",
     ]  # fmt: skip
     drives = [(f"boot{i}", d) for i, d in enumerate(cfg.boot_drives)]

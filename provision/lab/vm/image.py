@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from provision.errors import LabError
+from provision.lab.guestnet import GATEWAY
 from provision.lab.twins import rootfs
 from provision.lab.twins._cmd import have, last_line, run
 from provision.lab.twins.mounts import remove_tree
@@ -29,13 +30,12 @@ IMAGE_PACKAGES = ["udev", "initramfs-tools", "nfs-kernel-server"]
 REPO_PACKAGES = ["mdadm"]  # what the role installs (at the spec's pinned version) from the repository
 ROOT_SIZE = "2G"
 GUEST_ADDRESS = "10.0.2.15/24"
-HOST_FROM_GUEST = "10.0.2.2"  # qemu user-mode networking: the host's loopback as the guest sees it
 NETWORK_UNIT = f"""[Match]
 Name=en* eth*
 
 [Network]
 Address={GUEST_ADDRESS}
-Gateway={HOST_FROM_GUEST}
+Gateway={GATEWAY}
 """
 # Under plain emulation mkinitramfs with MODULES=most takes minutes; the VM never boots the image it
 # makes (qemu gets our own initramfs), so it is kept to the listed modules plus what hooks (mdadm's) add.

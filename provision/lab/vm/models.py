@@ -43,7 +43,7 @@ class VmInfo(_Frozen):
     user: str = "root"
     key_file: Path
     known_hosts: Path
-    repo_url: str = Field(description="The apt repository as the VM sees it (the host's loopback via 10.0.2.2)")
+    repo_url: str = Field(description="The apt repository as the VM sees it (forwarded as 10.0.2.100)")
     disk_ids: list[str] = Field(description="/dev/disk/by-id paths of the data disks inside the VM")
     console_log: Path
     work_dir: Path

@@ -49,6 +49,8 @@ class VmNodeOptions(BaseModel):
     scratch_drives: int = Field(default=1, ge=0, le=4)
     memory_mib: int = Field(default=1024, ge=256, le=8192)
     speed: float = Field(default=10.0, gt=0, description="simulated seconds per real second (power steps)")
+    guest_ports: tuple[int, ...] = Field(default=(), description="the host's loopback ports the guest may reach "
+                                                                 "(as 10.0.2.100:<port>), the only ones")
     parts: Parts = Field(default_factory=Parts, description="what the BMC presents (provision.lab.parts.spec_parts "
                                                             "of the node's class); the default: ML-PROD-V4's")
 
@@ -137,7 +139,7 @@ def host_config(work_dir: Path, options: VmNodeOptions) -> VmHostConfig:
     """The node's VM host: blank boot pair and scratch drives in `work_dir`, UEFI, SSH on a free port."""
     boot, scratch = drive_serials(options.name, options.boot_drives, options.scratch_drives)
     return VmHostConfig(
-        work_dir=work_dir, ssh_port=free_port(), memory_mib=options.memory_mib,
+        work_dir=work_dir, ssh_port=free_port(), memory_mib=options.memory_mib, guest_ports=options.guest_ports,
         boot_drives=tuple(VmDrive(serial=s, size_mib=options.boot_drive_mib) for s in boot),
         scratch_drives=tuple(VmDrive(serial=s, size_mib=options.scratch_drive_mib) for s in scratch),
         firmware_code=OVMF_CODE,

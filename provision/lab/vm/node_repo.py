@@ -5,7 +5,8 @@ smartmontools and the node exporter as the archive ships them, planned against t
 status (so only what it lacks is added) and fetched with apt's client from the host's mirror, once per recipe.
 The repository also carries the kernel and mdadm the OS was installed with: the roles pin and hold them,
 and apt holds a pin only to a version some repository offers. Served on 127.0.0.1 by the lab's repository
-server; the guest reaches it as 10.0.2.2.
+server; the guest reaches it as 10.0.2.100, the one port its restricted network forwards
+(provision/lab/guestnet.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Per run, in a work directory: this VM's host key, sshd drop-in, root's authorized_keys and apt source go
 into its own initramfs (laid over the cached root at boot; the root image is opened snapshot=on and never
 written); blank sparse data disks; the lab's apt repository server on 127.0.0.1, which the guest reaches
-as 10.0.2.2. Teardown always stops qemu and the repository server and removes the work directory.
+as 10.0.2.100, the one service its restricted network forwards (provision/lab/guestnet.py). Teardown
+always stops qemu and the repository server and removes the work directory.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from provision.errors import LabError
+from provision.lab import guestnet
+from provision.lab.guestnet import HOST_FROM_GUEST
 from provision.lab.twins import procs, repo
 from provision.lab.twins.mounts import remove_tree
 from provision.lab.twins.ssh import client_argv, lab_key, prepare_root, write_known_hosts
 from provision.lab.vm import initrd
-from provision.lab.vm.image import HOST_FROM_GUEST
 from provision.lab.vm.models import VmImage, VmInfo, VmOptions
 
 DISK_SERIAL = "provision-md-{n}"
@@ -48,7 +50,7 @@ def running_vm(image: VmImage, work: Path, options: VmOptions | None = None) -> 
         port = _free_port()
         known_hosts = work / "known_hosts"
         write_known_hosts(known_hosts, {f"[127.0.0.1]:{port}": host_key})
-        proc = _start_qemu(image, boot_initrd, disks, port, options, work / "console.log")
+        proc = _start_qemu(image, boot_initrd, disks, (port, server.port), options, work / "console.log")
         ids = [f"/dev/disk/by-id/virtio-{DISK_SERIAL.format(n=i)}" for i in range(len(disks))]
         vm = VmInfo(
             name=options.name, pid=proc.pid, port=port, key_file=key, known_hosts=known_hosts,
@@ -113,8 +115,10 @@ def _free_port() -> int:
 
 
 def _start_qemu(
-    image: VmImage, boot_initrd: Path, disks: list[Path], port: int, options: VmOptions, console: Path
+    image: VmImage, boot_initrd: Path, disks: list[Path], ports: tuple[int, int], options: VmOptions, console: Path
 ) -> subprocess.Popen[bytes]:
+    """qemu, its network restricted: `ports` are the SSH port forwarded in and the repository's forwarded out."""
+    port, repo_port = ports
     argv = [
         "qemu-system-x86_64", "-accel", "tcg", "-m", str(options.memory_mib), "-smp", str(options.cpus),
         "-display", "none", "-no-reboot", "-monitor", "none", "-serial", f"file:{console}",
@@ -122,7 +126,7 @@ def _start_qemu(
         "-append", "console=ttyS0 rdinit=/init panic=-1 loglevel=4 net.ifnames=0",
         "-drive", f"file={image.root_image},if=none,id=root,format=raw,snapshot=on",
         "-device", f"virtio-blk-pci,drive=root,serial={initrd.ROOT_SERIAL}",
-        "-nic", f"user,model=virtio-net-pci,restrict=off,hostfwd=tcp:127.0.0.1:{port}-:22",
+        "-nic", f"{guestnet.netdev(port, [repo_port])},model=virtio-net-pci",
     ]  # fmt: skip
     for i, disk in enumerate(disks):
         argv += [
