@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from provision.errors import InputError
 from provision.redfish import allowable
 from provision.redfish.connector import Connector
-from provision.redfish.errors import RedfishBadRequest, RedfishError, RedfishTimeout
+from provision.redfish.errors import RedfishBadRequest, RedfishError, RedfishNoAnswer, RedfishTimeout
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.redfish.resources import ComputerSystem
@@ -79,16 +80,38 @@ def apply(node: Node, actions: list[PowerAction], clock: Clock, timeout_s: float
     target = node.system.reset_target or f"{node.system.uri}/Actions/ComputerSystem.Reset"
     state = node.system.power_state
     for i, act in enumerate(actions):
-        node.conn.post(target, {"ResetType": act.reset_type})
-        state = wait_power(node, act, clock, timeout_s, first_poll_at if i == len(actions) - 1 else 0.0)
+        lost = _send_reset(node, target, act)
+        try:
+            state = wait_power(node, act, clock, timeout_s, first_poll_at if i == len(actions) - 1 else 0.0)
+        except RedfishTimeout as exc:
+            if lost is None:
+                raise
+            raise RedfishNoAnswer(f"{lost}; read back, PowerState did not become {act.expect} ({exc})",
+                                  uri=lost.uri) from None
     return state
+
+
+RESTARTS = ("PowerCycle", "ForceRestart", "GracefulRestart")
+
+
+def _send_reset(node: Node, target: str, act: PowerAction) -> RedfishNoAnswer | None:
+    """POST the reset. One whose answer was lost is read back by the wait that follows when it changes
+    PowerState (On from Off, Off from On): returned, not raised. A restart ends in the state it began in,
+    so its lost answer cannot be read back: raised."""
+    try:
+        node.conn.post(target, {"ResetType": act.reset_type})
+    except RedfishNoAnswer as exc:
+        if act.reset_type in RESTARTS:
+            raise
+        return exc
+    return None
 
 
 def wait_power(node: Node, act: PowerAction, clock: Clock, timeout_s: float, first_poll_at: float = 0.0) -> str:
     """Wait for `act.expect` (first polled at `first_poll_at`, a clock.now() time); for a restart, wait
     to see the host leave On first (briefly)."""
     uri = node.system.uri
-    restart = act.reset_type in ("PowerCycle", "ForceRestart", "GracefulRestart")
+    restart = act.reset_type in RESTARTS
     with node.conn.waiting(timeout_s + (min(timeout_s, 30) if restart else 0) + max(0.0, first_poll_at - clock.now())):
         if restart:
             with contextlib.suppress(RedfishTimeout):  # a fast BMC may restart between two polls
@@ -173,11 +196,42 @@ def media_slots(node: Node) -> list[MediaSlot]:
 
 
 def insert_media(node: Node, slot: MediaSlot, image: str) -> None:
-    node.conn.post(slot.insert_target, {"Image": image, "Inserted": True, "WriteProtected": True})
+    """Insert `image` (URL) into `slot`. A drive that holds media is ejected first, as Ironic and Ansible's
+    redfish_command do: many BMCs refuse an insert into a full drive (iDRAC: VRM0012), and the image is
+    then fetched afresh. An insert whose answer was lost is read back: done when the drive holds `image`."""
+    if slot.inserted:
+        eject_media(node, slot)
+    try:
+        node.conn.post(slot.insert_target, {"Image": image, "Inserted": True, "WriteProtected": True})
+    except RedfishNoAnswer as exc:
+        if _without_userinfo(_holding(node, slot.uri)) != _without_userinfo(image):
+            raise RedfishNoAnswer(f"{exc}; read back, {slot.uri} does not hold the image",
+                                  uri=exc.uri, status=exc.status) from None
 
 
 def eject_media(node: Node, slot: MediaSlot) -> None:
-    node.conn.post(slot.eject_target, {})
+    """EjectMedia; one whose answer was lost is read back: done when the drive holds nothing."""
+    try:
+        node.conn.post(slot.eject_target, {})
+    except RedfishNoAnswer as exc:
+        if _holding(node, slot.uri) is not None:
+            raise RedfishNoAnswer(f"{exc}; read back, {slot.uri} still holds media", uri=exc.uri,
+                                  status=exc.status) from None
+
+
+def _without_userinfo(url: str | None) -> str | None:
+    """The URL as a BMC may show it back: without the user and password some BMCs strip from Image."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def _holding(node: Node, uri: str) -> str | None:
+    """The image the drive at `uri` holds now (None: empty), read afresh."""
+    media = node.conn.get(uri)
+    image = media.get("Image")
+    return str(image) if media.get("Inserted") and image else None
 
 
 def virtual_media(node: Node, image: str | None) -> str:
