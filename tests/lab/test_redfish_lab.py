@@ -318,11 +318,16 @@ def test_boot_once_and_virtual_media(lab: Lab, tmp_path: Path) -> None:
     power.boot_once(node, "Pxe")
     boot = node.conn.get(node.system.uri)["Boot"]
     assert (boot["BootSourceOverrideEnabled"], boot["BootSourceOverrideTarget"]) == ("Once", "Pxe")
-    iso = tmp_path / "installer.iso"
+    iso, other = tmp_path / "installer.iso", tmp_path / "other.iso"
     iso.write_bytes(b"\0" * 1024)
+    other.write_bytes(b"\1" * 1024)
     try:
         with ImageServer() as srv:
-            uri = power.virtual_media(node, srv.url_for(iso))
+            uri = power.virtual_media(node, srv.url_for(other))
+            insert = node.conn.get(uri)["Actions"]["#VirtualMedia.InsertMedia"]["target"]
+            with pytest.raises(RedfishError, match="409"):  # the simulator, as iDRAC, refuses a full drive
+                node.conn.post(insert, {"Image": srv.url_for(iso), "Inserted": True})
+            assert power.virtual_media(node, srv.url_for(iso)) == uri  # ejected first, then inserted
     except RedfishError as exc:  # a tree with no CD/DVD media at all must say so clearly
         assert "no CD/DVD virtual media" in str(exc)
         return

@@ -294,8 +294,15 @@ def test_virtual_media_insert_and_eject(tmp_path: Path) -> None:
                 {"Image": "http://127.0.0.1:1/boot.iso"}).status == 204
     media = body(call(bmc, "GET", cd))
     assert media["Inserted"] is True and media["ImageName"] == "boot.iso"
+    refused = call(bmc, "POST", f"{cd}/Actions/VirtualMedia.InsertMedia", {"Image": "http://127.0.0.1:1/new.iso"})
+    assert refused.status == 409 and ids(refused) == ["ResourceInUse"]
+    assert body(call(bmc, "GET", cd))["ImageName"] == "boot.iso", "a refused insert changes nothing"
     assert call(bmc, "POST", f"{cd}/Actions/VirtualMedia.EjectMedia", {}).status == 204
     assert body(call(bmc, "GET", cd))["Inserted"] is False
+    assert call(bmc, "POST", f"{cd}/Actions/VirtualMedia.InsertMedia",
+                {"Image": "http://127.0.0.1:1/new.iso"}).status == 204
+    assert call(bmc, "PATCH", cd, {"Image": "http://127.0.0.1:1/swap.iso"}).status in (200, 204)
+    assert body(call(bmc, "GET", cd))["ImageName"] == "swap.iso", "a PATCH of Image swaps in place"
 
 
 def test_metadata_references_dmtf_schemas_only(tmp_path: Path) -> None:

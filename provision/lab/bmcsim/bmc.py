@@ -305,7 +305,7 @@ class Bmc:
         if name == "UpdateService.SimpleUpdate":
             return self.updater.simple_update(body)
         if name == "VirtualMedia.InsertMedia":
-            reply = self._media_refused(body) or vmedia.insert(self.name, self.res, self.sel, owner, body)
+            reply = self._media_refused(body) or vmedia.insert_action(self.name, self.res, self.sel, owner, body)
             if reply.status < 300:
                 self._media_changed(owner)
             return reply

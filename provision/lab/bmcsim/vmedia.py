@@ -8,6 +8,15 @@ from provision.lab.bmcsim.sel import Sel
 from provision.lab.bmcsim.tree import Json, Resources
 
 
+def insert_action(node: str, res: Resources, sel: Sel, uri: str, body: Json) -> Reply:
+    """The InsertMedia action, refused while the drive holds media: a client ejects first (iDRAC answers
+    VRM0012, OpenBMC's bmcweb ResourceInUse). A PATCH of Image still swaps the image in place."""
+    if (res.get(uri) or {}).get("Inserted"):
+        sel.add(f"Virtual media insert refused: {uri.rsplit('/', 1)[-1]} already holds media", severity="Warning")
+        return error(409, "ResourceInUse")
+    return insert(node, res, sel, uri, body)
+
+
 def insert(node: str, res: Resources, sel: Sel, uri: str, body: Json) -> Reply:
     image = body.get("Image")
     if not isinstance(image, str) or not image:
