@@ -39,7 +39,7 @@ class _Opts:
 class FakeBmc:
     """Serves the capture; a push starts a task that runs once, then ends `task_end` (state, status).
 
-    A task that ends OK flashes its targets to `flash_to[target uri]` at once (Immediate) or at the next
+    A task that ends Completed (OK or Warning) flashes its targets to `flash_to[target uri]` at once (Immediate) or at the next
     host reset (OnReset); a task that fails changes nothing."""
 
     versions: dict[str, str]
@@ -132,7 +132,7 @@ class FakeBmc:
             return {"@odata.id": uri, "Id": uri.rsplit("/", 1)[-1], "TaskState": "Running", "TaskStatus": "OK",
                     "Payload": payload}
         state, status = self.task_end
-        if polls == running_polls and (state, status) == ("Completed", "OK"):
+        if polls == running_polls and state == "Completed" and status in ("OK", "Warning"):
             for target in targets:
                 self._flash(target) if when == "Immediate" else self.staged.append(target)
         return {"@odata.id": uri, "Id": uri.rsplit("/", 1)[-1], "TaskState": state, "TaskStatus": status,

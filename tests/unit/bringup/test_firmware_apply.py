@@ -107,17 +107,21 @@ def test_a_task_a_dead_run_left_running_is_waited_for_never_sent_again(
     assert [t for p in bmc.pushes for t in p["Targets"]] == pushed
 
 
+@pytest.mark.parametrize("end", [
+    ("Exception", "Critical"),
+    ("Completed", "Critical"),  # Task schema: Completed is "successfully or with warnings"; Critical is neither
+])
 @pytest.mark.parametrize(("running", "what"), [
     ({"BMC": "1.50", "BIOS": "P79 v1.45"}, "stage-firmware"),  # a staging (OnReset): nothing verifies it now
     (RUNNING, "flash"),  # an immediate flash
 ])
 def test_a_failed_task_fails_the_stage_and_is_journaled_failed(make_host: Callable[..., HostEntry],
                                                                journal: Journal, running: dict[str, str],
-                                                               what: str) -> None:
+                                                               what: str, end: tuple[str, str]) -> None:
     host = make_host()
-    bmc = FakeBmc(versions=running, flash_to=FLASHED, task_end=("Exception", "Critical"))
+    bmc = FakeBmc(versions=running, flash_to=FLASHED, task_end=end)
     stage, ctx = _stage(), _ctx(host, bmc, journal)
-    with pytest.raises(RedfishOperationFailed, match=r"firmware task .* ended Exception/Critical: update Exception"):
+    with pytest.raises(RedfishOperationFailed, match=rf"firmware task .* ended {end[0]}/{end[1]}: update {end[0]}"):
         _run(stage, ctx)
     first = journal.actions(host.name)[0]
     assert (first.action, first.outcome) == (what, "failed")
@@ -131,3 +135,15 @@ def test_a_task_that_ends_ok_but_leaves_the_old_version_fails_verification(make_
     with pytest.raises(RedfishOperationFailed, match=r"firmware not at baseline after update: bmc runs 1\.45"):
         _run(stage, ctx)
     assert [a.outcome for a in journal.actions(host.name)] == ["failed"]
+
+
+def test_a_task_completed_with_warnings_is_a_success(make_host: Callable[..., HostEntry], journal: Journal) -> None:
+    """Task schema: TaskState Completed means "completed successfully or with warnings"; TaskStatus Warning
+    (e.g. a component that needs a reset to activate) is not a failure: the staging is journaled staged."""
+    host = make_host()
+    bmc = FakeBmc(versions={"BMC": "1.50", "BIOS": "P79 v1.45"}, flash_to=FLASHED, task_end=("Completed", "Warning"))
+    stage, ctx = _stage(), _ctx(host, bmc, journal)
+    _run(stage, ctx)
+    assert [(a.action, a.target, a.outcome) for a in journal.actions(host.name)] == [
+        ("stage-firmware", "bios 1.50", "ok")]
+    assert bmc.staged == [f"{FW}/BIOS"] and staged_since_reset(journal, host.name) == {"bios 1.50"}

@@ -155,6 +155,9 @@ def _task(state: str, status: str, *msgs: tuple[str, list[str]]) -> dict[str, An
         ([_task("Running", "OK")], True, {}),
         ([_task("Completed", "OK", ("AwaitToActivate", ["2.1", "BIOS"]))], False, {"bios": "2.1"}),
         ([_task("Exception", "Critical", ("AwaitToActivate", ["2.1", "BIOS"]))], False, {}),
+        # Completed with Critical is a failed update whatever its messages say; with Warning it is staged
+        ([_task("Completed", "Critical", ("AwaitToActivate", ["2.1", "BIOS"]))], False, {}),
+        ([_task("Completed", "Warning", ("AwaitToActivate", ["2.1", "BIOS"]))], False, {"bios": "2.1"}),
         ([_task("Completed", "OK", ("AwaitToActivate", ["1.9", "BIOS"]))], False, {}),  # an older image
         ([_task("Completed", "OK", ("UpdateSuccessful", ["BMC", "11.02.05"]))], False, {}),
     ],

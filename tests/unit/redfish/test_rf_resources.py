@@ -47,6 +47,27 @@ def test_firmware_task_power_thermal_samples() -> None:
     assert th.temperatures[0].reading_celsius == 62 and th.fans
 
 
+@pytest.mark.parametrize(("state", "status", "done", "ok"), [
+    ("Completed", "OK", True, True),
+    ("Completed", None, True, True),        # TaskStatus is optional; the state says it completed
+    ("Completed", "Warning", True, True),   # Task schema: Completed is "successfully or with warnings"
+    ("Completed", "Critical", True, False),  # ... and Critical is neither
+    ("Exception", "Critical", True, False),
+    ("Exception", "OK", True, False),
+    ("Killed", "OK", True, False),
+    ("Cancelled", "OK", True, False),
+    ("Interrupted", "Warning", True, False),
+    ("Running", "OK", False, False),
+    ("Pending", "OK", False, False),
+    (None, "OK", False, False),
+])
+def test_a_task_is_a_success_only_completed_without_a_critical_status(
+        state: str | None, status: str | None, done: bool, ok: bool) -> None:
+    doc = {"@odata.id": "/redfish/v1/TaskService/Tasks/1", "TaskState": state, "TaskStatus": status}
+    task = r.Task.parse({k: v for k, v in doc.items() if v is not None})
+    assert (task.done, task.ok) == (done, ok)
+
+
 def test_port_and_adapter_samples() -> None:
     assert r.NetworkPort.parse(sample("network_port.json")).speed_gbps
     assert r.NetworkAdapter.parse(sample("network_adapter.json")).manufacturer
