@@ -11,6 +11,7 @@ from pathlib import Path
 
 from provision.campaign.catalog import Catalog, Component
 from provision.campaign.updater import FirmwareState, GateResult, Guard, Target, UpdateFailed, unguarded
+from provision.errors import RedfishError
 
 SHA = "0" * 64
 ROOT = Path(__file__).resolve().parents[3]
@@ -119,15 +120,25 @@ class FakeBmcs:
 
 
 class FakeHealth:
-    def __init__(self, sick: set[str] | None = None) -> None:
+    """The gate's BMC-side reads: `sick` nodes report a problem, `unreadable` ones raise (the BMC does not
+    answer), `mute` ones say not ok without naming a problem."""
+
+    def __init__(self, sick: set[str] | None = None, unreadable: set[str] | None = None,
+                 mute: set[str] | None = None) -> None:
         self.sick = sick or set()
+        self.unreadable = unreadable or set()
+        self.mute = mute or set()
         self.checked: list[str] = []
 
     def check(self, target: Target, components: Sequence[Component], *, redfish_health: bool,
               conformance: bool) -> GateResult:
         self.checked.append(target.name)
+        if target.name in self.unreadable:
+            raise RedfishError(f"{target.name} BMC: GET /redfish/v1/Systems/1: connection refused")
         if target.name in self.sick:
             return GateResult(ok=False, problems=("System Status.Health is Critical",))
+        if target.name in self.mute:
+            return GateResult(ok=False)
         return GateResult(ok=True)
 
 

@@ -140,6 +140,23 @@ def test_gate_failure_halts_before_the_next_wave(store: CampaignStore, source: P
     assert store.waves("test")[0].state is WaveState.GATE_FAILED
 
 
+@pytest.mark.parametrize(("fault", "problem"), [
+    # the gate's BMC read raises: no health evidence is not healthy (a mutant once flashed all 10 nodes)
+    ("unreadable", "n01: health check failed: n01 BMC: GET /redfish/v1/Systems/1: connection refused"),
+    ("mute", "n01: unhealthy"),  # not ok, and no problem named: still not a pass
+])
+def test_a_gate_without_health_evidence_halts_before_the_next_wave(store: CampaignStore, source: Path,
+                                                                   fault: str, problem: str) -> None:
+    health = FakeHealth(**{fault: {"n01"}})
+    cat = catalog({"waves": {"canary": 1, "batch_size": 3}})
+    bmcs = FakeBmcs(NODES, OLD)
+    out = engine(cat, store, bmcs, health).start(source, waves_for(NODES, cat))
+    assert out.state is CampaignState.HALTED
+    assert out.reason == f"health gate failed after wave 0: {problem}"
+    assert bmcs.order == ["n01"] and health.checked == ["n01"]
+    assert [w.state for w in store.waves("test")][:2] == [WaveState.GATE_FAILED, WaveState.PENDING]
+
+
 def test_full_verify_hook_is_part_of_the_gate(store: CampaignStore, source: Path) -> None:
     verify = f"{sys.executable} -c \"import sys; sys.exit(1 if sys.argv[1] == 'n02' else 0)\" {{node}}"
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}, "gate": {"full_verify": verify}})
