@@ -15,7 +15,7 @@ from provision.campaign.engine import waves_for
 from provision.campaign.gates import GateRunner
 from provision.campaign.shared import SharedEngine
 from provision.journal import Journal
-from provision.journal.campaigns import CampaignState, CampaignStore, Request, WaveState
+from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, SinceStart, WaveState
 from provision.journal.claims import LEADER, Claims, LeaderFenced, NotDecided
 from tests.unit.campaign.fakes import FakeBmcs, FakeHealth, catalog, targets
 from tests.unit.fakeclock import FakeClock
@@ -138,3 +138,40 @@ def test_a_stale_leader_starts_no_wave_after_another_took_over(backend: str | No
         assert [w.state for w in store.waves("test")] == [WaveState.PENDING]
         assert store.get("test").state is CampaignState.RUNNING and engine.leader_seen
     assert not bmcs.flashes
+
+
+@pytest.mark.parametrize("sick", [set(), {"n1"}], ids=["wave done", "gate failed"])
+@pytest.mark.parametrize("how", ["paused past its lease", "its lease taken by a clock ahead"])
+def test_a_stale_leader_closes_no_wave_after_another_took_over(backend: str | None, tmp_path: Path,
+                                                               clock: FakeClock, how: str, sick: set[str]) -> None:
+    """The leader finds every node of the wave finished and stops (GC, SIGSTOP) after its freshness check,
+    before it writes its verdict on the wave ("wave done", or the gate failed and the campaign halted);
+    meanwhile another controller takes the lease. Woken, it writes neither: the wave stays active and the
+    campaign running, for the leader of the day to gate and close."""
+    source = tmp_path / "campaign.yml"
+    source.write_text("name: test\n")
+    cat = catalog()
+    bmcs = FakeBmcs(["n1"], OLD)
+    with Journal(backend) as journal:
+        store = CampaignStore(journal)
+        engine = SharedEngine(cat, store, targets(["n1"]), bmcs, GateRunner(FakeHealth(sick=sick)), poll_s=0.01,
+                              lease_s=TTL, clock=clock)
+        other = Claims(journal, "test", ttl_s=TTL,
+                       clock=clock if how == "paused past its lease" else FakeClock(clock.now + TTL + 1))
+        counted = store.since_start
+
+        def stopped(name: str) -> SinceStart:  # in _close_wave: past claims.fresh(), before the decision
+            count = counted(name)
+            if other.term is None:
+                if how == "paused past its lease":
+                    clock.now += TTL + 1
+                assert other.lead()
+                store.request("test", Request.PAUSE)  # so that the stale leader's loop ends at its next turn
+            return count
+
+        store.since_start = stopped  # type: ignore[method-assign]
+        engine.start(source, waves_for(["n1"], cat))
+        assert other.term is not None, "the leader never came to close the wave"
+        assert store.node("test", "n1").state is NodeState.DONE and bmcs.flashes
+        assert [w.state for w in store.waves("test")] == [WaveState.ACTIVE]
+        assert store.get("test").state is CampaignState.RUNNING and engine.leader_seen
