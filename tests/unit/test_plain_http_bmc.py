@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from provision.cli import main
+from provision.errors import InputError
 from provision.redfish import transport_warnings
 from provision.redfish.connector import ConnectorOptions
 from provision.redfish.ops import session
@@ -115,3 +116,32 @@ def test_the_lab_opts_in_only_for_its_http_only_bmcs(tmp_path: Path) -> None:
     both = manager._host_vars(tmp_path, manager.NodeState(name="n2", https_port=8443, http_port=8000), "pw")
     assert http_only["provision_bmc_address"].startswith("http://") and http_only["provision_bmc_insecure_http"]
     assert both["provision_bmc_address"].startswith("https://") and "provision_bmc_insecure_http" not in both
+
+
+def _ini_inventory(inv: Path, flag: str, where: str) -> Path:
+    """The example inventory as INI (group_vars and host_vars beside it, as Ansible reads them), node02's BMC at
+    a plain http:// address and provision_bmc_insecure_http given as INI text, on node02's line or as a group var."""
+    _set_host_vars(inv, "node02", provision_bmc_address="http://bmc-node02.oob.example.net")
+    hosts = "\n".join(f"node{i:02d}" + (f" provision_bmc_insecure_http={flag}" if i == 2 and where == "host" else "")
+                      for i in range(1, 9))
+    group = f"\n[ml_prod_v4:vars]\nprovision_bmc_insecure_http={flag}\n" if where == "group" else ""
+    ini = inv.parent / "hosts.ini"
+    ini.write_text(f"[ml_prod_v4]\n{hosts}\n{group}\n[gpu_nodes:children]\nml_prod_v4\n")
+    return ini
+
+
+@pytest.mark.parametrize(("flag", "where"), [
+    ("false", "host"), ("no", "host"), ("0", "host"), ("False", "host"), ("off", "host"), ("NO", "host"),
+    ("false", "group"), ("no", "group"), ("0", "group"),
+])
+def test_an_ini_no_is_no_opt_in_to_plain_http(inventory_copy: Path, flag: str, where: str) -> None:
+    """An INI inventory gives its values as text (or as Python literals: False, 0): none of these says yes."""
+    ini = _ini_inventory(inventory_copy, flag, where)
+    with pytest.raises(InputError, match=r"host node02: provision_bmc_address http://bmc-node02\S* is plain HTTP"):
+        load_fleet(ini)
+
+
+@pytest.mark.parametrize(("flag", "where"), [("true", "host"), ("yes", "host"), ("1", "host"), ("True", "group")])
+def test_an_ini_yes_opts_in_to_plain_http(inventory_copy: Path, flag: str, where: str) -> None:
+    bmc = load_fleet(_ini_inventory(inventory_copy, flag, where)).hosts["node02"].bmc
+    assert bmc.insecure_http and bmc.address == "http://bmc-node02.oob.example.net"
