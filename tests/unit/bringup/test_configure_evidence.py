@@ -117,10 +117,21 @@ def test_content_digest_follows_bytes_and_the_exec_bit(tmp_path: Path) -> None:
     task.write_text("--- \n")
     second = content_digest(tmp_path)
     task.chmod(0o755)
-    assert len({first, second, content_digest(tmp_path)}) == 3
-    (tmp_path / "roles" / "base" / "__pycache__").mkdir()
+    third = content_digest(tmp_path)
+    assert len({first, second, third}) == 3
+    (tmp_path / "roles" / "base" / "__pycache__").mkdir()  # what Python leaves behind is not content
     (tmp_path / "roles" / "base" / "__pycache__" / "x.pyc").write_bytes(b"\0")
-    assert content_digest(tmp_path) == content_digest(tmp_path)
+    (tmp_path / "roles" / "base" / "__pycache__" / "x.cpython-312.pyc.140234").write_bytes(b"\0")  # mid-write
+    (tmp_path / "roles" / "base" / "filter.pyc").write_bytes(b"\0")
+    (tmp_path / "playbooks" / ".git").mkdir()
+    (tmp_path / "playbooks" / ".git" / "HEAD").write_text("ref: x\n")
+    assert content_digest(tmp_path) == third
+    (tmp_path / "playbooks" / "site.yml").write_text("---\n")  # a new file, ansible.cfg, a rename: content
+    fourth = content_digest(tmp_path)
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")
+    fifth = content_digest(tmp_path)
+    (tmp_path / "playbooks" / "site.yml").rename(tmp_path / "playbooks" / "main.yml")
+    assert len({third, fourth, fifth, content_digest(tmp_path)}) == 4
 
 
 def test_inputs_digest_follows_variables_versions_and_ansible_environment() -> None:
