@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
 import yaml
 
+from provision.campaign import catalog as catalog_module
 from provision.campaign.catalog import Match, load_catalog
 from provision.errors import InputError
 
@@ -118,9 +120,35 @@ def test_image_checksum_mismatch(example_dir: Path) -> None:
         load_catalog(example_dir)
 
 
-def test_url_images_are_not_fetched(example_dir: Path) -> None:
-    path = _edit(example_dir, lambda d: _comp(d, "gpu").update(image="https://repo.example/gpu.bin"))
-    assert load_catalog(path).component("gpu").is_url
+@pytest.mark.parametrize("url", ["https://repo.example/gpu.bin", "http://10.0.0.5:8080/fw/gpu.bin"])
+def test_url_images_are_not_fetched(example_dir: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """A URL image is the BMC's to fetch (its integrity is its own signature): loading the catalog opens no
+    connection and reads no file for it, while every local image is still read and checked."""
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"the catalog loader opened a connection: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    digested: list[str] = []
+    real_digest = catalog_module.file_digest
+    monkeypatch.setattr(catalog_module, "file_digest",
+                        lambda path, where="": digested.append(Path(path).name) or real_digest(path, where))
+    path = _edit(example_dir, lambda d: _comp(d, "gpu").update(image=url))
+    cat = load_catalog(path)
+    gpu = cat.component("gpu")
+    assert gpu.is_url and gpu.image == url
+    assert sorted(digested) == sorted(Path(c.image).name for c in cat.components if c.component != "gpu")
+    (example_dir.parent.parent / "firmware" / "smc_x13_bmc_11.02.05.bin").write_text("tampered\n")
+    with pytest.raises(InputError, match=r"components\.bmc\.image: sha256 of"):  # the local ones still checked
+        load_catalog(path)
+
+
+@pytest.mark.parametrize("image", ["ftp://repo.example/gpu.bin", "repo.example/https://gpu.bin"])
+def test_only_http_and_https_are_urls(example_dir: Path, image: str) -> None:
+    """Anything else is a local path, checked as one (here: it does not exist)."""
+    path = _edit(example_dir, lambda d: _comp(d, "gpu").update(image=image))
+    with pytest.raises(InputError, match=r"components\.gpu\.image: file .* does not exist"):
+        load_catalog(path)
 
 
 @pytest.mark.parametrize(
