@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Mutation check: put plausible bugs into a copy of the code, one at a time, and see the unit tests catch them.
+
+Each site in SITES names a file, a snippet of it, the snippet with a bug in it (a mutant), and the unit tests
+that must fail with that bug. The working tree is copied once into a temporary directory (the files git tracks
+and those it would track: your uncommitted work too); each mutant is written into the copy, its tests run
+there (SQLite only: `-m "not lab and not postgres"`), and the copy's file is put back. The working tree is
+never written to, so nothing is left modified, even on Ctrl-C; the copy is removed as the script ends.
+
+    python scripts/mutation_check.py                 every site (a few minutes on 2 cores)
+    python scripts/mutation_check.py --only NAME     one site (repeat --only, or NAME,NAME)
+    python scripts/mutation_check.py --list          the sites, with the bug each one puts in
+
+A developer's tool, not part of CI. First the tests of every selected site run on the unmutated copy (a site
+whose tests fail there proves nothing: exit 2). Then each site is `killed` (its tests failed), `survived` (they
+passed: a bug the tests let through) or `error` (no test ran: a bad selection). Exit 0 when every mutant was
+killed, 1 when one survived, 2 on an error. Survivors known and accepted are listed in README.md ("Tests").
+tests/unit/test_mutation_sites.py checks that every site's snippet occurs exactly once in its file, so a site
+cannot silently stop applying when the code around it changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKERS = "not lab and not postgres"
+
+
+@dataclass(frozen=True)
+class Site:
+    """One plausible bug: `original` (exactly once in `file`) replaced by `mutant`; `tests` must then fail."""
+
+    name: str
+    file: str
+    original: str
+    mutant: str
+    tests: tuple[str, ...]
+    bug: str
+
+
+FW = "tests/unit/bringup/test_firmware_apply.py"
+RESOURCES = "tests/unit/redfish/test_rf_resources.py"
+ENGINE = "tests/unit/campaign/test_engine.py"
+FENCE = "tests/unit/campaign/test_leader_fence.py"
+PLAIN = "tests/unit/test_plain_http_bmc.py"
+DIGEST = "tests/unit/bringup/test_configure_evidence.py::test_content_digest_follows_bytes_and_the_exec_bit"
+SEEDS = "tests/unit/fuzz/test_fuzz_redfish_resources.py::test_seeds_parse_unchanged"
+CATALOG = "tests/unit/campaign/test_catalog.py"
+
+SITES: tuple[Site, ...] = (
+    # -- firmware tasks (issue 42) --------------------------------------------------------------------------
+    Site("task-completed-critical", "provision/redfish/resources/task.py",
+         'return self.task_state == "Completed" and self.task_status in (None, "OK", "Warning")',
+         'return self.task_state == "Completed"',
+         (FW, RESOURCES), "a Task that ends Completed/Critical taken as a success (an OnReset staging journaled)"),
+    Site("task-warning-failed", "provision/redfish/resources/task.py",
+         'self.task_status in (None, "OK", "Warning")', 'self.task_status in (None, "OK")',
+         (FW, RESOURCES), "a Task completed with warnings taken as a failure (the Task schema says success)"),
+    # -- campaign gates and fencing (issue 42) -------------------------------------------------------------
+    Site("gate-read-raises-healthy", "provision/campaign/gates.py",
+         'problems.append(f"{target.name}: health check failed: {exc}")', "pass",
+         (f"{ENGINE}::test_a_gate_without_health_evidence_halts_before_the_next_wave",),
+         "a health gate whose BMC read raises counts as healthy"),
+    Site("gate-mute-healthy", "provision/campaign/gates.py",
+         'problems.append(f"{target.name}: unhealthy")', "pass",
+         (f"{ENGINE}::test_a_gate_without_health_evidence_halts_before_the_next_wave",),
+         "a gate result that is not ok but names no problem counts as healthy"),
+    Site("shared-wave-done-unfenced", "provision/campaign/shared.py",
+         'self._decide(claims, f"wave {wave.wave} done", self.store.wave_state, name, wave.wave, WaveState.DONE, "ok")',
+         'self.store.wave_state(name, wave.wave, WaveState.DONE, "ok")',
+         (f"{FENCE}::test_a_stale_leader_closes_no_wave_after_another_took_over",),
+         'the shared leader writes "wave done" outside its fenced decision'),
+    Site("shared-gate-verdict-unfenced", "provision/campaign/shared.py",
+         'self._decide(claims, f"wave {wave.wave}\'s gate", failed)', "failed(None)",
+         (f"{FENCE}::test_a_stale_leader_closes_no_wave_after_another_took_over",),
+         "the shared leader writes a failed gate and its halt outside its fenced decision"),
+    # -- plain HTTP (issue 42) -----------------------------------------------------------------------------
+    Site("ini-flag-truthy", "provision/spec/loader.py",
+         'return str(value).strip().lower() in ("true", "yes", "1")', "return bool(value)",
+         (PLAIN,), 'an INI "false" (a non-empty string) opts a host in to plain-HTTP BMC access'),
+    Site("ini-flag-denylist", "provision/spec/loader.py",
+         'return str(value).strip().lower() in ("true", "yes", "1")',
+         'return str(value).strip().lower() not in ("false", "no", "0")',
+         (PLAIN,), 'an INI "off" opts a host in to plain-HTTP BMC access'),
+    # -- the hollow assertions made real (issue 42) --------------------------------------------------------
+    Site("digest-counts-pyc", "provision/ansible/inputs.py", ' and path.suffix != ".pyc"', "",
+         (DIGEST,), "a stray .pyc changes the Ansible content digest (every host reconfigured)"),
+    Site("digest-counts-pycache", "provision/ansible/inputs.py",
+         '_SKIP_PARTS = frozenset({"__pycache__", ".git"})', '_SKIP_PARTS = frozenset({".git"})',
+         (DIGEST,), "what Python leaves in __pycache__ changes the Ansible content digest"),
+    Site("digest-ignores-paths", "provision/ansible/inputs.py",
+         'digest.update(f"{rel}\\0{int(executable)}\\0".encode())',
+         'digest.update(f"{int(executable)}\\0".encode())',
+         (DIGEST,), "a renamed role file leaves the Ansible content digest unchanged"),
+    Site("resource-uri-rewritten", "provision/redfish/resources/base.py",
+         '        return v.rstrip("/")', '        return v.rstrip("/").lower()',
+         (SEEDS,), "a parsed resource's @odata.id is not the one the BMC gave"),
+    Site("catalog-any-scheme-is-url", "provision/campaign/catalog.py",
+         'return self.image.startswith(("http://", "https://"))', 'return "://" in self.image',
+         (CATALOG,), "an ftp:// (or any) image is taken as the BMC's to fetch, its sha256 never checked"),
+    Site("catalog-http-is-local", "provision/campaign/catalog.py",
+         'return self.image.startswith(("http://", "https://"))', 'return self.image.startswith("https://")',
+         (CATALOG,), "an http:// image URL is taken as a local file and refused"),
+)
+
+
+@dataclass
+class Result:
+    site: Site
+    verdict: str
+    seconds: float
+    tail: str = ""
+
+
+def source_files(root: Path) -> list[str]:
+    """What git tracks, and what it would track (untracked, not ignored), as it is in the working tree now."""
+    out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                         check=True, capture_output=True).stdout.decode()
+    return sorted({p for p in out.split("\0") if p and (root / p).is_file() and not (root / p).is_symlink()})
+
+
+def copy_tree(root: Path, dest: Path) -> None:
+    for rel in source_files(root):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, target)
+
+
+def apply(site: Site, text: str) -> str:
+    """The file's text with the mutant in; ValueError unless the original occurs exactly once."""
+    found = text.count(site.original)
+    if found != 1:
+        raise ValueError(f"{site.name}: {site.file} holds its original snippet {found} times, not once")
+    return text.replace(site.original, site.mutant)
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[int | None, str]:
+    """pytest over `tests` in the copy: (its exit status, None on timeout; the tail of its output)."""
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", "-m", MARKERS, *tests]
+    try:
+        proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return proc.returncode, "\n".join(lines[-3:])
+
+
+def verdict_of(code: int | None) -> str:
+    if code is None:
+        return "killed (timeout)"
+    if code in (1, 2):  # tests failed, or collection failed (the mutant broke an import)
+        return "killed"
+    if code == 0:
+        return "survived"
+    return "error"  # 3, 4, 5: internal error, usage error, nothing collected
+
+
+def check_site(copy: Path, site: Site, timeout_s: float) -> Result:
+    path = copy / site.file
+    original = path.read_text()
+    started = time.monotonic()
+    try:
+        path.write_text(apply(site, original))
+        code, tail = run_tests(copy, site.tests, timeout_s)
+    finally:
+        path.write_text(original)
+    return Result(site, verdict_of(code), time.monotonic() - started, tail)
+
+
+def select(only: list[str]) -> list[Site]:
+    names = [n for group in only for n in group.split(",") if n]
+    if not names:
+        return list(SITES)
+    known = {s.name: s for s in SITES}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown site(s): {', '.join(unknown)}; --list shows them")
+    return [known[n] for n in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", default=[], metavar="NAME", help="run this site only")
+    parser.add_argument("--list", action="store_true", help="list the sites and exit")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per site's tests (default 300)")
+    args = parser.parse_args(argv)
+    sites = select(args.only)
+    if args.list:
+        for site in sites:
+            print(f"{site.name:32} {site.file}: {site.bug}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="provision-mutants-") as tmp:
+        copy = Path(tmp)
+        copy_tree(ROOT, copy)
+        for site in sites:  # every site must apply before anything runs
+            apply(site, (copy / site.file).read_text())
+        selection = tuple(dict.fromkeys(t for s in sites for t in s.tests))
+        print(f"baseline: {len(selection)} test selection(s) on the unmutated copy ...", flush=True)
+        code, tail = run_tests(copy, selection, args.timeout * 2)
+        if code != 0:
+            print(f"the tests fail without any mutant (exit {code}); fix that first:\n{tail}")
+            return 2
+        results = []
+        for site in sites:
+            result = check_site(copy, site, args.timeout)
+            results.append(result)
+            print(f"{result.verdict:17} {site.name:32} {result.seconds:6.1f}s  {site.bug}", flush=True)
+            if result.verdict == "error":
+                print(f"    {result.tail}")
+    survived = [r for r in results if r.verdict == "survived"]
+    errors = [r for r in results if r.verdict == "error"]
+    killed = len(results) - len(survived) - len(errors)
+    print(f"\n{killed} killed, {len(survived)} survived, {len(errors)} error(s) of {len(results)} mutant(s)")
+    for r in survived:
+        print(f"  survived: {r.site.name} ({r.site.file}): {r.site.bug}")
+    return 2 if errors else 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
