@@ -55,6 +55,7 @@ PLAIN = "tests/unit/test_plain_http_bmc.py"
 DIGEST = "tests/unit/bringup/test_configure_evidence.py::test_content_digest_follows_bytes_and_the_exec_bit"
 SEEDS = "tests/unit/fuzz/test_fuzz_redfish_resources.py::test_seeds_parse_unchanged"
 CATALOG = "tests/unit/campaign/test_catalog.py"
+SHARED_GATE = "tests/unit/campaign/test_shared_gate.py"
 
 SITES: tuple[Site, ...] = (
     # -- firmware tasks (issue 42) --------------------------------------------------------------------------
@@ -83,6 +84,19 @@ SITES: tuple[Site, ...] = (
          'self._decide(claims, f"wave {wave.wave}\'s gate", failed)', "failed(None)",
          (f"{FENCE}::test_a_stale_leader_closes_no_wave_after_another_took_over",),
          "the shared leader writes a failed gate and its halt outside its fenced decision"),
+    Site("shared-ungated-unreachable-passes", "provision/campaign/shared.py",
+         'found = [f"{n.node}: not gated (its controller is gone and this one does not reach it)"]', "found = []",
+         (SHARED_GATE,), "a node nobody gated, which the leader does not reach, passes the wave's gate"),
+    Site("shared-ungated-skipped", "provision/campaign/shared.py", "            found = n.gate\n",
+         "            found = n.gate or []\n", (SHARED_GATE,),
+         "the leader takes a node nobody gated (its controller died) as gated without problems"),
+    Site("shared-gate-failure-no-halt", "provision/campaign/shared.py",
+         "                self.store.halt(name, reason, db=db)\n", "", (SHARED_GATE,),
+         "a failed gate in a shared campaign marks the wave but leaves the campaign running"),
+    Site("engine-late-nodes-ungated", "provision/campaign/engine.py",
+         "        problems += self.gate.run(late, self.catalog)\n", "",
+         (f"{ENGINE}::test_a_node_done_before_a_crash_is_gated_on_resume",),
+         "a node done before a crash (resumed) is never gated: the next wave starts without its health"),
     # -- plain HTTP (issue 42) -----------------------------------------------------------------------------
     Site("ini-flag-truthy", "provision/spec/loader.py",
          'return str(value).strip().lower() in ("true", "yes", "1")', "return bool(value)",

@@ -157,6 +157,26 @@ def test_a_gate_without_health_evidence_halts_before_the_next_wave(store: Campai
     assert [w.state for w in store.waves("test")][:2] == [WaveState.GATE_FAILED, WaveState.PENDING]
 
 
+@pytest.mark.parametrize(("sick", "state"), [(set(), CampaignState.DONE), ({"n01"}, CampaignState.HALTED)])
+def test_a_node_done_before_a_crash_is_gated_on_resume(store: CampaignStore, source: Path, sick: set[str],
+                                                       state: CampaignState) -> None:
+    """n01 was updated, then the controller died before its gate: the resumed wave's gate reads its health
+    (it is not taken as healthy for having been done), and a sick n01 halts before the next wave."""
+    cat = catalog({"waves": {"canary": 2, "batch_size": 8}})
+    store.create("test", str(source), "x", waves_for(NODES, cat))
+    store.node_started("test", "n01", OLD)
+    store.node_finished("test", "n01", NodeState.DONE, {"bmc": "2.0", "bios": "3.0"})
+    store.set_state("test", CampaignState.PAUSED, "interrupted")
+    health = FakeHealth(sick=sick)
+    bmcs = FakeBmcs(NODES, OLD)
+    out = engine(cat, store, bmcs, health).resume()
+    assert out.state is state and "n01" in health.checked
+    assert ("n01", "bmc") not in bmcs.flashes
+    if sick:
+        assert out.reason == "health gate failed after wave 0: n01: System Status.Health is Critical"
+        assert bmcs.order == ["n02"]
+
+
 def test_full_verify_hook_is_part_of_the_gate(store: CampaignStore, source: Path) -> None:
     verify = f"{sys.executable} -c \"import sys; sys.exit(1 if sys.argv[1] == 'n02' else 0)\" {{node}}"
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}, "gate": {"full_verify": verify}})
