@@ -56,6 +56,9 @@ DIGEST = "tests/unit/bringup/test_configure_evidence.py::test_content_digest_fol
 SEEDS = "tests/unit/fuzz/test_fuzz_redfish_resources.py::test_seeds_parse_unchanged"
 CATALOG = "tests/unit/campaign/test_catalog.py"
 SHARED_GATE = "tests/unit/campaign/test_shared_gate.py"
+REDACTION = tuple(f"tests/unit/test_log_redaction.py::{t}" for t in (
+    "test_unregistered_secrets_are_masked_by_shape", "test_secrets_of_three_characters_and_more_are_registered",
+    "test_the_longest_secret_is_masked_first"))
 
 SITES: tuple[Site, ...] = (
     # -- firmware tasks (issue 42) --------------------------------------------------------------------------
@@ -105,6 +108,19 @@ SITES: tuple[Site, ...] = (
          'return str(value).strip().lower() in ("true", "yes", "1")',
          'return str(value).strip().lower() not in ("false", "no", "0")',
          (PLAIN,), 'an INI "off" opts a host in to plain-HTTP BMC access'),
+    # -- secrets in logs ------------------------------------------------------------------------------------
+    Site("redact-password-to-first-space", "provision/redfish/redact.py",
+         """re.compile(r\"\"\"(?i)(["']?password["']?\\s*[:=]\\s*(["']))(?:\\\\.|(?!\\2).)*\"\"\"),""",
+         """re.compile(r\"\"\"(?i)(["']?password["']?\\s*[:=]\\s*(["']))[^\\s"',}]*\"\"\"),""",
+         REDACTION, "an unregistered quoted password is masked only up to its first space or comma"),
+    Site("redact-password-json-quotes-only", "provision/redfish/redact.py",
+         """re.compile(r\"\"\"(?i)(["']?password["']?\\s*[:=]\\s*(["']))(?:\\\\.|(?!\\2).)*\"\"\"),""",
+         """re.compile(r\"\"\"(?i)("?password"?\\s*[:=]\\s*("))(?:\\\\.|(?!\\2).)*\"\"\"),""",
+         REDACTION, "a password in a Python dict's repr ('Password': 'x') is logged in clear"),
+    Site("redact-short-secrets-kept", "provision/redfish/redact.py", "if value and len(value) >= 3:",
+         "if value and len(value) > 3:", REDACTION, "a three-character password is not scrubbed"),
+    Site("redact-shortest-first", "provision/redfish/redact.py", "key=len, reverse=True)", "key=len)",
+         REDACTION, "a secret that contains another is masked only in part (the shorter one first)"),
     # -- the hollow assertions made real (issue 42) --------------------------------------------------------
     Site("digest-counts-pyc", "provision/ansible/inputs.py", ' and path.suffix != ".pyc"', "",
          (DIGEST,), "a stray .pyc changes the Ansible content digest (every host reconfigured)"),

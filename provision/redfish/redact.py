@@ -13,7 +13,9 @@ MASK = "<redacted>"
 _PATTERNS = (
     re.compile(r"(?i)(x-auth-token['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+"),
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?(?:basic|bearer)?\s*)[^\s'\",}]+"),
-    re.compile(r"(?i)(\"?password\"?\s*[:=]\s*\"?)[^\s\",}]*"),
+    # a quoted password (JSON, or a Python dict's repr) up to its closing quote, spaces and commas included
+    re.compile(r"""(?i)(["']?password["']?\s*[:=]\s*(["']))(?:\\.|(?!\2).)*"""),
+    re.compile(r"""(?i)(["']?password["']?\s*[:=]\s*)(?=[^\s"'])[^\s",}]*"""),  # an unquoted one: password=x
 )
 
 

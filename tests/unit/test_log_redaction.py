@@ -92,3 +92,38 @@ def test_a_debug_log_of_a_real_command_holds_no_password(inventory_copy: Path, t
     assert code == 0
     assert "urllib3.connectionpool" in text or "redfish" in text  # the libraries' debug lines are there
     assert password not in text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a secret no one registered, in the shapes a library logs it: header lines, JSON bodies, Python reprs
+    ("X-Auth-Token: 9f8e7d", "X-Auth-Token: <redacted>"),
+    ("{'X-Auth-Token': '9f8e7d'}", "{'X-Auth-Token': '<redacted>'}"),
+    ("Authorization: Basic YWRtaW46cHc=", "Authorization: Basic <redacted>"),
+    ("authorization: Bearer ey.J0.x", "authorization: Bearer <redacted>"),
+    ('{"UserName": "admin", "Password": "hunter22"}', '{"UserName": "admin", "Password": "<redacted>"}'),
+    ('{"Password":"hunter22","x":1}', '{"Password":"<redacted>","x":1}'),
+    ("password=hunter22 user=admin", "password=<redacted> user=admin"),
+    # a password with spaces, commas or braces is masked to its closing quote, not to its first space
+    ('{"Password": "correct horse, battery}"}', '{"Password": "<redacted>"}'),
+    ('{"Password": "a \\"quoted\\" word"}', '{"Password": "<redacted>"}'),
+    # ... and a Python dict's repr, as `LOG.debug("body %s", body)` writes it
+    ("{'UserName': 'admin', 'Password': 'hunter22'}", "{'UserName': 'admin', 'Password': '<redacted>'}"),
+    ("{'Password': 'two words'}", "{'Password': '<redacted>'}"),
+    # what is no secret stays
+    ("password policy: 12 characters", "password policy: 12 characters"),
+])
+def test_unregistered_secrets_are_masked_by_shape(text: str, expected: str) -> None:
+    assert redact.scrub(text) == expected
+    assert redact.scrub(expected) == expected  # scrubbing twice changes nothing
+
+
+@pytest.mark.parametrize(("secret", "registered"), [("Zq", False), ("Zq7", True), ("Lng-Secr3t-9", True)])
+def test_secrets_of_three_characters_and_more_are_registered(secret: str, registered: bool) -> None:
+    redact.register_secret(secret)
+    assert (redact.scrub(f"login with {secret}!") == f"login with {redact.MASK}!") is registered
+
+
+def test_the_longest_secret_is_masked_first() -> None:
+    redact.register_secret("Pa55word-xyz")
+    redact.register_secret("Pa55word-xyz-and-more")
+    assert redact.scrub("sent Pa55word-xyz-and-more") == f"sent {redact.MASK}"
