@@ -28,12 +28,15 @@ class NodePlan(BaseModel):
 
     node: str
     error: str = ""
+    """Why the node's firmware could not be read (it could not look: never at baseline)."""
+    problems: list[str] = []
+    """Running versions that cannot be ordered against the catalog's, naming both: the node is not flashed."""
     updates: list[Update] = []
     host_reset: bool = False
 
     @property
     def needs_work(self) -> bool:
-        return bool(self.updates or self.error)
+        return bool(self.updates or self.error or self.problems)
 
 
 class CampaignPlan(BaseModel):
@@ -82,4 +85,5 @@ def _node_plan(catalog: Catalog, name: str, state: FirmwareState | str) -> NodeP
                staged=state.staged.get(c.component) == c.version)
         for c in todo
     ]
-    return NodePlan(node=name, updates=updates, host_reset=any(c.needs_host_reset for c in todo))
+    return NodePlan(node=name, updates=updates, host_reset=any(c.needs_host_reset for c in todo),
+                    problems=[state.incomparable[c] for c in sorted(state.incomparable)])

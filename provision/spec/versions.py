@@ -35,7 +35,7 @@ class VersionScheme(StrEnum):
     DOTTED = "dotted"
     """Decimal parts joined by dots: 2.1, 1.4.2, Dell's 2.19.1, a lone number of up to six digits (12)."""
     HEX_DOTTED = "hex-dotted"
-    """Three or more two-digit hexadecimal parts: NVIDIA/HGX VBIOS and NVSwitch 96.00.9F.00.04."""
+    """Three or more hexadecimal parts of (up to) two digits: NVIDIA/HGX VBIOS and NVSwitch 96.00.9F.00.04."""
     DATE = "date"
     """A release date: 2023-08-04, 08/04/2023 (month first, as AMI writes it), 20230804."""
     OPAQUE = "opaque"
@@ -57,7 +57,7 @@ class VersionsNotComparable(ChecksIncomplete):
 
 
 _DOTTED_RE = re.compile(r"^(?:[0-9]{1,6}|[0-9]+(?:\.[0-9]+)+)$")  # a lone number of 7+ digits is a build id
-_HEX_DOTTED_RE = re.compile(r"^[0-9a-f]{2}(?:\.[0-9a-f]{2}){2,}$")
+_HEX_DOTTED_RE = re.compile(r"^[0-9a-f]{1,2}(?:\.[0-9a-f]{1,2}){2,}$")
 _DATES = (
     (re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$"), (1, 2, 3)),  # 2023-08-04
     (re.compile(r"^([0-9]{2})/([0-9]{2})/([0-9]{4})$"), (3, 1, 2)),  # 08/04/2023 (AMI, month first)
@@ -83,8 +83,8 @@ def _date(version: str) -> _dt.date | None:
 
 
 def fits(version: str) -> frozenset[VersionScheme]:
-    """Every orderable scheme `version` can be read in (empty: opaque). A string of two-digit decimal parts
-    (96.00.61.00.01) reads the same as dotted or hex-dotted; an eight-digit date (20230804) is only a date."""
+    """Every orderable scheme `version` can be read in (empty: opaque). Three or more short decimal parts
+    (96.00.61.00.01, 1.4.2) read as dotted and as hex-dotted; an eight-digit date (20230804) is only a date."""
     text = normalise(version)
     out: set[VersionScheme] = set()
     if _date(text) is not None:

@@ -21,11 +21,11 @@ D, H, DATE, OP = VersionScheme.DOTTED, VersionScheme.HEX_DOTTED, VersionScheme.D
 
 @pytest.mark.parametrize(("version", "scheme"), [
     ("2.1", D), ("1.4.2", D), ("2.19.1", D), ("12", D), ("550.127.08", D), ("28.39.1002", D),
-    ("96.00.61.00.01", D),  # two-digit decimal parts: dotted first, and also hex-dotted (see the compare rows)
-    ("96.00.9F.00.04", H), ("96.00.a6.00.01", H), ("00.2A.2B", H), (" 96.00.A6.00.01  ", H),
+    ("96.00.61.00.01", D), ("1.4.2", D),  # short decimal parts: dotted first, also hex-dotted (see compare)
+    ("96.00.9F.00.04", H), ("1.7.5F", H), ("96.0.9F.0.4", H), ("96.00.a6.00.01", H), ("00.2A.2B", H), (" 96.00.A6.00.01  ", H),
     ("2023-08-04", DATE), ("08/04/2023", DATE), ("20230804", DATE),
     ("buildbrain-gcid-38635631", OP), ("38635631", OP), ("HGX-22.10-1-rc34", OP), ("00.02.0134.0000_n00", OP),
-    ("G520.0200.00.05", OP), ("1.45.455b66-rev4", OP), ("2.1-rc1", OP), ("1.7.5F", OP), ("9F.00", OP),
+    ("G520.0200.00.05", OP), ("1.45.455b66-rev4", OP), ("2.1-rc1", OP), ("9F.00", OP),
     ("2023-13-04", OP), ("20231345", OP), ("deadbeefcafe", OP), ("", OP), ("v2.1", OP),
 ])
 def test_classify(version: str, scheme: VersionScheme) -> None:
@@ -41,7 +41,8 @@ def test_classify(version: str, scheme: VersionScheme) -> None:
     ("96.00.9F.00.04", "96.00.61.00.01", 1), ("96.10.35.00.01", "96.10.6D.00.01", -1),
     ("96.00.61.00", "96.00.61.00.01", -1), ("96.00.61.00.01", "96.00.61.00", 1),
     ("96.00.61.00", "96.00.61.00.00", 0), ("96.00.A0.00.01", "96.00.9F.00.01", 1),
-    ("96.00.a6.00.01", "96.00.A6.00.01 ", 0),
+    ("96.00.a6.00.01", "96.00.A6.00.01 ", 0), ("96.0.9F.0.4", "96.00.9F.00.04", 0),
+    ("96.00.9F.00.04", "96.0.61.0.1", 1), ("1.4.A", "1.4.9", 1),
     # dates, in any of the three spellings
     ("2023-08-04", "2023-08-05", -1), ("08/04/2023", "2023-08-04", 0), ("20230804", "07/31/2023", 1),
     ("12/01/2022", "01/02/2023", -1),
@@ -58,7 +59,7 @@ def test_compare(a: str, b: str, want: int) -> None:
     ("2.1", "buildbrain-gcid-38635631"),
     ("buildbrain-gcid-38635631", "buildbrain-gcid-38635632"),  # two opaque ones: equal or not, never ordered
     ("2023-08-04", "2.1"), ("20230804", "1.4"),  # a date and a dotted version
-    ("96.00.9F.00.04", "2.1"), ("96.00.9F.00.04", "96.0.61.0.1"),  # hex-dotted and dotted
+    ("96.00.9F.00.04", "2.1"), ("96.00.9F.00.04", "96.0.161.0.1"),  # hex-dotted and dotted
     ("2023-08-04", "96.00.9F.00.04"),
     ("HGX-22.10-1-rc34", "HGX-22.10-1-rc35"), ("2.1-rc1", "2.1"), ("38635631", "2.1"),
 ])
