@@ -12,6 +12,7 @@ from provision.campaign.node import pending
 from provision.campaign.updater import FirmwareState, NodeUpdater, Target
 from provision.campaign.waves import plan_waves
 from provision.errors import ProvisionError
+from provision.redfish.ops.session import cause_of
 
 
 class Update(BaseModel):
@@ -39,6 +40,15 @@ class NodePlan(BaseModel):
         return bool(self.updates or self.error or self.problems)
 
 
+class Unread(BaseModel):
+    """Nodes whose firmware could not be read for one cause (the reason without the node's own name)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cause: str
+    nodes: list[str]
+
+
 class CampaignPlan(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -46,6 +56,21 @@ class CampaignPlan(BaseModel):
     nodes: list[NodePlan]
     waves: list[list[str]]
     at_baseline: list[str]
+
+    @property
+    def unread(self) -> list[Unread]:
+        """The nodes that could not be read, grouped by cause, the most widely shared first: a cause every
+        node shares (no credentials given, no route) is one entry, said once."""
+        groups: dict[str, list[str]] = {}
+        for p in self.nodes:
+            if p.error:
+                groups.setdefault(cause_of(p.node, p.error), []).append(p.node)
+        return [Unread(cause=c, nodes=n) for c, n in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+    @property
+    def with_problems(self) -> list[str]:
+        """Nodes read, with a running version that cannot be compared with the catalog's."""
+        return [p.node for p in self.nodes if p.problems and not p.error]
 
 
 def observe_all(

@@ -5,7 +5,7 @@ host-reset images and the BIOS values, resets the host ONCE, then verifies every
 Exit 0: at baseline / done (or the plan printed); 1: not at baseline (status) or an update failed;
 2: bad input; 3: a baseline component could not be checked (absent from FirmwareInventory, its
 version unreadable, or not comparable with the baseline's: one error line each, naming both versions),
-never reported as at baseline, newer or older; 3 too when the node's BMC could not be read.
+never reported as at baseline, newer or older; `plan` exits 3 too when the node's BMC could not be read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,15 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    InsecureOpt,
+    InventoryOpt,
+    JsonOpt,
+    NodeArg,
+    load_host,
+    reading,
+)
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import converge
@@ -114,7 +122,8 @@ def plan(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, allow_downg
     """What `update` would do (changes nothing)."""
     fmt = choose(output, as_json)
     opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios)
-    node, cplan = _plan(node, inventory, insecure, opts)
+    with reading():
+        node, cplan = _plan(node, inventory, insecure, opts)
     if fmt is Format.JSON:
         emit_json({"node": node, "plan": cplan, "host_reset": cplan.host_reset})
     else:
