@@ -30,6 +30,7 @@ from provision.campaign.policy import Policy
 from provision.errors import InputError
 from provision.spec.digests import check_sha256
 from provision.spec.strict_yaml import load_strict
+from provision.spec.versions import VersionScheme, check_scheme
 
 _VERSION_RE = re.compile(r"^[0-9A-Za-z]+(?:[.\-_][0-9A-Za-z]+)*$")
 
@@ -101,6 +102,8 @@ class Component(_Frozen):
     order: Annotated[int, Field(ge=0)] = 50
     after: tuple[str, ...] = ()
     match: dict[str, Match] = Field(default_factory=dict, description="vendor (or 'default') -> Match")
+    version_scheme: VersionScheme | None = Field(
+        default=None, description="dotted, hex-dotted, date or opaque; unset: the scheme both versions read in")
 
     @field_validator("version")
     @classmethod
@@ -108,6 +111,11 @@ class Component(_Frozen):
         if not _VERSION_RE.match(value):
             raise ValueError(f"{value!r} is not a version")
         return value
+
+    @model_validator(mode="after")
+    def _in_scheme(self) -> Component:
+        check_scheme(self.version, self.version_scheme)
+        return self
 
     @field_validator("sha256")
     @classmethod

@@ -42,8 +42,10 @@ class NodeContext:
 
 
 def pending(components: Sequence[Component], state: FirmwareState) -> list[Component]:
-    """Components whose reported version differs from the catalog's."""
-    return [c for c in components if state.versions.get(c.component) != c.version]
+    """Components whose reported version differs from the catalog's (and can be ordered against it: one that
+    cannot is a problem of the node's plan, never an update)."""
+    return [c for c in components if state.versions.get(c.component) != c.version
+            and c.component not in state.incomparable]
 
 
 def mismatches(components: Sequence[Component], state: FirmwareState) -> list[str]:
@@ -100,6 +102,10 @@ def _turn(ctx: NodeContext, target: Target) -> NodeState:
         ctx.store.node_finished(name, target.name, NodeState.FAILED, {}, f"cannot read firmware: {exc}")
         return NodeState.FAILED
     ctx.store.node_started(name, target.name, before.versions)
+    if before.incomparable:  # nothing says whether an image is older or newer than what runs: nothing is sent
+        why = "; ".join(before.incomparable[c] for c in sorted(before.incomparable))
+        ctx.store.node_finished(name, target.name, NodeState.FAILED, before.versions, f"nothing sent: {why}")
+        return NodeState.FAILED
     todo = pending(ctx.catalog.ordered(), before)
     if not todo:
         ctx.store.node_finished(name, target.name, NodeState.DONE, before.versions)

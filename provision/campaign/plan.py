@@ -12,6 +12,7 @@ from provision.campaign.node import pending
 from provision.campaign.updater import FirmwareState, NodeUpdater, Target
 from provision.campaign.waves import plan_waves
 from provision.errors import ProvisionError
+from provision.redfish.ops.session import cause_of
 
 
 class Update(BaseModel):
@@ -28,12 +29,24 @@ class NodePlan(BaseModel):
 
     node: str
     error: str = ""
+    """Why the node's firmware could not be read (it could not look: never at baseline)."""
+    problems: list[str] = []
+    """Running versions that cannot be ordered against the catalog's, naming both: the node is not flashed."""
     updates: list[Update] = []
     host_reset: bool = False
 
     @property
     def needs_work(self) -> bool:
-        return bool(self.updates or self.error)
+        return bool(self.updates or self.error or self.problems)
+
+
+class Unread(BaseModel):
+    """Nodes whose firmware could not be read for one cause (the reason without the node's own name)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cause: str
+    nodes: list[str]
 
 
 class CampaignPlan(BaseModel):
@@ -43,6 +56,21 @@ class CampaignPlan(BaseModel):
     nodes: list[NodePlan]
     waves: list[list[str]]
     at_baseline: list[str]
+
+    @property
+    def unread(self) -> list[Unread]:
+        """The nodes that could not be read, grouped by cause, the most widely shared first: a cause every
+        node shares (no credentials given, no route) is one entry, said once."""
+        groups: dict[str, list[str]] = {}
+        for p in self.nodes:
+            if p.error:
+                groups.setdefault(cause_of(p.node, p.error), []).append(p.node)
+        return [Unread(cause=c, nodes=n) for c, n in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+    @property
+    def with_problems(self) -> list[str]:
+        """Nodes read, with a running version that cannot be compared with the catalog's."""
+        return [p.node for p in self.nodes if p.problems and not p.error]
 
 
 def observe_all(
@@ -82,4 +110,5 @@ def _node_plan(catalog: Catalog, name: str, state: FirmwareState | str) -> NodeP
                staged=state.staged.get(c.component) == c.version)
         for c in todo
     ]
-    return NodePlan(node=name, updates=updates, host_reset=any(c.needs_host_reset for c in todo))
+    return NodePlan(node=name, updates=updates, host_reset=any(c.needs_host_reset for c in todo),
+                    problems=[state.incomparable[c] for c in sorted(state.incomparable)])

@@ -35,7 +35,7 @@ from provision.redfish.ops.session import Node, open_node, options_for
 from provision.redfish.ops.waiting import Clock, Durations
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.retry import RetryPolicy
-from provision.redfish.vendors.versions import compare
+from provision.redfish.vendors.versions import VersionsNotComparable, compare
 
 TASKS = f"{ROOT}/TaskService/Tasks"
 HOST_RESET = "host reset"  # a Durations kind beside the component names
@@ -362,13 +362,14 @@ def _see(node: Node, components: Sequence[Component],
     # it), where read the other way round it would show in neither (an old version, and a task already over)
     tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
     found = found if found is not None else matched_entries(node, components)
-    versions = {c.component: _version(node, found[c.component], c) for c in components}
+    read = {c.component: _version(node, found[c.component], c) for c in components}
+    versions = {c: v for c, (v, _) in read.items()}
     entries = {c: [e.uri for e in es] for c, es in found.items()}
     evidence = update_evidence(tasks, components, versions, entries)
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
     state = FirmwareState(versions=versions, busy=evidence.busy or power in TRANSITIONS, staged=evidence.staged,
-                          running=evidence.running)
+                          running=evidence.running, incomparable={c: why for c, (_, why) in read.items() if why})
     return Seen(state, found, system, frozenset(t.id for t in tasks))
 
 
@@ -395,12 +396,18 @@ def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, li
     return out
 
 
-def _version(node: Node, entries: list[SoftwareInventory], comp: Component) -> str | None:
-    """The catalog version when every entry runs it (vendor formats compared), else the first that differs."""
+def _version(node: Node, entries: list[SoftwareInventory], comp: Component) -> tuple[str | None, str]:
+    """The catalog version when every entry runs it (vendor formats compared), else the first that differs; and
+    the line naming both strings when that one cannot be ordered against the catalog's (else '')."""
     if not entries:
-        return None
+        return None, ""
     for entry in entries:
         parsed = node.vendor.parse_version(entry.version)
-        if parsed is None or compare(parsed, comp.version) != 0:
-            return parsed or entry.version or "unknown"
-    return comp.version
+        if parsed is None:
+            return entry.version or "unknown", ""
+        try:
+            if compare(parsed, comp.version, comp.version_scheme) != 0:
+                return parsed, ""
+        except VersionsNotComparable as exc:
+            return parsed, f"{comp.component} ({entry.id}): {exc.against('catalog')}"
+    return comp.version, ""

@@ -50,6 +50,9 @@ class FirmwareState(BaseModel):
     staged: dict[str, str] = Field(
         default_factory=dict, description="component -> version flashed but waiting for a host reset"
     )
+    incomparable: dict[str, str] = Field(
+        default_factory=dict, description="component -> the line naming its running version and the catalog's, "
+        "which cannot be ordered (versions.compare): the node is not flashed")
 
 
 class GateResult(BaseModel):

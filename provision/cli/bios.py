@@ -2,7 +2,8 @@
 
 Exit 0: converged (or the plan printed); 1: differences found (diff) or the BMC failed; 2: bad input
 (including values the attribute registry refuses); 3: a spec key could not be checked (no attribute
-on this BIOS and no other evidence; one error line each), never reported as matching.
+on this BIOS and no other evidence; one error line each), never reported as matching; 3 too when `diff`
+could not read the node's BMC (no credentials given, no answer, credentials or TLS refused).
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    InsecureOpt,
+    InventoryOpt,
+    JsonOpt,
+    NodeArg,
+    load_host,
+    reading,
+)
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import bios as bios_ops
@@ -62,7 +71,7 @@ def diff(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: Js
     as_json = fmt is Format.JSON
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (host, facts):
+    with reading(), open_host(entry, insecure) as (host, facts):
         plan = bios_ops.plan(host.spec.bios, bios_ops.observe(facts), facts.vendor)
     if as_json:
         emit_json({"node": node, "plan": plan})

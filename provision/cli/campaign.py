@@ -38,7 +38,7 @@ from provision.cli.output import (
     note,
     show,
 )
-from provision.errors import CheckFailed, InputError
+from provision.errors import CheckFailed, ChecksIncomplete, InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, Request
 from provision.journal.location import ENV_URL, Backend, Location, recorded
@@ -84,9 +84,22 @@ def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, lim
     targets = control.targets(load_fleet(inventory), catalog, limit)
     result = build_plan(catalog, observe_all(list(targets.values()), catalog, _updater(resolved.source, insecure)))
     if fmt is Format.JSON:
-        emit_json(result)
+        emit_json(dict(result.model_dump(mode="json"), unread=[u.model_dump() for u in result.unread]))
+    else:
+        _print_plan(result, fmt)
+    _raise_unlooked(result)
+
+
+def _raise_unlooked(result: CampaignPlan) -> None:
+    """ChecksIncomplete (exit 3, as verify) when a node could not be read, or runs a version that cannot be
+    compared with the catalog's: a plan that could not look is not a plan."""
+    unread = sum(len(u.nodes) for u in result.unread)
+    unsure = result.with_problems
+    if not unread and not unsure:
         return
-    _print_plan(result, fmt)
+    parts = [f"could not read {unread} of {len(result.nodes)} node(s)"] if unread else []
+    parts += [f"versions not comparable with the catalog's on {len(unsure)} node(s)"] if unsure else []
+    raise ChecksIncomplete(f"campaign {result.campaign}: " + "; ".join(parts) + ": no plan for them")
 
 
 LeaseOpt = Annotated[float, typer.Option(
@@ -344,24 +357,48 @@ def _finish(outcome: Outcome, as_json: bool) -> None:
 
 
 def _print_plan(result: CampaignPlan, fmt: Format) -> None:
+    """The nodes with work or a problem; a cause of unreadable nodes said once for all the nodes it holds back
+    (their rows omitted); then the counts, "could not read N" among them."""
     table = new_table("node", "wave", "pending updates", "host reset", title=f"campaign {result.campaign}: plan")
     wave_of = {n: i for i, w in enumerate(result.waves) for n in w}
+    shared = [u for u in result.unread if len(u.nodes) > 1]
+    said = {n for u in shared for n in u.nodes}
+    rows = 0
     for p in result.nodes:
-        if not p.needs_work:
+        if not p.needs_work or p.node in said:
             continue
         if p.error:
             what = cell(f"cannot read: {p.error}", "red")
         else:
-            what = cell(", ".join(f"{u.component} {u.current or '?'} -> {u.target}" + (" (staged)" if u.staged else "")
-                                  for u in p.updates))
+            updates = [", ".join(f"{u.component} {u.current or '?'} -> {u.target}" + (" (staged)" if u.staged else "")
+                                 for u in p.updates)] if p.updates else []
+            what = cell("; ".join(updates + [f"not planned: {line}" for line in p.problems]),
+                        "red" if p.problems else "")
         add_row(table, p.node, wave_of.get(p.node, "-"), what, "yes" if p.host_reset else "no")
-    show(table, fmt)
+        rows += 1
+    if rows:
+        show(table, fmt)
+    for u in shared:
+        _say(fmt, f"error: could not read {len(u.nodes)} node(s) ({_names(u.nodes)}): {u.cause}")
     sizes = " + ".join(str(len(w)) for w in result.waves) or "none"
-    summary = f"waves: {sizes}; already at baseline: {len(result.at_baseline)}"
+    unread = sum(len(u.nodes) for u in result.unread)
+    counts = [f"waves: {sizes}"] + ([f"could not read: {unread}"] if unread else [])
+    counts += [f"versions not comparable: {len(result.with_problems)}"] if result.with_problems else []
+    counts += [f"already at baseline: {len(result.at_baseline)}"] if result.at_baseline or not counts[1:] else []
+    _say(fmt, "; ".join(counts))
+
+
+def _say(fmt: Format, line: str) -> None:
     if fmt is Format.PLAIN:
-        note(summary)  # stdout keeps to the rows
+        note(line)  # stdout keeps to the rows
     else:
-        console.print(summary, markup=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _names(nodes: list[str], most: int = 5) -> str:
+    """node01, node02, ... and 3 more: a fleet-wide cause names a few nodes, not a thousand."""
+    shown = ", ".join(nodes[:most])
+    return shown + (f" and {len(nodes) - most} more" if len(nodes) > most else "")
 
 
 def _num(value: float | None) -> str:

@@ -3,8 +3,9 @@
 `update` sends BMC (and other immediate) images first and waits the BMC reset out, stages the
 host-reset images and the BIOS values, resets the host ONCE, then verifies everything.
 Exit 0: at baseline / done (or the plan printed); 1: not at baseline (status) or an update failed;
-2: bad input; 3: a baseline component could not be checked (absent from FirmwareInventory, or its
-version unreadable; one error line each), never reported as at baseline.
+2: bad input; 3: a baseline component could not be checked (absent from FirmwareInventory, its
+version unreadable, or not comparable with the baseline's: one error line each, naming both versions),
+never reported as at baseline, newer or older; `plan` exits 3 too when the node's BMC could not be read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    InsecureOpt,
+    InventoryOpt,
+    JsonOpt,
+    NodeArg,
+    load_host,
+    reading,
+)
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import converge
@@ -50,10 +59,8 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
         show(table, fmt)
     unchecked = [r for r in rows if r.verdict in fw.UNCHECKED]
     if not as_json:
-        for r in unchecked:
-            why = "not in FirmwareInventory" if r.verdict == "absent" else "running version unreadable"
-            console.print(Text.assemble(("error:", "magenta"), f" {node}: firmware {r.component}: {why}: "
-                                        "could not check"), highlight=False, soft_wrap=True)
+        for line in (_unchecked_line(r) for r in unchecked):
+            console.print(Text.assemble(("error:", "magenta"), f" {node}: {line}"), highlight=False, soft_wrap=True)
     off = [r.component for r in rows if r.verdict not in ("ok", *fw.UNCHECKED)]
     more = f" ({len(unchecked)} more could not be checked)" if unchecked else ""
     if off:
@@ -62,9 +69,18 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
         raise ChecksIncomplete(f"{node}: firmware could not be checked: {', '.join(r.component for r in unchecked)}")
 
 
+def _unchecked_line(row: fw.ComponentStatus) -> str:
+    """Why a component could not be checked: absent, unreadable, or a version not ordered against the baseline."""
+    if row.verdict == "incomparable":
+        return "; ".join(e.problem for e in row.entries if e.verdict == "incomparable")
+    why = "not in FirmwareInventory" if row.verdict == "absent" else "running version unreadable"
+    return f"firmware {row.component}: {why}: could not check"
+
+
 def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:
-    """ChecksIncomplete (exit 3) when a baseline component or BIOS key could not be checked."""
-    missing = cplan.firmware.absent + (cplan.bios.unmapped if cplan.bios else [])
+    """ChecksIncomplete (exit 3) when a baseline component or BIOS key could not be checked (absent, or its
+    running version cannot be compared with the baseline's)."""
+    missing = cplan.firmware.absent + list(cplan.firmware.incomparable) + (cplan.bios.unmapped if cplan.bios else [])
     if missing:
         raise ChecksIncomplete(f"{node}: could not be checked: {', '.join(missing)}")
 
@@ -78,7 +94,7 @@ def render(node: str, cplan: converge.ConvergePlan, fmt: Format = Format.TABLE) 
                       + (" ..." if len(s.entries) > 3 else ""))
     if cplan.firmware.steps:
         show(table, fmt)
-    elif not (cplan.firmware.refused or cplan.firmware.skipped or cplan.firmware.absent):
+    elif not (cplan.firmware.refused or cplan.firmware.skipped or cplan.firmware.problems()):
         console.print(f"{node}: firmware at baseline", markup=False)
     for line in cplan.firmware.refused:
         console.print(Text.assemble(("refused:", "red"), f" {line}"), highlight=False)
@@ -106,7 +122,8 @@ def plan(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, allow_downg
     """What `update` would do (changes nothing)."""
     fmt = choose(output, as_json)
     opts = converge.ConvergeOptions(allow_downgrade=allow_downgrade, bios=not no_bios)
-    node, cplan = _plan(node, inventory, insecure, opts)
+    with reading():
+        node, cplan = _plan(node, inventory, insecure, opts)
     if fmt is Format.JSON:
         emit_json({"node": node, "plan": cplan, "host_reset": cplan.host_reset})
     else:

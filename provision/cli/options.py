@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from provision.ansible.models import Strategy
-from provision.errors import InputError
+from provision.errors import ChecksIncomplete, InputError, RedfishError
 from provision.journal.location import Location, resolve
+from provision.redfish.ops.session import CredentialsMissing
 from provision.spec import HostEntry, load_fleet
 from provision.spec.journal_url import journal_url
 from provision.spec.patterns import HostPatterns
+
+
+@contextmanager
+def reading() -> Iterator[None]:
+    """A read-only plan's reads of a node's BMC: one that could not be made (no credentials given, no answer,
+    credentials or TLS refused, an unreadable answer) is ChecksIncomplete (exit 3, as verify), never a plan."""
+    try:
+        yield
+    except (RedfishError, CredentialsMissing) as exc:
+        raise ChecksIncomplete(str(exc)) from None  # the same one line (node, URI, why), exit 3
+
 
 DEFAULT_INVENTORY = Path(os.environ.get("PROVISION_INVENTORY", "inventory/hosts.yml"))
 

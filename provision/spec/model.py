@@ -20,7 +20,7 @@ from provision.spec.containers import Containers
 from provision.spec.digests import check_sha256
 from provision.spec.nfs import NfsMount, unique_mounts
 from provision.spec.patterns import HostPatterns
-from provision.spec.versions import check_apt_version, check_version
+from provision.spec.versions import VersionScheme, check_apt_version, check_scheme, check_version
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -547,11 +547,19 @@ class FirmwareComponent(Frozen):
         default_factory=dict,
         description="Per-vendor regex over FirmwareInventory Id/Name; vendors/ supply defaults",
     )
+    version_scheme: VersionScheme | None = Field(
+        default=None, description="How the running and baseline versions are ordered (dotted, hex-dotted, date, "
+        "opaque); unset: the scheme both read in; versions of no common scheme are never ordered")
 
     @field_validator("version")
     @classmethod
     def _version(cls, value: str) -> str:
         return check_version(value)
+
+    @model_validator(mode="after")
+    def _in_scheme(self) -> FirmwareComponent:
+        check_scheme(self.version, self.version_scheme)
+        return self
 
     @field_validator("sha256")
     @classmethod

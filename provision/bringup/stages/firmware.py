@@ -17,7 +17,7 @@ from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc import BmcStage, bmc
 from provision.bringup.stages.staged import FLASH_KIND, STAGE_KIND, open_flashes, staged_since_reset
 from provision.campaign.evidence import Evidence, update_evidence
-from provision.errors import CheckFailed
+from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.connector import ROOT
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
@@ -64,6 +64,8 @@ def plan_firmware(host: HostEntry, observed: FirmwareObserved, fplan: fw.Firmwar
     """Pure: a step per component behind the baseline, except those already staged for the reset."""
     if fplan.refused:
         raise CheckFailed(f"{host.name}: " + "; ".join(fplan.refused))
+    if fplan.incomparable:  # not known to be older: never flashed, and the bring-up stops here, saying why
+        raise ChecksIncomplete(f"{host.name}: nothing sent: " + "; ".join(fplan.incomparable.values()))
     running = {c: t for c, t in observed.evidence.running.items() if c in {s.component for s in fplan.steps}}
     if running:  # sent before (by a run that died, or another controller), outlived its wait: never sent again
         raise CheckFailed(f"{host.name}: update task still running: {_tasks(running)}; nothing sent, "

@@ -113,7 +113,7 @@ def _bios(ctx: Context, facts: BmcFacts) -> None:
 
 
 def _firmware(ctx: Context, facts: BmcFacts) -> None:
-    from provision.redfish.vendors.versions import compare
+    from provision.redfish.vendors.versions import VersionsNotComparable, compare
 
     seen = {f.component: f.versions for f in facts.firmware}
     for fw in (f for f in ctx.spec.firmware if f.updated_by == "bmc"):  # in-band ones are checked on the node
@@ -124,7 +124,16 @@ def _firmware(ctx: Context, facts: BmcFacts) -> None:
             why = "running version unreadable" if entries else "not in FirmwareInventory"
             ctx.error(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", f"{fw.component} {why}")
             continue
-        low = [v for v in versions if compare(v, fw.version) < 0]
+        low, unordered = [], []
+        for v in sorted(set(versions)):
+            try:
+                if compare(v, fw.version, fw.version_scheme) < 0:
+                    low.append(v)
+            except VersionsNotComparable as exc:  # never "at or above": an error naming both strings
+                unordered.append(exc.against("baseline"))
+        if unordered:
+            ctx.error(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", "; ".join(unordered))
+            continue
         ctx.record(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", sorted(set(versions)),
                    not low, f"below baseline: {', '.join(sorted(set(low)))}" if low else "")
 

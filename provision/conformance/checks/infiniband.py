@@ -45,15 +45,19 @@ def evaluate(ctx: Context) -> None:
 
 def _firmware(ctx: Context, cas: list[IbCa]) -> None:
     """In-band firmware (spec component ib_nic, updated_by os) read from ibstat, at or above the baseline."""
-    from provision.redfish.vendors.versions import compare
+    from provision.redfish.vendors.versions import VersionsNotComparable, compare
 
     baseline = next((f for f in ctx.spec.firmware if f.component == "ib_nic" and f.updated_by == "os"), None)
     if baseline is None:
         return
     for ca in cas:
-        ok = compare(ca.firmware_version, baseline.version) >= 0
-        ctx.record(f"infiniband.{ca.name}.firmware", AREA, f"{ca.name} firmware at or above the baseline",
-                   f">= {baseline.version}", ca.firmware_version, ok)
+        cid, desc = f"infiniband.{ca.name}.firmware", f"{ca.name} firmware at or above the baseline"
+        try:
+            ok = compare(ca.firmware_version, baseline.version, baseline.version_scheme) >= 0
+        except VersionsNotComparable as exc:  # never "at or above": an error naming both strings
+            ctx.error(cid, AREA, desc, f">= {baseline.version}", exc.against("baseline"))
+            continue
+        ctx.record(cid, AREA, desc, f">= {baseline.version}", ca.firmware_version, ok)
 
 
 def _port(ctx: Context, ib: InfiniBand, label: str, port: IbPort) -> None:

@@ -72,10 +72,12 @@ def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path | None = None,
 
 
 def apply(node: Node, spec: NodeSpec, cplan: ConvergePlan, opts: ConvergeOptions, clock: Clock) -> ConvergeResult:
-    """Carry out a plan; refuses (sending nothing) when a downgrade or a BIOS value is refused."""
+    """Carry out a plan; refuses (sending nothing) when a downgrade or a BIOS value is refused, or a running
+    version cannot be compared with the baseline's."""
     where = node.conn.opts.where
-    if cplan.firmware.refused:
-        raise RedfishOperationFailed(f"{where}: nothing sent: " + "; ".join(cplan.firmware.refused))
+    if cplan.firmware.refused or cplan.firmware.incomparable:  # an image not known to be newer is never sent
+        raise RedfishOperationFailed(
+            f"{where}: nothing sent: " + "; ".join(cplan.firmware.refused + list(cplan.firmware.incomparable.values())))
     if cplan.bios and cplan.bios.invalid:
         bios_ops.apply(node, cplan.bios)  # raises BiosValidationError naming every refused value
     for step in cplan.firmware.steps:

@@ -29,17 +29,18 @@ from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.vendors import VendorPlugin
-from provision.redfish.vendors.versions import compare
+from provision.redfish.vendors.versions import VersionsNotComparable, compare
 from provision.spec.model import FirmwareComponent
 
 LOG = logging.getLogger("provision.redfish")
 TASK_TIMEOUT_S = {"bmc": 1200.0, "bios": 1200.0, "gpu": 2400.0, "nvswitch": 2400.0}
 DEFAULT_TASK_TIMEOUT_S = 1800.0
 RANK = {"bmc": 0, "bios": 1}
-Verdict = Literal["ok", "older", "newer", "unknown", "absent"]
+Verdict = Literal["ok", "older", "newer", "unknown", "absent", "incomparable"]
 # A component the baseline names but FirmwareInventory does not list (or lists without a readable
-# version) could not be checked: never "at baseline".
-UNCHECKED: frozenset[str] = frozenset({"absent", "unknown"})
+# version), or whose running version cannot be ordered against the baseline's (versions.compare: a build
+# id, another scheme), could not be checked: never "at baseline", "newer" or "older".
+UNCHECKED: frozenset[str] = frozenset({"absent", "unknown", "incomparable"})
 
 
 class FirmwareState(BaseModel):
@@ -61,6 +62,8 @@ class EntryStatus(BaseModel):
     raw_version: str | None
     version: str | None
     verdict: Verdict
+    problem: str = ""
+    """Why the version could not be ordered against the baseline (verdict incomparable), naming both."""
 
 
 class ComponentStatus(BaseModel):
@@ -75,7 +78,7 @@ class ComponentStatus(BaseModel):
         if not self.entries:
             return "absent"
         kinds = {e.verdict for e in self.entries}
-        worst: list[Verdict] = ["older", "newer", "unknown"]
+        worst: list[Verdict] = ["incomparable", "older", "newer", "unknown"]
         return next((v for v in worst if v in kinds), "ok")
 
 
@@ -112,9 +115,14 @@ class FirmwarePlan(BaseModel):
     def host_reset(self) -> bool:
         return any(s.needs_host_reset for s in self.steps)
 
+    incomparable: dict[str, str] = Field(default_factory=dict)
+    """component -> the line naming its running version(s) and the baseline's, which cannot be ordered: it is not
+    flashed (nothing says whether the image is older or newer), and the plan is not carried out."""
+
     def problems(self) -> list[str]:
         """One line per baseline component that could not be checked."""
-        return [f"firmware {c}: not in FirmwareInventory: could not check" for c in self.absent]
+        absent = [f"firmware {c}: not in FirmwareInventory: could not check" for c in self.absent]
+        return absent + list(self.incomparable.values())
 
 
 def observe(conn: Connector) -> FirmwareState:
@@ -135,14 +143,24 @@ def status(
     out = []
     for comp in (c for c in baseline if c.updated_by == "bmc"):
         entries = vendor.match_firmware(comp.component, state.entries, comp.match)
-        rows = []
-        for e in entries:
-            ver = vendor.parse_version(e.version)
-            verdict: Verdict = "unknown" if ver is None else (
-                "ok" if compare(ver, comp.version) == 0 else ("older" if compare(ver, comp.version) < 0 else "newer"))
-            rows.append(EntryStatus(id=e.id, uri=e.uri, raw_version=e.version, version=ver, verdict=verdict))
+        rows = [_entry_status(e, vendor.parse_version(e.version), comp) for e in entries]
         out.append(ComponentStatus(component=comp.component, target=comp.version, entries=rows))
     return out
+
+
+def _entry_status(entry: SoftwareInventory, version: str | None, comp: FirmwareComponent) -> EntryStatus:
+    """One entry's verdict; a version that cannot be ordered against the baseline's is `incomparable`, with
+    the one line naming both strings (never older, newer or ok)."""
+    row = EntryStatus(id=entry.id, uri=entry.uri, raw_version=entry.version, version=version, verdict="unknown")
+    if version is None:
+        return row
+    try:
+        order = compare(version, comp.version, comp.version_scheme)
+    except VersionsNotComparable as exc:
+        return row.model_copy(update={"verdict": "incomparable",
+                                      "problem": f"firmware {comp.component} ({entry.id}): {exc.against('baseline')}"})
+    verdict: Verdict = "ok" if order == 0 else ("older" if order < 0 else "newer")
+    return row.model_copy(update={"verdict": verdict})
 
 
 def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin,
@@ -156,6 +174,7 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
     statuses = {s.component: s for s in status(baseline, state, vendor)}
     entries = {e.uri: e for e in state.entries}
     steps, refused, absent, skipped = [], [], [], []
+    incomparable: dict[str, str] = {}
     for comp in ordered:
         st = statuses[comp.component]
         verdict = st.verdict
@@ -163,6 +182,9 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
             continue
         if verdict == "absent":
             absent.append(comp.component)
+            continue
+        if verdict == "incomparable":  # never flashed: nothing says whether the image is older or newer
+            incomparable[comp.component] = "; ".join(e.problem for e in st.entries if e.verdict == "incomparable")
             continue
         if verdict == "newer" and not allow_downgrade:
             refused.append(f"{comp.component}: running {_versions(st)} is newer than baseline {comp.version} "
@@ -175,7 +197,7 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
         matched = [e for e in matched if e.updateable is not False]
         steps.append(_step(by_name[comp.component], matched, state, vendor, inventory_dir,
                            downgrade=verdict == "newer"))
-    return FirmwarePlan(steps=steps, refused=refused, absent=absent, skipped=skipped)
+    return FirmwarePlan(steps=steps, refused=refused, absent=absent, skipped=skipped, incomparable=incomparable)
 
 
 def _versions(st: ComponentStatus) -> str:

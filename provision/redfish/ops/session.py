@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +16,17 @@ from provision.redfish.vendors import VendorPlugin, detect
 from provision.spec.model import BmcEndpoint, HostEntry
 
 
+def cause_of(node: str, text: str) -> str:
+    """An error's text without the node's own prefix ("host node01: ", "node01 BMC (https://...): ",
+    "node01: "), so a cause many nodes share can be said once."""
+    return re.sub(rf"^(?:host )?{re.escape(node)}(?: BMC \([^)]*\))?: ", "", text, count=1)
+
+
+class CredentialsMissing(InventoryError):
+    """An inventory host without BMC credentials: nothing is sent to its BMC (a command that only reads counts
+    it as a node it could not read)."""
+
+
 def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: RetryPolicy | None = None,
                 max_parallel: int = 4) -> ConnectorOptions:
     """Connector options from an inventory BMC endpoint; --insecure turns verification off. Refuses an
@@ -22,7 +34,7 @@ def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: Retr
     missing = [key for key, value in (("provision_bmc_username", bmc.username),
                                       ("provision_bmc_password", bmc.password.get_secret_value())) if not value]
     if missing:
-        raise InventoryError(f"host {name}: {' and '.join(missing)} not set: give them as host or group vars "
+        raise CredentialsMissing(f"host {name}: {' and '.join(missing)} not set: give them as host or group vars "
                              "(the password vaulted), or set PROVISION_BMC_USERNAME and PROVISION_BMC_PASSWORD")
     opts = ConnectorOptions(
         address=bmc.address, username=bmc.username, password=bmc.password, ca_file=bmc.ca_file,

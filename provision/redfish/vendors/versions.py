@@ -1,55 +1,41 @@
-"""Firmware version parsing and comparison that copes with vendor formats."""
+"""Firmware version parsing that copes with vendor formats; the ordering of two versions is by scheme
+(provision/spec/versions.py: dotted, hex-dotted, date, opaque) and is re-exported here."""
 
 from __future__ import annotations
 
 import re
 
-_AFTER_VER = re.compile(r"(?i)\b(?:ver(?:sion)?|v)\.?\s*:?\s*([0-9][0-9A-Za-z]*(?:[.\-_][0-9A-Za-z]+)*)")
-_DOTTED = re.compile(r"\b([0-9][0-9A-Za-z]*(?:\.[0-9A-Za-z]+)+)\b")
-_NUMBER = re.compile(r"\b([0-9]+)\b")
-_HEX = re.compile(r"^[0-9A-Fa-f]+$")
+from provision.spec.versions import (
+    VersionScheme,
+    VersionsNotComparable,
+    classify,
+    compare,
+    fits,
+    normalise,
+)
+
+__all__ = ["VersionScheme", "VersionsNotComparable", "classify", "compare", "fits", "normalise", "parse_version"]
+
+# a token after "Ver"/"v" (P79 v1.45), or a dotted token standing alone: never one cut out of a longer word
+# (G520.0200.00.05, HGX-22.10-1-rc34 and 00.02.0134.0000_n00 are opaque as a whole, not 0200.00.05 or 22.10)
+_AFTER_VER = re.compile(r"(?i)\b(?:ver(?:sion)?|v)\.?\s*:?\s*([0-9][0-9A-Za-z]*(?:[.\-_][0-9A-Za-z]+)*)(?![\w.\-])")
+_DOTTED = re.compile(r"(?<![\w.])([0-9][0-9A-Za-z]*(?:\.[0-9A-Za-z]+)+)(?![\w.\-])")
+_DATE = re.compile(r"(?<![\w/\-])([0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}/[0-9]{2}/[0-9]{4})(?![\w/\-])")
 
 
 def parse_version(raw: str | None) -> str | None:
     """The version token of a vendor string: 'BIOS Date: 08/04/2023 Ver 1.4' -> '1.4',
-    'P79 v1.45' -> '1.45', '6.00.30.00' -> '6.00.30.00'."""
+    'P79 v1.45' -> '1.45', '6.00.30.00' -> '6.00.30.00', 'BIOS Date: 08/04/2023' -> '08/04/2023'. A string
+    with no such token is its own (opaque) version: 'buildbrain-gcid-38635631' stays whole, never '38635631'."""
     if raw is None:
         return None
     text = str(raw).strip()
-    for pat in (_AFTER_VER, _DOTTED, _NUMBER):
+    if not text:
+        return None
+    if classify(text) is not VersionScheme.OPAQUE:
+        return text
+    for pat in (_AFTER_VER, _DOTTED, _DATE):
         m = pat.search(text)
         if m:
             return m.group(1)
-    return text or None
-
-
-def _parts(version: str) -> list[str]:
-    return [p for p in re.split(r"[.\-_]", version) if p != ""]
-
-
-def _cmp_part(a: str, b: str) -> int:
-    if a.isdigit() and b.isdigit():
-        x, y = int(a), int(b)
-    elif _HEX.match(a) and _HEX.match(b):
-        x, y = int(a, 16), int(b, 16)
-    else:
-        x, y = a.lower(), b.lower()  # type: ignore[assignment]
-    return (x > y) - (x < y)
-
-
-def compare(a: str, b: str) -> int:
-    """-1, 0 or 1 as a is older, equal or newer than b. Parts compare as numbers (hex where
-    either has hex letters, e.g. GPU '96.00.9F.00.04'); missing trailing parts count as zero."""
-    pa, pb = _parts(a), _parts(b)
-    width = max(len(pa), len(pb))
-    pa += ["0"] * (width - len(pa))
-    pb += ["0"] * (width - len(pb))
-    hexy = any(re.search(r"[A-Fa-f]", p) for p in pa + pb)
-    for x, y in zip(pa, pb, strict=True):
-        if hexy and _HEX.match(x) and _HEX.match(y):
-            c = (int(x, 16) > int(y, 16)) - (int(x, 16) < int(y, 16))
-        else:
-            c = _cmp_part(x, y)
-        if c:
-            return c
-    return 0
+    return text

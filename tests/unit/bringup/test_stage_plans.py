@@ -16,7 +16,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stages.bios import BiosObserved, BiosStage, BiosWrite
 from provision.bringup.stages.firmware import FirmwareAction, FirmwareObserved, FirmwareStage, task_evidence
 from provision.bringup.stages.reset import HostReset, ResetObserved, ResetStage
-from provision.errors import CheckFailed
+from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import firmware as fw
 from provision.redfish.resources import Task
@@ -91,6 +91,15 @@ def test_firmware_plan_reads_the_update_tasks_as_the_campaign_does(make_host: Ca
 def test_firmware_plan_refuses_a_downgrade(make_host: Callable[..., HostEntry]) -> None:
     with pytest.raises(CheckFailed, match=r"bmc: running 1\.45 is newer than baseline 1\.40"):
         FirmwareStage(OPTS).plan(make_host(bmc="1.40"), _fw())
+
+
+def test_firmware_plan_stops_on_a_version_it_cannot_compare(make_host: Callable[..., HostEntry]) -> None:
+    """A BIOS reporting a build id: the bring-up stops there (exit 3), naming both strings; nothing is sent,
+    not even the BMC image that alone would be an upgrade."""
+    observed = _fw({"BMC": "1.45", "BIOS": "buildbrain-gcid-38635631"})
+    with pytest.raises(ChecksIncomplete, match=r"nothing sent: firmware bios \(BIOS\): cannot compare "
+                                               r"'buildbrain-gcid-38635631' with baseline '1\.50'"):
+        FirmwareStage(OPTS).plan(make_host(), observed)
 
 
 ATTRS = {"ProcTurboMode": "Disabled", "PowerProfile": "MaxPerf", "NicBoot1": "Disabled"}

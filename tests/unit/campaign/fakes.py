@@ -59,6 +59,7 @@ class FakeBmcs:
         self.order: list[str] = []
         self.busy_until: dict[str, float] = {}
         self.staged: dict[str, dict[str, str]] = {}
+        self.incomparable: dict[str, dict[str, str]] = {}  # node -> component -> why its version is not ordered
         self.prepared: list[str] = []
         self.sessions: list[tuple[str, bool]] = []  # (node, afresh) per turn
         self.released = 0
@@ -89,6 +90,7 @@ class FakeBmcs:
             return FirmwareState(
                 versions={c.component: self.versions[target.name].get(c.component) for c in components},
                 busy=busy, staged=dict(self.staged.get(target.name, {})),
+                incomparable=dict(self.incomparable.get(target.name, {})),
             )
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:

@@ -77,6 +77,9 @@ def _comp(data: dict, name: str) -> dict:
 
 BAD = [
     (lambda d: _comp(d, "bios").update(version="two point one"), r"components\.bios\.version: .*not a version"),
+    (lambda d: _comp(d, "bios").update(version_scheme="semver"), r"components\.bios\.version_scheme: .*'dotted'"),
+    (lambda d: _comp(d, "bios").update(version_scheme="hex-dotted"),
+     r"components\.bios: .*'2\.1' is not a hex-dotted version"),
     (lambda d: _comp(d, "gpu").update(sha256="ABC"), r"components\.gpu\.sha256: sha256 must be 64"),
     (lambda d: _comp(d, "gpu").update(colour="red"), r"components\.gpu\.colour: unknown key"),
     (lambda d: _comp(d, "gpu").update(apply_time="Later"), r"components\.gpu\.apply_time"),

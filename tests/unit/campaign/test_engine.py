@@ -394,3 +394,18 @@ def test_a_turn_on_a_node_another_run_holds_is_refused_naming_the_holder(store: 
     assert refused.state is NodeState.FAILED and "n03: locked by bringup (pid " in refused.error
     assert not any(key[0] == "n03" for key in bmcs.flashes)
     assert NodeLocks(store.journal).held() == []  # every turn gave its lease back
+
+
+def test_a_node_whose_version_cannot_be_compared_is_failed_and_never_flashed(store: CampaignStore,
+                                                                              source: Path) -> None:
+    """The canary's BIOS reports a build id: its turn fails naming both strings before the drain hook or any
+    update (not even the BMC image, which alone would be an upgrade); the campaign halts on it."""
+    cat = catalog({"waves": {"canary": 1, "batch_size": 4}})
+    bmcs = FakeBmcs(NODES, OLD)
+    why = "bios (BIOS): cannot compare 'buildbrain-gcid-38635631' with catalog '3.0': opaque"
+    bmcs.incomparable["n01"] = {"bios": why}
+    out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
+    node = store.node("test", "n01")
+    assert node.state is NodeState.FAILED and node.error == f"nothing sent: {why}"
+    assert [k for k in bmcs.flashes if k[0] == "n01"] == [] and bmcs.resets["n01"] == 0
+    assert out.failed == 1 and not out.ok

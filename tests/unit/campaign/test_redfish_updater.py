@@ -135,12 +135,23 @@ def _entries(*versions: str) -> list[SoftwareInventory]:
 )
 def test_component_version(versions: tuple[str, ...], expected: str | None) -> None:
     gpu = CAT.component("gpu")
-    assert _version(FakeNode(FakeConn()), _entries(*versions), gpu) == expected  # type: ignore[arg-type]
+    assert _version(FakeNode(FakeConn()), _entries(*versions), gpu) == (expected, "")  # type: ignore[arg-type]
 
 
 def test_bios_version_is_parsed_from_the_vendor_string() -> None:
     bios = CAT.component("bios")
-    assert _version(FakeNode(FakeConn()), _entries("BIOS Date: 08/04/2023 Ver 1.4"), bios) == "1.4"  # type: ignore[arg-type]
+    assert _version(FakeNode(FakeConn()), _entries("BIOS Date: 08/04/2023 Ver 1.4"), bios) == ("1.4", "")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("component", "running"), [
+    ("bios", "buildbrain-gcid-38635631"), ("bios", "2023-08-04"), ("gpu", "96.00.161.00.04"), ("gpu", "G96-9F"),
+])
+def test_a_version_not_comparable_with_the_catalog_is_named_with_it(component: str, running: str) -> None:
+    """Read as it runs (never taken for the catalog's), with the line naming both strings."""
+    comp = CAT.component(component)
+    version, why = _version(FakeNode(FakeConn()), _entries(comp.version, running), comp)  # type: ignore[arg-type]
+    assert version == running
+    assert why.startswith(f"{component} (1): cannot compare {running!r} with catalog {comp.version!r}")
 
 
 def _task(state: str, status: str, *msgs: tuple[str, list[str]]) -> dict[str, Any]:

@@ -64,3 +64,22 @@ def test_bad_wave_policies(policy: dict, message: str) -> None:
 )
 def test_ideal_schedule(waves: list[list[float]], concurrency: int, ideal: float) -> None:
     assert ideal_seconds(waves, concurrency) == pytest.approx(ideal)
+
+
+def test_a_plan_names_versions_it_cannot_compare_and_never_counts_the_node_at_baseline() -> None:
+    from provision.campaign.plan import build_plan
+    from provision.campaign.updater import FirmwareState
+    from tests.unit.campaign.fakes import catalog
+
+    cat = catalog()
+    why = "bios (BIOS): cannot compare 'buildbrain-gcid-38635631' with catalog '3.0': opaque"
+    observed: dict[str, FirmwareState | str] = {
+        "n1": FirmwareState(versions={"bmc": "2.0", "bios": "buildbrain-gcid-38635631"}, incomparable={"bios": why}),
+        "n2": FirmwareState(versions={"bmc": "2.0", "bios": "3.0"}),
+        "n3": FirmwareState(versions={"bmc": "1.0", "bios": "buildbrain-gcid-38635631"}, incomparable={"bios": why}),
+    }
+    plan = build_plan(cat, observed)
+    by_node = {p.node: p for p in plan.nodes}
+    assert by_node["n1"].problems == [why] and by_node["n1"].updates == []  # the bios is no update: a problem
+    assert [u.component for u in by_node["n3"].updates] == ["bmc"] and by_node["n3"].problems == [why]
+    assert plan.at_baseline == ["n2"] and sorted(n for w in plan.waves for n in w) == ["n1", "n3"]

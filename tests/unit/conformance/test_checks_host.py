@@ -187,6 +187,21 @@ def test_ib_port_down_and_slow_fail_their_own_checks() -> None:
     assert area(ctx, "infiniband")["infiniband.mlx5_5/1.rate"].outcome is Outcome.FAIL
 
 
+@pytest.mark.parametrize(("firmware", "outcome"), [
+    ("28.41.1000", Outcome.PASS), ("28.38.1000", Outcome.FAIL),  # the baseline (ib_nic) is 28.39.1002
+    ("28.39.1002.beta", Outcome.ERROR), ("rel-28_41_1000", Outcome.ERROR),  # never ordered: an error, not a pass
+])
+def test_ib_firmware_against_the_baseline(firmware: str, outcome: Outcome) -> None:
+    s = spec(**{"network.infiniband.count": 8})
+    ctx = run(s, {"ibstat": IB_ACTIVE.replace("Firmware version: 28.41.1000", f"Firmware version: {firmware}"),
+                  "netdevs": ib_netdevs(8)})
+    want = next(c.version for c in s.firmware if c.component == "ib_nic")
+    rows = [r for r in area(ctx, "infiniband").values() if r.id.endswith(".firmware")]
+    assert len(rows) == 8 and {r.outcome for r in rows} == {outcome}
+    if outcome is Outcome.ERROR:
+        assert all(f"cannot compare {firmware!r} with baseline {want!r}" in r.detail for r in rows)
+
+
 def test_ipoib_mtu_mode_and_address() -> None:
     s = spec()
     ib = IB_ACTIVE  # 8 IB ports; ML-PROD-V4 wants 2 -> the port count fails, the netdev checks do not

@@ -466,3 +466,14 @@ def test_thermal_subsystem_fan_redundancy_group_is_judged() -> None:
         assert thermal[0].redundancy[0].min_num_needed == 5
         row = bmc_run(bmc_facts(thermal=thermal))["bmc.fan_redundancy"]
         assert row.outcome is outcome and "NPlusM " + health in row.found, row
+
+
+@pytest.mark.parametrize("running", ["buildbrain-gcid-38635631", "2023-08-04"])
+def test_a_version_not_comparable_with_the_baseline_is_an_error_naming_both(running: str) -> None:
+    """Never "at or above the baseline" (nor below): a build id or a date against the dotted baseline 2.1."""
+    f = bmc_facts()
+    fw = tuple(x if x.component != "bios" else FirmwareSeen(component="bios", versions=(running,)) for x in f.firmware)
+    row = bmc_run(f.model_copy(update={"firmware": fw}))["bmc.firmware.bios"]
+    want = next(c.version for c in spec().firmware if c.component == "bios")
+    assert row.outcome is Outcome.ERROR
+    assert f"cannot compare {running!r} with baseline {want!r}" in row.detail

@@ -32,7 +32,10 @@ def _baseline(tmp_path: Path, component: str, apply_time: str | None) -> tuple[F
 
 
 def _state(capture: str, service: dict[str, Any] | None = None) -> fw.FirmwareState:
-    return fw.FirmwareState(entries=firmware_entries(capture), service=UpdateService.parse(service or get(capture, US)),
+    """The capture's FirmwareInventory, every entry running 1.0 (older than the baseline's 999.0.0: some captures'
+    own versions, such as the GH200 BMC's GH200-24.05-2, are opaque and cannot be ordered against any baseline)."""
+    entries = [e.model_copy(update={"version": "1.0"}) for e in firmware_entries(capture)]
+    return fw.FirmwareState(entries=entries, service=UpdateService.parse(service or get(capture, US)),
                             where="node01 BMC (https://bmc)")
 
 

@@ -58,6 +58,20 @@ def test_versions_decide(tmp_path: Path, version: str, allow: bool, steps: list[
     assert [r.split(":")[0] for r in plan.refused] == refused
 
 
+@pytest.mark.parametrize(("component", "version", "steps"), [
+    ("bios", "1.4.1", ["bios"]),  # running 1.4 is 1.4.0: older than 1.4.1, never "at baseline"
+    ("bios", "1.4.0", []),
+    ("gpu", "96.00.61.00.01.01", ["gpu"]),  # running 96.00.61.00.01 is ...01.00: older
+    ("gpu", "96.00.61.00.01.00", []),
+    ("gpu", "96.00.61.00", []),  # running 96.00.61.00.01 is newer: refused, not stepped
+])
+def test_missing_trailing_parts_are_zeros_not_dropped(tmp_path: Path, component: str, version: str,
+                                                      steps: list[str]) -> None:
+    plan = fw.plan((comp(component, version),), sm_state(), by_name("supermicro"), tmp_path)
+    assert [s.component for s in plan.steps] == steps
+    assert bool(plan.refused) is (version == "96.00.61.00")
+
+
 def test_not_updateable_and_absent(tmp_path: Path) -> None:
     base = (comp("ib_nic", "28.39.1002"), comp("fpga_thing", "1.0"))
     plan = fw.plan(base, sm_state(), by_name("supermicro"), tmp_path)
