@@ -44,7 +44,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                          dimm_type=None, drives=0, nvme=0, psus=0, psu_w=None, gpus=2, gpu="NVIDIA GH200 96GB HBM3",
                          gpu_gib=96),
     "supermicro": dict(vendor="supermicro", cpu="Intel(R) Xeon(R) Platinum 8462Y+", cores=32, cpus=2, dimms=32,
-                       dimm_gib=64, dimm_type="DDR5", drives=8, nvme=8, psus=8, psu_w=None, gpus=8,
+                       dimm_gib=64, dimm_type="DDR5", drives=8, nvme=0, psus=8, psu_w=None, gpus=8,
                        gpu="H100 80GB HBM3", gpu_gib=80),
 }
 
@@ -59,6 +59,9 @@ def test_full_capture_inventory(full: dict[str, NodeInventory], name: str) -> No
     assert len(dimms) == want["dimms"] and {round((m.capacity_mib or 0) / 1024) for m in dimms} == {want["dimm_gib"]}
     assert {m.memory_device_type for m in dimms} == {want["dimm_type"]}
     assert len(inv.drives) == want["drives"] and len([d for d in inv.drives if d.is_nvme]) == want["nvme"]
+    # Supermicro's backplane drives state no Protocol: unknown, never taken for NVMe
+    assert len([d for d in inv.drives if not d.protocol_known]) == want["drives"] - want["nvme"] - (
+        2 if name == "hpe" else 0)  # HPE's two SATA boot drives
     psus = [p for pw in inv.power for p in pw.power_supplies if p.present]
     assert len(psus) == want["psus"]
     if want["psu_w"]:
@@ -182,9 +185,11 @@ def test_gpu_model_only_on_its_pcie_device() -> None:
 
 
 def test_default_lab_node_reads_no_new_places() -> None:
-    """The complete lab node (Supermicro tree filled to ML-PROD-V4) links Storage, Power and Thermal: SimpleStorage
-    and the *Subsystem resources are never fetched, and the request count does not grow (24 before this reader,
-    with this loopback BMC's one-level $expand)."""
+    """The complete lab node (Supermicro tree filled to ML-PROD-V4) links Storage, SimpleStorage, Power and
+    Thermal: the *Subsystem resources it does not link are never fetched; SimpleStorage is (drives are counted
+    across every place that lists them), and the request count stays bounded (23 before SimpleStorage was read,
+    with this loopback BMC's one-level $expand; the linked SimpleStorage is not in the tree: 404 with and without
+    $expand)."""
     from provision.lab.bmcsim.config import TREES_DIR, Parts
     from provision.lab.bmcsim.fill import complete
     from provision.lab.bmcsim.tree import load_dir
@@ -195,5 +200,6 @@ def test_default_lab_node_reads_no_new_places() -> None:
     with Served(bmc) as srv:
         inv = observe(connect(srv))
     paths = [s.path for s in bmc.seen if s.method == "GET"]
-    assert not [p for p in paths if any(x in p for x in ("SimpleStorage", "PowerSubsystem", "ThermalSubsystem"))]
-    assert inv.requests <= 24 and len(inv.gpus) == 8 and len(inv.drives) == 10
+    assert not [p for p in paths if any(x in p for x in ("PowerSubsystem", "ThermalSubsystem"))]
+    assert paths.count("/redfish/v1/Systems/1/SimpleStorage") <= 2
+    assert inv.requests <= 25 and len(inv.gpus) == 8 and len(inv.drives) == 10
