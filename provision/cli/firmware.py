@@ -51,7 +51,7 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     unchecked = [r for r in rows if r.verdict in fw.UNCHECKED]
     if not as_json:
         for r in unchecked:
-            why = "not in FirmwareInventory" if r.verdict == "absent" else "running version unreadable"
+            why = _unchecked_why(r)
             console.print(Text.assemble(("error:", "magenta"), f" {node}: firmware {r.component}: {why}: "
                                         "could not check"), highlight=False, soft_wrap=True)
     off = [r.component for r in rows if r.verdict not in ("ok", *fw.UNCHECKED)]
@@ -60,6 +60,17 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
         raise CheckFailed(f"{node}: firmware not at baseline: {', '.join(off)}{more}")
     if unchecked:
         raise ChecksIncomplete(f"{node}: firmware could not be checked: {', '.join(r.component for r in unchecked)}")
+
+
+def _unchecked_why(row: fw.ComponentStatus) -> str:
+    """Why a component could not be checked: not listed, listed Absent (with the version it carries), or listed
+    with a version that cannot be read."""
+    if row.verdict != "absent":
+        return "running version unreadable"
+    if not row.entries:
+        return "not in FirmwareInventory"
+    listed = ", ".join(f"{e.id} version {e.raw_version} (Status.State {e.state})" for e in row.entries)
+    return f"listed Absent in FirmwareInventory: {listed}"
 
 
 def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:

@@ -61,6 +61,8 @@ class EntryStatus(BaseModel):
     raw_version: str | None
     version: str | None
     verdict: Verdict
+    state: str | None = None
+    """The entry's Status.State; "Absent" for an entry shown only because nothing running matched."""
 
 
 class ComponentStatus(BaseModel):
@@ -75,7 +77,7 @@ class ComponentStatus(BaseModel):
         if not self.entries:
             return "absent"
         kinds = {e.verdict for e in self.entries}
-        worst: list[Verdict] = ["older", "newer", "unknown"]
+        worst: list[Verdict] = ["older", "newer", "unknown", "absent"]
         return next((v for v in worst if v in kinds), "ok")
 
 
@@ -140,9 +142,21 @@ def status(
             ver = vendor.parse_version(e.version)
             verdict: Verdict = "unknown" if ver is None else (
                 "ok" if compare(ver, comp.version) == 0 else ("older" if compare(ver, comp.version) < 0 else "newer"))
-            rows.append(EntryStatus(id=e.id, uri=e.uri, raw_version=e.version, version=ver, verdict=verdict))
+            rows.append(EntryStatus(id=e.id, uri=e.uri, raw_version=e.version, version=ver, verdict=verdict,
+                                    state=e.status.state if e.status else None))
+        rows = rows or _absent_rows(comp, state.entries, vendor)
         out.append(ComponentStatus(component=comp.component, target=comp.version, entries=rows))
     return out
+
+
+def _absent_rows(comp: FirmwareComponent, entries: list[SoftwareInventory], vendor: VendorPlugin) -> list[EntryStatus]:
+    """The component's entries the BMC lists with Status.State Absent (and a version): shown with that version and
+    state, verdict absent (nothing running to check), never "not in FirmwareInventory"."""
+    absent = [e for e in entries if e.status and e.status.state == "Absent" and e.version]
+    as_listed = {e.uri: e for e in absent}
+    found = vendor.match_firmware(comp.component, [e.model_copy(update={"status": None}) for e in absent], comp.match)
+    return [EntryStatus(id=e.id, uri=e.uri, raw_version=as_listed[e.uri].version, version=None, verdict="absent",
+                        state="Absent") for e in found]
 
 
 def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin,
