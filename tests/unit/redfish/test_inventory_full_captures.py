@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from capture_facts import CAPTURES, facts
 from full_captures import full_tree
 from rf_fakebmc import FakeBmc, Served
 from rf_support import connect
@@ -30,7 +31,7 @@ def spec():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def full() -> dict[str, NodeInventory]:
-    return {name: _observe(full_tree(name)) for name in ("hpe", "lenovo", "nvidia_gh200", "supermicro")}
+    return {name: _observe(full_tree(name)) for name in CAPTURES}
 
 
 # capture: vendor, cpu model, cores, cpus, dimms (GiB each), drives (NVMe of them), psus (W), gpus (model, GiB)
@@ -70,6 +71,38 @@ def test_full_capture_inventory(full: dict[str, NodeInventory], name: str) -> No
     if want["gpus"]:
         assert {g.model for g in inv.gpus} == {want["gpu"]}
         assert {g.memory_gib for g in inv.gpus} == {want["gpu_gib"]}
+
+
+# ---- every whole capture against facts read from its files by an independent reader (capture_facts) -------
+# Headline figures of the reader itself, so that a reader that finds nothing cannot make the comparison pass:
+# HPE lists 16 NVMe + 2 SATA drives and 2 PSUs; Lenovo 4 PSUs (in Power and again in PowerSubsystem) and 8 GPUs;
+# Supermicro 8 drives under its backplane chassis and again as SimpleStorage devices; the DPU 6 Ethernet ports.
+READER = {"hpe": dict(drives=18, psus=2, gpus=0), "lenovo": dict(drives=4, psus=4, gpus=8),
+          "supermicro": dict(drives=8, psus=8, gpus=8), "nvidia_dpu": dict(drives=0, psus=0, gpus=0),
+          "nvidia_gbswitch": dict(drives=0, psus=0, gpus=0), "nvidia_gh200": dict(drives=0, psus=0, gpus=2)}
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_the_reader_reads_the_capture(name: str) -> None:
+    f = facts(name)
+    assert (f.drives, f.psus, f.gpus) == tuple(READER[name].values())
+    assert f.firmware and any(v[0] for v in f.firmware.values())
+    assert facts("nvidia_dpu").ports["Ethernet"] == 6 and facts("hpe").ports["InfiniBand"] == 2
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_inventory_counts_are_the_capture_s(full: dict[str, NodeInventory], name: str) -> None:
+    """Drives, PSUs, NIC ports, CPUs, GPUs and firmware entries of each whole capture, against its files."""
+    f, inv = facts(name), full[name]
+    assert inv.unreadable == []
+    assert len(inv.drives) == f.drives
+    assert {d.serial_number.strip().upper() for d in inv.drives if d.serial_number} == f.drive_serials
+    assert len([p for pw in inv.power for p in pw.power_supplies if p.present]) == f.psus
+    assert inv.ports.model_dump() == {"ethernet": f.ports["Ethernet"], "infiniband": f.ports["InfiniBand"],
+                                      "other": f.ports["other"], "unknown": f.ports["unknown"]}
+    assert tuple(c.model for c in inv.cpus) == f.cpus
+    assert len(inv.gpus) == f.gpus
+    assert {e.id: (e.version, e.status.state if e.status else None) for e in inv.firmware} == f.firmware
 
 
 def test_supermicro_psu_ratings(full: dict[str, NodeInventory]) -> None:
