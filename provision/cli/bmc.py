@@ -60,14 +60,17 @@ def summary(inv: inv_ops.NodeInventory) -> dict[str, object]:
                     "speed_mhz": m.operating_speed_mhz,
                     "location": m.memory_location.model_dump() if m.memory_location else None}
                    for m in inv.memory if m.populated],
-        "drives": [{"id": d.id, "model": d.model, "bytes": d.capacity_bytes, "protocol": d.protocol,
-                    "serial": d.serial_number} for d in inv.drives],
+        "drives": [{"id": d.id, "uri": d.uri, "model": d.model, "bytes": d.capacity_bytes,
+                    "protocol": d.protocol or "unknown", "serial": d.serial_number} for d in inv.drives],
         "network_adapters": [{"id": a.adapter.id, "model": a.adapter.model, "technology": a.technology,
-                              "speed_gbps": a.speed_gbps, "firmware": a.adapter.firmware_version}
-                             for a in inv.adapters],
-        "power_supplies": [{"name": p.name, "watts": p.power_capacity_watts, "state": p.status.get("State")}
+                              "speed_gbps": a.speed_gbps, "firmware": a.adapter.firmware_version,
+                              "ports": a.port_tally.model_dump()} for a in inv.adapters],
+        "nic_ports": inv.ports.model_dump(),
+        "power_supplies": [{"name": p.name, "serial": p.serial_number, "watts": p.power_capacity_watts,
+                            "state": p.status.get("State")}
                            for pw in inv.power for p in pw.power_supplies],
-        "firmware": [{"id": f.id, "name": f.name, "version": f.version} for f in inv.firmware],
+        "firmware": [{"id": f.id, "name": f.name, "version": f.version,
+                      "state": f.status.state if f.status else None} for f in inv.firmware],
         "missing_uris": len(inv.missing),
     }
 
@@ -86,7 +89,8 @@ def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport, f
                                 f"vendor plugin {inv.vendor}, power {s.power_state}, {inv.requests} requests"),
                   soft_wrap=True)
     console.print(f"  CPUs {len(inv.cpus)}, GPUs {len(inv.gpus)}, DIMMs {len([m for m in inv.memory if m.populated])}, "
-                  f"drives {len(inv.drives)}, adapters {len(inv.adapters)}, firmware entries {len(inv.firmware)}")
+                  f"drives {len(inv.drives)}, adapters {len(inv.adapters)}, NIC ports ({inv.ports.shown()}), "
+                  f"firmware entries {len(inv.firmware)}")
     show(table, fmt)
     for u in inv.unreadable:
         console.print(Text.assemble("  ", ("unreadable", "red"), f" {u.uri}: {u.reason}"), highlight=False)

@@ -73,8 +73,18 @@ def _unchecked_line(row: fw.ComponentStatus) -> str:
     """Why a component could not be checked: absent, unreadable, or a version not ordered against the baseline."""
     if row.verdict == "incomparable":
         return "; ".join(e.problem for e in row.entries if e.verdict == "incomparable")
-    why = "not in FirmwareInventory" if row.verdict == "absent" else "running version unreadable"
-    return f"firmware {row.component}: {why}: could not check"
+    return f"firmware {row.component}: {_unchecked_why(row)}: could not check"
+
+
+def _unchecked_why(row: fw.ComponentStatus) -> str:
+    """Why a component could not be checked: not listed, listed Absent (with the version it carries), or listed
+    with a version that cannot be read."""
+    if row.verdict != "absent":
+        return "running version unreadable"
+    if not row.entries:
+        return "not in FirmwareInventory"
+    listed = ", ".join(f"{e.id} version {e.raw_version} (Status.State {e.state})" for e in row.entries)
+    return f"listed Absent in FirmwareInventory: {listed}"
 
 
 def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:

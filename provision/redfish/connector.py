@@ -46,10 +46,10 @@ from provision.redfish import connector_fast as fast
 from provision.redfish import redact
 from provision.redfish.errors import (
     RedfishAuthError,
-    RedfishError,
     RedfishHttpError,
     RedfishNoAnswer,
     RedfishNotFound,
+    RedfishPagingError,
     RedfishTimeout,
     RedfishTlsError,
     RedfishUnavailable,
@@ -614,18 +614,30 @@ class Connector:
                 return []
             return self.resolve(self._pages(uri, coll))
 
+    def members_or_unreadable(self, uri: str, levels: int = 1) -> list[Json]:
+        """members() for a reader that keeps going: a collection whose paging does not end (a loop, too many
+        pages) is recorded unreadable (stats.unreadable, by its URI) and answers no member, as one the BMC
+        answered with an error or malformed JSON."""
+        try:
+            return self.members(uri, levels)
+        except RedfishPagingError as exc:
+            LOG.warning("%s: %s unreadable: %s", self.opts.where, uri, exc.reason)
+            with self._record_lock:
+                if all(u.uri != uri for u in self.stats.unreadable):
+                    self.stats.unreadable.append(Unreadable(uri=uri, reason=exc.reason[:160]))
+            return []
+
     def _pages(self, uri: str, coll: Json) -> list[Any]:
         links = list(_list(coll.get("Members")))
         seen = {_page_key(uri)}
         next_link = coll.get("Members@odata.nextLink")
         while next_link:
             page_uri = _page_key(str(next_link))
-            if page_uri in seen:
-                raise RedfishError(f"{self.opts.where}: {uri}: Members@odata.nextLink {page_uri} points at a "
-                                   "page already read (a paging loop); stopped")
-            if len(seen) >= self.opts.max_pages:
-                raise RedfishError(f"{self.opts.where}: {uri}: more than {self.opts.max_pages} pages "
-                                   f"(next {page_uri}); stopped")
+            why = (f"Members@odata.nextLink {page_uri} points at a page already read (a paging loop)"
+                   if page_uri in seen else f"more than {self.opts.max_pages} pages (next {page_uri})"
+                   if len(seen) >= self.opts.max_pages else None)
+            if why:
+                raise RedfishPagingError(f"{self.opts.where}: {uri}: {why}; stopped", uri=uri, reason=why)
             seen.add(page_uri)
             page = self.get_optional(page_uri)
             if page is None:

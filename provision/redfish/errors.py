@@ -19,6 +19,16 @@ class RedfishHttpError(RedfishError):
         self.reason = reason  # short, without node and URI: "HTTP 500: ...", "HTML instead of JSON"
 
 
+class RedfishPagingError(RedfishError):
+    """A collection whose pages do not end: a Members@odata.nextLink back to a page already read (a paging loop),
+    or more pages than the connector reads; `uri` is the collection, `reason` what was wrong."""
+
+    def __init__(self, text: str, *, uri: str, reason: str) -> None:
+        super().__init__(text)
+        self.uri = uri
+        self.reason = reason
+
+
 class RedfishAuthError(RedfishHttpError):
     """The BMC refused the credentials (401/403 after one re-login)."""
 

@@ -120,8 +120,10 @@ def _firmware(ctx: Context, facts: BmcFacts) -> None:
         versions = seen.get(fw.component, ())
         desc = f"{fw.component} firmware at or above the baseline"
         if not versions:
-            entries = next((f.entries for f in facts.firmware if f.component == fw.component), 0)
-            why = "running version unreadable" if entries else "not in FirmwareInventory"
+            row = next((f for f in facts.firmware if f.component == fw.component), None)
+            why = "running version unreadable" if row and row.entries else (
+                f"listed Absent in FirmwareInventory ({', '.join(row.absent)})" if row and row.absent
+                else "not in FirmwareInventory")
             ctx.error(f"bmc.firmware.{fw.component}", AREA, desc, f">= {fw.version}", f"{fw.component} {why}")
             continue
         low, unordered = [], []

@@ -34,6 +34,7 @@ class FirmwareSeen(BaseModel):
     component: str
     versions: tuple[str, ...]
     entries: int = Field(default=0, description="FirmwareInventory entries matched (some may lack a version)")
+    absent: tuple[str, ...] = Field(default=(), description="Entries listed with Status.State Absent: 'id version'")
 
 
 class BmcFacts(BaseModel):

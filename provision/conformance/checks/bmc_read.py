@@ -48,7 +48,8 @@ def read_connected(conn: Connector, spec: NodeSpec) -> BmcFacts:
     statuses = firmware_ops.status(spec.firmware, fw_state, node.vendor)
     firmware = tuple(
         FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version),
-                     entries=len(s.entries))
+                     entries=len([e for e in s.entries if e.verdict != "absent"]),
+                     absent=tuple(f"{e.id} {e.raw_version}" for e in s.entries if e.verdict == "absent"))
         for s in statuses
     )
     inlet, ambient = node.vendor.temperature_roles([t for th in inv.thermal for t in th.temperatures])

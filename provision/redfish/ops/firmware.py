@@ -64,6 +64,8 @@ class EntryStatus(BaseModel):
     verdict: Verdict
     problem: str = ""
     """Why the version could not be ordered against the baseline (verdict incomparable), naming both."""
+    state: str | None = None
+    """The entry's Status.State; "Absent" for an entry shown only because nothing running matched."""
 
 
 class ComponentStatus(BaseModel):
@@ -78,7 +80,7 @@ class ComponentStatus(BaseModel):
         if not self.entries:
             return "absent"
         kinds = {e.verdict for e in self.entries}
-        worst: list[Verdict] = ["incomparable", "older", "newer", "unknown"]
+        worst: list[Verdict] = ["incomparable", "older", "newer", "unknown", "absent"]
         return next((v for v in worst if v in kinds), "ok")
 
 
@@ -144,6 +146,7 @@ def status(
     for comp in (c for c in baseline if c.updated_by == "bmc"):
         entries = vendor.match_firmware(comp.component, state.entries, comp.match)
         rows = [_entry_status(e, vendor.parse_version(e.version), comp) for e in entries]
+        rows = rows or _absent_rows(comp, state.entries, vendor)
         out.append(ComponentStatus(component=comp.component, target=comp.version, entries=rows))
     return out
 
@@ -151,7 +154,8 @@ def status(
 def _entry_status(entry: SoftwareInventory, version: str | None, comp: FirmwareComponent) -> EntryStatus:
     """One entry's verdict; a version that cannot be ordered against the baseline's is `incomparable`, with
     the one line naming both strings (never older, newer or ok)."""
-    row = EntryStatus(id=entry.id, uri=entry.uri, raw_version=entry.version, version=version, verdict="unknown")
+    row = EntryStatus(id=entry.id, uri=entry.uri, raw_version=entry.version, version=version, verdict="unknown",
+                      state=entry.status.state if entry.status else None)
     if version is None:
         return row
     try:
@@ -161,6 +165,16 @@ def _entry_status(entry: SoftwareInventory, version: str | None, comp: FirmwareC
                                       "problem": f"firmware {comp.component} ({entry.id}): {exc.against('baseline')}"})
     verdict: Verdict = "ok" if order == 0 else ("older" if order < 0 else "newer")
     return row.model_copy(update={"verdict": verdict})
+
+
+def _absent_rows(comp: FirmwareComponent, entries: list[SoftwareInventory], vendor: VendorPlugin) -> list[EntryStatus]:
+    """The component's entries the BMC lists with Status.State Absent (and a version): shown with that version and
+    state, verdict absent (nothing running to check), never "not in FirmwareInventory"."""
+    absent = [e for e in entries if e.status and e.status.state == "Absent" and e.version]
+    as_listed = {e.uri: e for e in absent}
+    found = vendor.match_firmware(comp.component, [e.model_copy(update={"status": None}) for e in absent], comp.match)
+    return [EntryStatus(id=e.id, uri=e.uri, raw_version=as_listed[e.uri].version, version=None, verdict="absent",
+                        state="Absent") for e in found]
 
 
 def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: VendorPlugin,

@@ -9,6 +9,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from provision.redfish.connector import ROOT, Connector, Json, Unreadable, is_expanded
+from provision.redfish.ops.counting import (
+    PortTally,
+    drives_by_identity,
+    merge_simple_storage,
+    port_technology,
+    psus_by_identity,
+    tally,
+)
 from provision.redfish.resources import (
     ComputerSystem,
     Drive,
@@ -17,6 +25,7 @@ from provision.redfish.resources import (
     NetworkPort,
     PCIeDevice,
     Power,
+    PowerControl,
     Processor,
     ServiceRoot,
     SimpleStorage,
@@ -50,6 +59,11 @@ class Adapter(BaseModel):
         speeds = [p.speed_gbps for p in self.ports if p.speed_gbps]
         return max(speeds) if speeds else None
 
+    @property
+    def port_tally(self) -> PortTally:
+        """Its ports by stated technology; an adapter that lists no port is one port of unknown technology."""
+        return tally([port_technology(p) for p in self.ports] or ["unknown"])
+
 
 class NodeInventory(BaseModel):
     """Everything observe() read, typed."""
@@ -73,18 +87,26 @@ class NodeInventory(BaseModel):
                                          "(HTTP error after retries, HTML, malformed JSON), with why")
     requests: int = 0
 
+    @property
+    def ports(self) -> PortTally:
+        """Every NIC port by stated link technology (unknown where a port states none)."""
+        tallies = [a.port_tally for a in self.adapters]
+        return PortTally(ethernet=sum(t.ethernet for t in tallies), infiniband=sum(t.infiniband for t in tallies),
+                         other=sum(t.other for t in tallies), unknown=sum(t.unknown for t in tallies))
+
 
 def observe(conn: Connector) -> NodeInventory:
     """Read the whole node: expanded collections where allowed, bounded parallel GETs otherwise.
 
-    Every standard place is read where the BMC links it, and only then: Storage and SimpleStorage, Chassis Power
-    or else PowerSubsystem, Thermal or else ThermalSubsystem, Processors of every system (GPUs may sit on an HGX
+    Every standard place is read where the BMC links it, and only then: Storage, SimpleStorage and Chassis Drives
+    (one drive per identity across them), Chassis Power and PowerSubsystem (one PSU per identity), Thermal or else
+    ThermalSubsystem, Processors of every system (GPUs may sit on an HGX
     baseboard system beside the host), PCIeDevices as a collection or as the older list of links."""
     start = conn.stats.requests
     top = conn.parallel({
-        "systems": lambda: conn.members(f"{ROOT}/Systems"),
-        "chassis": lambda: conn.members(f"{ROOT}/Chassis", levels=2),
-        "firmware": lambda: conn.members(_firmware_uri(conn)),
+        "systems": lambda: conn.members_or_unreadable(f"{ROOT}/Systems"),
+        "chassis": lambda: conn.members_or_unreadable(f"{ROOT}/Chassis", levels=2),
+        "firmware": lambda: conn.members_or_unreadable(_firmware_uri(conn)),
     })
     systems: list[Json] = top["systems"]
     chassis: list[Json] = top["chassis"]
@@ -105,14 +127,15 @@ def host_system(systems: list[Json]) -> Json:
 
 def _system_jobs(conn: Connector, system: Json, others: list[Json]) -> dict[str, Any]:
     jobs: dict[str, Any] = {}
-    for key in ("Processors", "Memory", "Storage", "PCIeDevices"):
+    for key in ("Processors", "Memory", "Storage", "SimpleStorage", "PCIeDevices"):
         if isinstance(system.get(key), dict) and system[key].get("@odata.id"):
             uri = str(system[key]["@odata.id"])
-            jobs[f"sys:{key}"] = (lambda u=uri, k=key: conn.members(u, levels=2 if k == "Storage" else 1))
+            jobs[f"sys:{key}"] = (lambda u=uri, k=key: conn.members_or_unreadable(u, levels=2 if k == "Storage" else 1))
     for other in others:  # only their Processors: the GPUs of an HGX baseboard listed as its own system
         link = other.get("Processors")
         if isinstance(link, dict) and link.get("@odata.id"):
-            jobs[f"{other.get('@odata.id')}:OtherProcessors"] = (lambda u=str(link["@odata.id"]): conn.members(u))
+            jobs[f"{other.get('@odata.id')}:OtherProcessors"] = (
+                lambda u=str(link["@odata.id"]): conn.members_or_unreadable(u))
     return jobs
 
 
@@ -124,11 +147,9 @@ def _chassis_jobs(conn: Connector, chassis: list[Json]) -> dict[str, Any]:
             if isinstance(c.get(key), dict):
                 uri = str(c[key]["@odata.id"])
                 jobs[f"{cid}:{key}"] = (
-                    lambda u=uri, k=key: conn.members(u, levels=2 if k == "NetworkAdapters" else 1))
-        if isinstance(c.get("Power"), dict):
-            jobs[f"{cid}:Power"] = (lambda cc=c: _parse(Power, conn.link(cc, "Power")))
-        elif isinstance(c.get("PowerSubsystem"), dict):
-            jobs[f"{cid}:Power"] = (lambda cc=c: _power_subsystem(conn, cc))
+                    lambda u=uri, k=key: conn.members_or_unreadable(u, levels=2 if k == "NetworkAdapters" else 1))
+        if isinstance(c.get("Power"), dict) or isinstance(c.get("PowerSubsystem"), dict):
+            jobs[f"{cid}:Power"] = (lambda cc=c: _power(conn, cc))
         if isinstance(c.get("Thermal"), dict):
             jobs[f"{cid}:Thermal"] = (lambda cc=c: _parse(Thermal, conn.link(cc, "Thermal")))
         elif isinstance(c.get("ThermalSubsystem"), dict):
@@ -140,19 +161,40 @@ def _parse(model: type[Power] | type[Thermal], data: Json | None) -> Power | The
     return model.parse(data) if data else None
 
 
+def _power(conn: Connector, chassis: Json) -> Power | None:
+    """Both Chassis Power and PowerSubsystem where the chassis links them (a BMC may list its PSUs in only one,
+    or in both): PowerSubsystem's PSUs when Power lists none, else one PSU per identity."""
+    parts = conn.parallel({"legacy": lambda: _parse(Power, conn.link(chassis, "Power")),
+                           "sub": lambda: _power_subsystem(conn, chassis)})
+    legacy, sub = parts["legacy"], parts["sub"]
+    if not isinstance(legacy, Power):
+        return sub if sub is None else sub.model_copy(update={"power_control": _environment_control(conn, chassis)})
+    if sub is None:
+        return legacy
+    control = legacy.power_control or _environment_control(conn, chassis)
+    return legacy.model_copy(update={"power_supplies": psus_by_identity(legacy.power_supplies, sub.power_supplies),
+                                     "redundancy": legacy.redundancy or sub.redundancy, "power_control": control})
+
+
 def _power_subsystem(conn: Connector, chassis: Json) -> Power | None:
     """PowerSubsystem -> PowerSupplies (the schema that replaces Chassis Power)."""
+    if not isinstance(chassis.get("PowerSubsystem"), dict):
+        return None
     sub = conn.link(chassis, "PowerSubsystem")
     link = (sub or {}).get("PowerSupplies")
     if not isinstance(link, dict) or not link.get("@odata.id"):
         return None
     supplies = link["Members"] if is_coll(link) and all(is_expanded(m) for m in link["Members"]) else \
-        conn.members(str(link["@odata.id"]))
+        conn.members_or_unreadable(str(link["@odata.id"]))
     if not supplies:
         return None
     body = sub or {}
-    return power_from_subsystem(str(body.get("@odata.id", "")), supplies, body.get("PowerSupplyRedundancy"),
-                                _chassis_power_watts(conn, chassis))
+    return power_from_subsystem(str(body.get("@odata.id", "")), supplies, body.get("PowerSupplyRedundancy"))
+
+
+def _environment_control(conn: Connector, chassis: Json) -> list[PowerControl]:
+    watts = _chassis_power_watts(conn, chassis)
+    return [] if watts is None else [PowerControl(name="EnvironmentMetrics", power_consumed_watts=watts)]
 
 
 def _chassis_power_watts(conn: Connector, chassis: Json) -> float | None:
@@ -172,7 +214,7 @@ def _thermal_subsystem(conn: Connector, chassis: Json) -> Thermal | None:
     fans_link = sub.get("Fans")
     parts = conn.parallel({
         "metrics": lambda: conn.link(sub, "ThermalMetrics"),
-        "fans": lambda: conn.members(str(fans_link["@odata.id"]))
+        "fans": lambda: conn.members_or_unreadable(str(fans_link["@odata.id"]))
         if isinstance(fans_link, dict) and fans_link.get("@odata.id") else [],
     })
     if not parts["metrics"] and not parts["fans"]:
@@ -202,9 +244,7 @@ def _assemble(conn: Connector, system: Json, chassis: list[Json], firmware: list
     pcie_raw = (got.get("sys:PCIeDevices") or []) + _by_suffix(got, "PCIeDevices") + (got.get("sys:PCIeDeviceLinks")
                                                                                         or [])
     pcie = list({d.uri: d for d in (PCIeDevice.parse(x) for x in pcie_raw)}.values())
-    drives = _drives(conn, storage_raw, _by_suffix(got, "Drives"))
-    if not drives:  # a BMC that lists its disks only as SimpleStorage Devices: read it only then
-        drives = [d for s in _simple_storage(conn, system) for d in SimpleStorage.parse(s).drives()]
+    drives = _drives(conn, storage_raw, _by_suffix(got, "Drives"), got.get("sys:SimpleStorage") or [])
     root = ServiceRoot.parse(conn.root)
     sysm = ComputerSystem.parse(system)
     vendor = detect(root, sysm)
@@ -222,21 +262,16 @@ def _assemble(conn: Connector, system: Json, chassis: list[Json], firmware: list
     )
 
 
-def _simple_storage(conn: Connector, system: Json) -> list[Json]:
-    link = system.get("SimpleStorage")
-    return conn.members(str(link["@odata.id"])) if isinstance(link, dict) and link.get("@odata.id") else []
-
-
-def _drives(conn: Connector, storage: list[Json], chassis_drives: list[Json]) -> list[Drive]:
+def _drives(conn: Connector, storage: list[Json], chassis_drives: list[Json], simple: list[Json]) -> list[Drive]:
+    """One drive per identity across Storage, Chassis Drives and SimpleStorage Devices; removable media none."""
     known = {str(d.get("@odata.id", "")).rstrip("/"): d for d in chassis_drives}
     links: list[Any] = []
     for s in storage:
         links += [known.get(str(x.get("@odata.id", "")).rstrip("/"), x) for x in s.get("Drives") or []
                   if isinstance(x, dict)]
     full = conn.resolve(links) + chassis_drives
-    uniq = {str(d.get("@odata.id", "")).rstrip("/"): d for d in full}
-    parsed = [Drive.parse(d) for d in uniq.values()]
-    return [d for d in parsed if d.present]
+    drives = drives_by_identity([Drive.parse(d) for d in full])
+    return merge_simple_storage(drives, [d for s in simple for d in SimpleStorage.parse(s).drives()])
 
 
 def _adapters(conn: Connector, raw: list[Json]) -> list[Adapter]:
@@ -326,6 +361,24 @@ def _count(spec: NodeSpec, key: str, want: int, seen: int, known: bool = True) -
     return _item(key, kind, want, seen, _holds(kind, seen, want) if known else None)
 
 
+def _span(spec: NodeSpec, key: str, want: int, known: int, maybe: int, observed: str, seen: bool = True,
+          kind: Comparison | None = None) -> DriftItem:
+    """A count of which `known` parts are certain and up to `maybe` more may be (a drive whose protocol, a port
+    whose technology, the BMC does not state): ok or drift only where every possibility agrees, else unknown
+    (and unknown when the BMC showed nothing to count, `seen` False)."""
+    kind = kind or spec.comparison(key)
+    if kind == Comparison.MINIMUM:
+        ok: bool | None = True if known >= want else (False if known + maybe < want else None)
+    else:
+        ok = (known == want) if maybe == 0 else (False if known > want or known + maybe < want else None)
+    return _item(key, kind, want, observed, ok if seen else None)
+
+
+def _maybe(known: int, maybe: int, what: str) -> str:
+    """"3" or "3 (+ 8 of unknown protocol)": how many are certain, and how many more might be."""
+    return str(known) if not maybe else f"{known} (+ {maybe} of unknown {what})"
+
+
 def _text(key: str, want: str, seen: list[str | None], same: Callable[[str, str], bool]) -> DriftItem:
     known = [x for x in seen if x]
     if any(not same(want, x) for x in known):
@@ -338,10 +391,49 @@ def _text(key: str, want: str, seen: list[str | None], same: Callable[[str, str]
 
 def drift(spec: NodeSpec, inv: NodeInventory) -> DriftReport:
     """Pure: compare spec and inventory figure by figure (unknown where the BMC does not say), each figure as
-    exact or as a minimum (spec.comparison)."""
+    exact or as a minimum (spec.comparison). A figure read from a place the BMC did not give (a collection
+    answered 5xx or malformed JSON, or paging that loops) is unknown, naming that URI: counted from part of the
+    hardware, it is neither ok nor drift."""
     items = _cpu_drift(spec, inv) + _memory_drift(spec, inv) + _gpu_drift(spec, inv)
     items += _storage_drift(spec, inv) + _network_drift(spec, inv) + _power_drift(spec, inv)
-    return DriftReport(items=items)
+    holes = _holes(inv)
+    out = []
+    for item in items:
+        uris = holes.get(item.key.split(".", 1)[0])
+        if uris:
+            item = item.model_copy(update={"verdict": "unknown",
+                                           "observed": f"{item.observed} (unreadable: {', '.join(uris)})"})
+        out.append(item)
+    return DriftReport(items=out)
+
+
+_AREAS: dict[str, frozenset[str]] = {  # the URI segments each drift area is read from
+    "cpu": frozenset({"Processors"}),
+    "gpu": frozenset({"Processors", "PCIeDevices", "PCIeFunctions"}),
+    "memory": frozenset({"Memory"}),
+    "storage": frozenset({"Storage", "Drives", "SimpleStorage"}),
+    "network": frozenset({"NetworkAdapters", "Ports", "NetworkPorts"}),
+    "power": frozenset({"Power", "PowerSubsystem", "PowerSupplies"}),
+}
+_CHASSIS_AREAS = ("gpu", "storage", "network", "power")
+
+
+def _holes(inv: NodeInventory) -> dict[str, list[str]]:
+    """Drift area -> the unreadable URIs its figures were read from (a whole system: every area; a whole
+    chassis: what chassis hold)."""
+    out: dict[str, list[str]] = {}
+    for u in inv.unreadable:
+        parts = u.uri.rstrip("/").split("/")
+        tail = parts[3:] if parts[:3] == ["", "redfish", "v1"] else parts
+        if tail[:1] == ["Systems"] and len(tail) <= 2:
+            areas: tuple[str, ...] = tuple(_AREAS)
+        elif tail[:1] == ["Chassis"] and len(tail) <= 2:
+            areas = _CHASSIS_AREAS
+        else:
+            areas = tuple(a for a, segs in _AREAS.items() if segs & set(tail))
+        for area in areas:
+            out.setdefault(area, []).append(u.uri)
+    return out
 
 
 def _cpu_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
@@ -415,44 +507,61 @@ def _storage_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
 
 def _sas_sata_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
     """Without a storage.jbod section the only SAS/SATA drives expected are SAS/SATA boot drives: any other the
-    BMC lists (a JBOD, a disk left in a bay) is drift, held exactly as every absent section is."""
+    BMC lists (a JBOD, a disk left in a bay) is drift, held exactly as every absent section is; a drive of unknown
+    protocol may be one, so it makes the figure unknown unless the known ones already drift."""
     st = spec.storage
     if st.jbod is not None:
         return []
     seen = [d for d in inv.drives if (d.protocol or "").upper() in ("SAS", "SATA")]
+    unknown = [d for d in inv.drives if not d.protocol_known]
     boot = st.boot.count if st.boot.interface in ("sas", "sata") else 0
     expected = f"{boot} ({'the SAS/SATA boot drives only: ' if boot else ''}no storage.jbod section)"
     observed = shown([f"{d.protocol.upper() if d.protocol else '?'} {d.model or '?'}" for d in seen])
-    return [_item("storage.sas_sata_drives", Comparison.EXACT, expected, observed, len(seen) == boot)]
+    if unknown:
+        observed += f" (+ {len(unknown)} of unknown protocol)"
+    item = _span(spec, "storage.sas_sata_drives", boot, len(seen), len(unknown), observed, kind=Comparison.EXACT)
+    return [item.model_copy(update={"expected": expected})]
+
+
+def _sized(drives: list[Drive], *sizes: float) -> list[Drive]:
+    return [d for d in drives if any(_near(d.capacity_tb, s) for s in sizes)]
 
 
 def _nvme_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
+    """NVMe drives counted as the BMC states their protocol; a drive whose protocol it does not state may be one
+    (counted as "unknown protocol"), so it can leave a figure unknown, never make it hold."""
     nvme = [d for d in inv.drives if d.is_nvme]
-    sized = [d for d in nvme if d.capacity_tb]
-    boot = [d for d in sized if _near(d.capacity_tb, spec.storage.boot.size_tb)]
+    unknown = [d for d in inv.drives if not d.protocol_known]
+    sized = bool([d for d in nvme + unknown if d.capacity_tb])
     st = spec.storage
+
+    def role(key: str, want: int, *sizes: float) -> DriftItem:
+        known, maybe = len(_sized(nvme, *sizes)), len(_sized(unknown, *sizes))
+        return _span(spec, key, want, known, maybe, _maybe(known, maybe, "protocol"), sized)
+
+    total = _maybe(len(nvme), len(unknown), "protocol")
     if st.scratch is None:  # boot drives only: every NVMe drive the BMC lists is one, any more is drift
         return [
-            _count(spec, "storage.nvme_drives", st.boot.count, len(nvme)).model_copy(
+            _span(spec, "storage.nvme_drives", st.boot.count, len(nvme), len(unknown), total).model_copy(
                 update={"expected": f"{_expected(spec, 'storage.nvme_drives', st.boot.count)} "
                                     "(boot only: no storage.scratch section)"}),
-            _count(spec, "storage.boot.count", st.boot.count, len(boot), bool(sized)).model_copy(
+            role("storage.boot.count", st.boot.count, st.boot.size_tb).model_copy(
                 update={"expected": f"{st.boot.count} x {st.boot.size_tb} TB"}),
         ]
-    scratch = [d for d in sized if _near(d.capacity_tb, st.scratch.size_tb)]
+    boot_sizes: tuple[float, ...] = (st.boot.size_tb,)
+    scratch_sizes: tuple[float, ...] = (st.scratch.size_tb,)
     want_boot, want_scratch = st.boot.count, st.scratch.count
     if _near(st.boot.size_tb, st.scratch.size_tb) or _near(st.scratch.size_tb, st.boot.size_tb):
         # One drive size for both roles (e.g. eight 7.68 TB U.2 drives, two of them the RAID1 boot pair): the
         # BMC cannot tell a boot drive from a scratch drive, so both roles are held against the drives of that
         # size together, never each against all of them.
-        boot = scratch = [d for d in sized if _near(d.capacity_tb, st.boot.size_tb)
-                          or _near(d.capacity_tb, st.scratch.size_tb)]
+        boot_sizes = scratch_sizes = (st.boot.size_tb, st.scratch.size_tb)
         want_boot = want_scratch = st.boot.count + st.scratch.count
     return [
-        _count(spec, "storage.nvme_drives", st.boot.count + st.scratch.count, len(nvme)),
-        _count(spec, "storage.boot.count", want_boot, len(boot), bool(sized)).model_copy(
+        _span(spec, "storage.nvme_drives", st.boot.count + st.scratch.count, len(nvme), len(unknown), total),
+        role("storage.boot.count", want_boot, *boot_sizes).model_copy(
             update={"expected": _roles(st, want_boot != st.boot.count, f"{st.boot.count} x {st.boot.size_tb} TB")}),
-        _count(spec, "storage.scratch.count", want_scratch, len(scratch), bool(sized)).model_copy(
+        role("storage.scratch.count", want_scratch, *scratch_sizes).model_copy(
             update={"expected": _roles(st, want_scratch != st.scratch.count,
                                        f"{st.scratch.count} x {st.scratch.size_tb} TB")}),
     ]
@@ -467,14 +576,27 @@ def _roles(st: StorageSpec, shared: bool, own: str) -> str:
 
 
 def _network_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:
-    known = [a for a in inv.adapters if a.technology]
-    ib = [a for a in known if a.technology == "InfiniBand"]
-    eth = [a for a in known if a.technology == "Ethernet"]
-    eth_item = _count(spec, "network.ethernet.count", spec.network.ethernet.count, len(eth), bool(known))
-    if spec.network.infiniband is None:  # no InfiniBand expected: every IB adapter the BMC lists is drift
-        return [eth_item, _absent("network.infiniband.count", "network.infiniband", len(ib),
-                                  shown([a.adapter.model for a in ib]), bool(known))]
-    return [eth_item, _count(spec, "network.infiniband.count", spec.network.infiniband.count, len(ib), bool(known))]
+    """NIC ports by the technology each states; a port that states none is unknown and may be either, so the
+    figures say how many are unknown ("1 (Ethernet 1, InfiniBand 1, unknown 8)") and hold only where every
+    possibility agrees. A BMC that lists no port at all leaves both unknown."""
+    t = inv.ports
+    seen = t.total > 0
+
+    def shown_as(n: int) -> str:
+        return str(n) if not t.unknown and seen else f"{n} ({t.shown() if seen else 'the BMC lists no NIC port'})"
+
+    eth = _span(spec, "network.ethernet.count", spec.network.ethernet.count, t.ethernet, t.unknown,
+                shown_as(t.ethernet), seen)
+    if spec.network.infiniband is None:  # no InfiniBand expected: every IB port the BMC lists is drift
+        ib = [a for a in inv.adapters if a.port_tally.infiniband]
+        observed = shown([a.adapter.model for a in ib]) if ib else "0"
+        if t.unknown or not seen:
+            observed += f" ({t.shown() if seen else 'the BMC lists no NIC port'})"
+        item = _span(spec, "network.infiniband.count", 0, t.infiniband, t.unknown, observed, seen,
+                     kind=Comparison.EXACT)
+        return [eth, item.model_copy(update={"expected": "0 (no network.infiniband section)"})]
+    return [eth, _span(spec, "network.infiniband.count", spec.network.infiniband.count, t.infiniband, t.unknown,
+                       shown_as(t.infiniband), seen)]
 
 
 def _power_drift(spec: NodeSpec, inv: NodeInventory) -> list[DriftItem]:

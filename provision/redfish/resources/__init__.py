@@ -10,6 +10,7 @@ from provision.redfish.resources.pcie import PCIeDevice
 from provision.redfish.resources.power import (
     Fan,
     Power,
+    PowerControl,
     PowerSupply,
     Redundancy,
     Temperature,
@@ -24,7 +25,7 @@ from provision.redfish.resources.task import Task
 
 __all__ = [
     "AttributeRegistry", "Bios", "Boot", "ComputerSystem", "Drive", "Fan", "LogEntry", "Memory", "MemoryLocation",
-    "NetworkAdapter", "NetworkPort", "PCIeDevice", "Power", "PowerSupply", "Processor", "Redundancy",
+    "NetworkAdapter", "NetworkPort", "PCIeDevice", "Power", "PowerControl", "PowerSupply", "Processor", "Redundancy",
     "RegistryAttribute", "Resource", "ServiceRoot", "SimpleStorage", "SoftwareInventory", "Status", "Storage",
     "Task", "Temperature", "Thermal", "UpdateService", "Volume", "power_from_subsystem", "thermal_from_subsystem",
 ]

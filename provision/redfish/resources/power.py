@@ -15,6 +15,9 @@ class PowerSupply(Model):
     name: str | None = None
     member_id: str | None = None
     model: str | None = None
+    manufacturer: str | None = None
+    serial_number: str | None = None
+    part_number: str | None = None
     power_capacity_watts: float | None = None
     firmware_version: str | None = None
     status: dict[str, Any] = Field(default_factory=dict)

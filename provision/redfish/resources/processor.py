@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from provision.redfish.resources.base import Resource, dig, link_ids, real_text
 
 _CACHE = ("L1Cache", "L2Cache", "L3Cache", "L4Cache")
+_NUMBER = re.compile(r"^(0x)?[0-9a-f]+h?$", re.I)
+
+
+def _named_family(pid: Any) -> str | None:
+    """ProcessorId.EffectiveFamily when it holds the processor's name, not a CPUID number: AMI MegaRAC BMCs put the
+    brand string there ("Intel(R) Xeon(R) Gold 6430") and leave Model out."""
+    family = real_text(pid.get("EffectiveFamily")) if isinstance(pid, dict) else None
+    return family if family and not _NUMBER.match(family) and re.search(r"[A-Za-z]{3}", family) else None
 
 
 class Processor(Resource):
@@ -33,6 +42,15 @@ class Processor(Resource):
     processor_memory: list[dict[str, Any]] = Field(default_factory=list)
     """Processor.ProcessorMemory (deprecated): caches and integrated memory, each with CapacityMiB."""
     links: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_from_processor_id(cls, data: Any) -> Any:
+        """No Model (or a placeholder): the name a BMC gives in ProcessorId.EffectiveFamily, where it gives one."""
+        if not isinstance(data, dict) or real_text(data.get("Model")):
+            return data
+        named = _named_family(data.get("ProcessorId"))
+        return {**data, "Model": named} if named else data
 
     @field_validator("model", "manufacturer", "serial_number", "firmware_version", mode="before")
     @classmethod

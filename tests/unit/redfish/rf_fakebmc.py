@@ -157,7 +157,7 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
             if bmc.refuse_expand is not None and "$expand" in unquote(query):
                 self._reply(bmc.refuse_expand, {"error": {"message": f"$expand refused ({bmc.refuse_expand})"}})
                 return
-            if bmc.expand and "$expand" in unquote(query) and "Members" in res:
+            if bmc.expand and "$expand" in unquote(query) and isinstance(res.get("Members"), list):
                 res = dict(res)
                 res["Members"] = [bmc.tree.get(m["@odata.id"].rstrip("/"), m) for m in res["Members"]]
             etag = res.get("@odata.etag") if isinstance(res, dict) else None
