@@ -44,6 +44,22 @@ def clone(obj: Json) -> Json:
     return json.loads(json.dumps(obj))
 
 
+def etags_match(given: str, etag: str | None) -> bool:
+    """An If-Match value names this ETag (weak or strong: `W/` is ignored on both sides)."""
+    return etag is not None and given.removeprefix("W/") == etag.removeprefix("W/")
+
+
+def captured(obj: Json, data: bytes) -> tuple[bytes, str] | None:
+    """The captured bytes and ETag of a resource still as captured, None if it was changed since it was read.
+
+    The ETag is the one the capture's body states (`@odata.etag`), so body and header agree as a BMC's do;
+    a body without one gets the computed tag."""
+    if json.loads(data) != obj:
+        return None
+    tag = obj.get("@odata.etag")
+    return data, tag if isinstance(tag, str) and tag else compute_etag(obj)
+
+
 def encode(obj: Json) -> tuple[bytes, str]:
     """Serialized body and strong ETag of one resource (the body carries @odata.etag when it had one)."""
     etag = compute_etag(obj)
@@ -56,11 +72,12 @@ class SeedTree:
     """An immutable, shareable set of resources plus lazily cached encodings."""
 
     def __init__(self, name: str, resources: dict[str, Json], raw: dict[str, Raw] | None = None,
-                 headers: dict[str, dict[str, str]] | None = None) -> None:
+                 headers: dict[str, dict[str, str]] | None = None, source: dict[str, bytes] | None = None) -> None:
         self.name = name
         self._res = resources
         self.raw = raw or {}  # answers served byte for byte (captured XML, malformed JSON, errors)
         self.headers = headers or {}  # captured GET headers per URI (Mockup-Server headers.json)
+        self._source = source or {}  # as captured: each resource's file bytes, served while unchanged
         self._enc: dict[str, tuple[bytes, str]] = {}
         self._derived: dict[Hashable, tuple[bytes, frozenset[str]]] = {}  # see Resources.derived
         self.action_targets = _index_actions(resources)
@@ -71,7 +88,9 @@ class SeedTree:
     def encoded(self, uri: str) -> tuple[bytes, str] | None:
         hit = self._enc.get(uri)
         if hit is None and uri in self._res:
-            hit = self._enc[uri] = encode(self._res[uri])
+            data = self._source.pop(uri, None)
+            hit = captured(self._res[uri], data) if data is not None else None
+            self._enc[uri] = hit = hit or encode(self._res[uri])
         return hit
 
     def uris(self) -> Iterator[str]:
