@@ -13,7 +13,7 @@ from typing import ClassVar
 import pytest
 
 from provision.redfish.ops import bios as bios_ops
-from provision.redfish.resources import AttributeRegistry, Bios
+from provision.redfish.resources import AttributeRegistry, Bios, ComputerSystem
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.vendors import by_name
 from provision.redfish.vendors.base import VendorPlugin
@@ -124,6 +124,9 @@ def _state(source: str, current: dict[str, AttrValue]) -> bios_ops.BiosState:
 def test_the_plugin_table_comes_first() -> None:
     t = by_name("lenovo").resolve_bios("numa", "enabled", {}, reg("lenovo"))
     assert t is not None and (t.attribute, t.value, t.via) == ("Memory_SocketInterleave", "NUMA", None)
+    # the standard table names SriovGlobalEnable (Dell's): the registry's two SR-IOV switches are never weighed
+    t = by_name("generic").resolve_bios("sriov", "enabled", {}, reg("ambiguous"))
+    assert t is not None and (t.attribute, t.value, t.via) == ("SriovGlobalEnable", "Enabled", None)
 
 
 @pytest.mark.parametrize(("value", "code"), [("enabled", "0"), ("disabled", "1")])
@@ -165,3 +168,39 @@ def test_naming_one_candidate_under_vendor_attributes_settles_it() -> None:
     plan = bios_ops.plan(spec, _state("ambiguous", {"SriovGlobalEnable": "Disabled"}), NoTables())
     assert plan.invalid == [] and plan.found == ["sriov -> SriovGlobalEnable (bios.vendor_attributes.notables)"]
     assert [(c.key, c.attribute) for c in plan.changes] == [("vendor:SriovGlobalEnable", "SriovGlobalEnable")]
+
+
+# --- what an operator sees: bios diff's lines and JSON, verify's row -------------------------------
+def test_bios_diff_prints_what_each_key_was_found_by(capsys: pytest.CaptureFixture[str]) -> None:
+    from provision.cli import bios as bios_cli
+    from provision.cli.output import Format
+
+    spec = BiosSpec(settings={"numa": "enabled", "sriov": "enabled"})
+    plan = bios_ops.plan(spec, _state("ami", {"NumaEn": "Enabled", "PCIeSRIOVSupport": "Enabled"}), by_name("ami"))
+    bios_cli.render("node07", plan, Format.PLAIN)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "found: numa -> NumaEn (registry: AttributeName 'NumaEn')" in out
+    assert "found: sriov -> PCIeSRIOVSupport (registry: AttributeName 'PCIeSRIOVSupport')" in out
+    assert json.loads(plan.model_dump_json())["found"] == plan.found
+
+
+def test_verify_reports_an_ambiguous_key_as_an_error_naming_the_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from provision.conformance.checks import bmc as bmc_checks
+    from provision.conformance.checks import bmc_read
+    from provision.conformance.model import Level, Outcome
+    from tests.unit.conformance.helpers import area, run, spec
+
+    state = _state("ambiguous", {"SriovGlobalEnable": "Disabled", "DevicesandIOPorts_SRIOV": "Disabled"})
+    monkeypatch.setattr(bmc_read.bios_ops, "observe", lambda node: state)
+    node_spec = spec()
+    system = ComputerSystem.parse({"@odata.id": "/redfish/v1/Systems/1"})
+    settings = bmc_read._bios(SimpleNamespace(vendor=NoTables(), system=system), node_spec)  # type: ignore[arg-type]
+    sriov = next(s for s in settings if s.key == "sriov")
+    assert sriov.attribute is None and sriov.error is not None and "SriovGlobalEnable" in sriov.error
+    ctx = run(node_spec, {}, Level.QUICK)
+    ctx.results.clear()
+    bmc_checks._bios(ctx, SimpleNamespace(bios=(sriov,), vendor="notables"))  # type: ignore[arg-type]
+    row = area(ctx, "bmc")["bmc.bios.sriov"]
+    assert row.outcome is Outcome.ERROR and "DevicesandIOPorts_SRIOV" in row.detail, row
