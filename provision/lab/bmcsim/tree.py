@@ -49,12 +49,17 @@ def etags_match(given: str, etag: str | None) -> bool:
     return etag is not None and given.removeprefix("W/") == etag.removeprefix("W/")
 
 
-def captured(obj: Json, data: bytes) -> tuple[bytes, str] | None:
-    """The captured bytes and ETag of a resource still as captured, None if it was changed since it was read.
+def captured(obj: Json, file: Path) -> tuple[bytes, str] | None:
+    """The file's bytes and ETag of a resource still as captured; None if it was changed since it was read
+    (by the seed, or the file on disk since the capture was loaded).
 
     The ETag is the one the capture's body states (`@odata.etag`), so body and header agree as a BMC's do;
     a body without one gets the computed tag."""
-    if json.loads(data) != obj:
+    try:
+        data = file.read_bytes()
+        if json.loads(data) != obj:
+            return None
+    except (OSError, ValueError):
         return None
     tag = obj.get("@odata.etag")
     return data, tag if isinstance(tag, str) and tag else compute_etag(obj)
@@ -72,12 +77,12 @@ class SeedTree:
     """An immutable, shareable set of resources plus lazily cached encodings."""
 
     def __init__(self, name: str, resources: dict[str, Json], raw: dict[str, Raw] | None = None,
-                 headers: dict[str, dict[str, str]] | None = None, source: dict[str, bytes] | None = None) -> None:
+                 headers: dict[str, dict[str, str]] | None = None, source: dict[str, Path] | None = None) -> None:
         self.name = name
         self._res = resources
         self.raw = raw or {}  # answers served byte for byte (captured XML, malformed JSON, errors)
         self.headers = headers or {}  # captured GET headers per URI (Mockup-Server headers.json)
-        self._source = source or {}  # as captured: each resource's file bytes, served while unchanged
+        self._source = source or {}  # as captured: each resource's file, its bytes served while unchanged
         self._enc: dict[str, tuple[bytes, str]] = {}
         self._derived: dict[Hashable, tuple[bytes, frozenset[str]]] = {}  # see Resources.derived
         self.action_targets = _index_actions(resources)
@@ -88,8 +93,8 @@ class SeedTree:
     def encoded(self, uri: str) -> tuple[bytes, str] | None:
         hit = self._enc.get(uri)
         if hit is None and uri in self._res:
-            data = self._source.pop(uri, None)
-            hit = captured(self._res[uri], data) if data is not None else None
+            file = self._source.pop(uri, None)  # read on the first GET: the seed holds no second copy
+            hit = captured(self._res[uri], file) if file is not None else None
             self._enc[uri] = hit = hit or encode(self._res[uri])
         return hit
 
