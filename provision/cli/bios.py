@@ -44,6 +44,8 @@ def render(node: str, plan: bios_ops.BiosPlan, fmt: Format = Format.TABLE) -> No
         show(table, fmt)
     elif not plan.differs and not plan.unmapped:
         console.print(f"{node}: BIOS matches the spec", markup=False)
+    for line in plan.found:
+        console.print(Text.assemble(("found:", "cyan"), f" {line}"), highlight=False)
     for line in plan.invalid:
         console.print(Text.assemble(("refused:", "red"), f" {line}"), highlight=False)
     for line in plan.forced:

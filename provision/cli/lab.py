@@ -37,11 +37,14 @@ def _lab(lab_dir: Path | None) -> Path:
 
 @app.command("up")
 def up(
-    nodes: Annotated[int, typer.Option("--nodes", help="How many lab nodes (node01..nodeNN).")] = 2,
+    nodes: Annotated[int | None, typer.Option(
+        "--nodes", help="How many lab nodes (node01..nodeNN). Default: one per --bmc-tree given, else 2.",
+        show_default=False)] = None,
     profile: Annotated[str, typer.Option("--profile", help="Spec profile of the nodes.")] = "ml_prod_v4",
-    bmc_tree: Annotated[Path | None, typer.Option(
+    bmc_tree: Annotated[str | None, typer.Option(
         "--bmc-tree", help="Seed the BMCs from this mockup dir (redfish/v1/.../index.json), or a built-in "
-        "tree name: supermicro, dell, public-rackmount1.")] = None,
+        "tree name: supermicro, dell, public-rackmount1. Several, comma-separated, with --bmc-only: node01 "
+        "serves the first, node02 the second, ... (their number is the number of nodes).")] = None,
     as_captured: Annotated[bool, typer.Option(
         "--as-captured", help="Serve the capture as captured: no parts from the spec, missing resources 404, "
         "a malformed captured file is served as its bytes (with a warning).")] = False,
@@ -59,18 +62,24 @@ def up(
 ) -> None:
     """Start the lab in the background and write its inventory."""
     state = manager.up(manager.UpOptions(
-        lab_dir=_lab(lab_dir), nodes=nodes, profile=profile, bmc_tree=bmc_tree, as_captured=as_captured,
+        lab_dir=_lab(lab_dir), nodes=nodes, profile=profile,
+        bmc_tree=manager.parse_trees(bmc_tree) if bmc_tree is not None else None, as_captured=as_captured,
         bmc_only=bmc_only, vm=vm, speed=speed, source_inventory=from_inventory,
     ))
     if as_json:
         emit_json(manager.status(state.lab_dir))
         return
-    console.print(f"lab up in {state.lab_dir}: {len(state.nodes)} node(s), BMC tree {Path(state.tree).name}"
+    console.print(f"lab up in {state.lab_dir}: {len(state.nodes)} node(s), BMC tree {_tree_names(state)}"
                   f"{' (as captured)' if state.as_captured else ''}{_hosts(state)}",
                   markup=False)
     console.print(f"inventory: {state.inventory}  (use: -i {state.inventory})", markup=False)
     for line in state.warnings:
         err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+def _tree_names(state: manager.LabState) -> str:
+    names = [Path(n.tree).name for n in state.nodes if n.tree]
+    return ",".join(names) if len(set(names)) > 1 else Path(state.tree).name
 
 
 def _hosts(state: manager.LabState) -> str:

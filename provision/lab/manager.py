@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -51,6 +52,7 @@ class NodeState(BaseModel):
     name: str
     https_port: int | None
     http_port: int | None
+    tree: str | None = None  # the mockup this node's BMC serves (a lab of several trees gives each its own)
     ssh: TwinInfo | None = None
     vm: VmLabNode | None = None  # `lab up --vm`: the host is a qemu VM (its SSH port, key, installer URL)
 
@@ -62,7 +64,7 @@ class LabState(BaseModel):
     pid: int
     control_port: int
     profile: str
-    tree: str
+    tree: str  # the tree every node serves; several, joined by ",", in node order (each node's: nodes[].tree)
     as_captured: bool
     twins: bool
     inventory: Path
@@ -74,14 +76,23 @@ class LabState(BaseModel):
 
 class UpOptions(BaseModel):
     lab_dir: Path
-    nodes: int = 2
+    nodes: int | None = None  # None: one node per tree when several trees are given, else 2
     profile: str = "ml_prod_v4"
-    bmc_tree: Path | None = None
+    bmc_tree: Path | list[Path] | None = None  # several: node01 serves the first, node02 the second, ...
     as_captured: bool = False
     bmc_only: bool = False
     vm: bool = False  # each node's host a qemu VM driven by its BMC (implies no twins)
     speed: float = 10.0
     source_inventory: Path = Path("inventory/hosts.yml")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the options ask for, checked before anything starts: the nodes, the tree each one serves."""
+
+    names: list[str]
+    trees: list[Path]  # per node, resolved
+    warnings: list[str]  # what the captures serve as captured, once per tree
 
 
 def default_lab_dir() -> Path:
@@ -121,27 +132,26 @@ def _is_simulator(pid: int) -> bool:
 def up(opts: UpOptions) -> LabState:
     """Start the lab; returns its state. Raises InputError for bad options, LabError if it cannot start."""
     lab = opts.lab_dir.resolve()
-    _check_options(opts)
+    shape = shape_of(opts)
     old = read_state(lab)
     if old is not None:
         if _alive(old.pid):
             raise LabError(f"a lab is already up in {lab} (simulator pid {old.pid}); run `provision lab down`")
         _cleanup_files(lab)
-    tree, warnings = _resolve_tree(opts.bmc_tree)
     parts, group_vars = _profile(opts)
     lab.mkdir(parents=True, exist_ok=True)
-    vm_hosts = lab_up.hosts(lab, _names(opts)) if opts.vm else {}
+    vm_hosts = lab_up.hosts(lab, shape.names) if opts.vm else {}
     proc = None
     try:
         isos = lab_up.build_installers(lab, vm_hosts)
-        cfg = _sim_config(lab, opts, tree, parts, vm_hosts)
+        cfg = _sim_config(lab, opts, shape, parts, vm_hosts)
         proc = simproc.spawn(lab, cfg)
         ready = simproc.wait_ready(lab, proc, cfg)
         _wait_answering(lab / "ca.pem", ready)
-        twins = _twins_up(lab, opts) if not (opts.bmc_only or opts.vm) else {}
+        twins = _twins_up(lab, opts, shape.names) if not (opts.bmc_only or opts.vm) else {}
         media_pid, vms = _vms_up(lab, vm_hosts, isos)
-        state = _state(lab, opts, tree, ready, twins, vms)
-        state.warnings, state.media_pid = warnings, media_pid
+        state = _state(lab, opts, shape, ready, twins, vms)
+        state.warnings, state.media_pid = shape.warnings, media_pid
         write_inventory(lab, opts.profile, group_vars, cfg, state)
     except BaseException:
         if proc is not None:
@@ -152,8 +162,31 @@ def up(opts: UpOptions) -> LabState:
     return state
 
 
-def _names(opts: UpOptions) -> list[str]:
-    return [f"node{i:02d}" for i in range(1, opts.nodes + 1)]
+def shape_of(opts: UpOptions) -> Shape:
+    """The nodes and their trees; InputError (one line) for options that cannot make a lab."""
+    given = opts.bmc_tree if isinstance(opts.bmc_tree, list) else [opts.bmc_tree] if opts.bmc_tree else []
+    count = opts.nodes if opts.nodes is not None else len(given) if len(given) > 1 else 2
+    _check_options(opts, count)
+    if len(given) > 1 and count != len(given):
+        raise InputError(f"--bmc-tree: {len(given)} trees for --nodes {count} (one tree per node, node01 the "
+                         "first, or one tree for every node)")
+    if len(given) > 1 and not opts.bmc_only:
+        raise InputError("--bmc-tree: several trees need --bmc-only (twins and VMs stand for the profile's server)")
+    wanted: list[Path | None] = list(given) or [None]
+    resolved = {tree: _resolve_tree(tree) for tree in dict.fromkeys(wanted)}  # each tree read once, all first
+    trees = [resolved[t][0] for t in wanted] if len(wanted) > 1 else [resolved[wanted[0]][0]] * count
+    warnings = [line for _tree, lines in resolved.values() for line in lines]
+    return Shape(names=[f"node{i:02d}" for i in range(1, count + 1)], trees=trees, warnings=warnings)
+
+
+def parse_trees(text: str) -> Path | list[Path]:
+    """`--bmc-tree A,B,C`: one tree per node. A whole value that names a folder is one tree (a comma in it)."""
+    if "," not in text or Path(text).is_dir():
+        return Path(text)
+    parts = [p.strip() for p in text.split(",")]
+    if not all(parts):
+        raise InputError(f"--bmc-tree {text}: an empty tree name between commas")
+    return [Path(p) for p in parts]
 
 
 def _vms_up(lab: Path, vm_hosts: dict[str, VmHostConfig], isos: dict[str, Path]
@@ -165,17 +198,17 @@ def _vms_up(lab: Path, vm_hosts: dict[str, VmHostConfig], isos: dict[str, Path]
     return pid, {name: lab_up.node_info(lab, host, urls[name]) for name, host in vm_hosts.items()}
 
 
-def _check_options(opts: UpOptions) -> None:
-    if not 1 <= opts.nodes <= 2000:
-        raise InputError(f"--nodes {opts.nodes}: must be between 1 and 2000")
-    if not opts.bmc_only and opts.nodes > 250:
-        raise InputError(f"--nodes {opts.nodes}: more than 250 nodes needs --bmc-only")
+def _check_options(opts: UpOptions, nodes: int) -> None:
+    if not 1 <= nodes <= 2000:
+        raise InputError(f"--nodes {nodes}: must be between 1 and 2000")
+    if not opts.bmc_only and nodes > 250:
+        raise InputError(f"--nodes {nodes}: more than 250 nodes needs --bmc-only")
     if opts.speed <= 0:
         raise InputError(f"--speed {opts.speed}: must be positive")
     if importlib.util.find_spec("aiohttp") is None:  # the simulator's HTTP side; not installed by default
         raise InputError("provision lab up: the BMC simulator needs the lab extra: pip install 'provision[lab]'")
     if opts.vm:
-        lab_up.check(opts.nodes)
+        lab_up.check(nodes)
 
 
 def _resolve_tree(tree: Path | None) -> tuple[Path, list[str]]:
@@ -220,14 +253,14 @@ def _profile(opts: UpOptions) -> tuple[Parts, Path]:
     return parts, base / "group_vars"
 
 
-def _sim_config(lab: Path, opts: UpOptions, tree: Path, parts: Parts,
+def _sim_config(lab: Path, opts: UpOptions, shape: Shape, parts: Parts,
                 vm_hosts: dict[str, VmHostConfig] | None = None) -> SimConfig:
     _ca, cert, key = make_ca_and_server(lab)
     vm_hosts = vm_hosts or {}
     nodes = [
         BmcConfig(name=name, index=i, tree=tree, as_captured=opts.as_captured, username=USERNAME,
                   password=SecretStr(secrets.token_urlsafe(18)), vm=vm_hosts.get(name))
-        for i, name in enumerate(_names(opts), start=1)
+        for i, (name, tree) in enumerate(zip(shape.names, shape.trees, strict=True), start=1)
     ]
     cfg = SimConfig(
         lab_dir=lab, nodes=nodes, speed=opts.speed, cert_file=cert, key_file=key,
@@ -280,9 +313,9 @@ def _twins_module() -> ModuleType:
     return mod
 
 
-def _twins_up(lab: Path, opts: UpOptions) -> dict[str, TwinInfo]:
+def _twins_up(lab: Path, opts: UpOptions, names: list[str]) -> dict[str, TwinInfo]:
     twins = _twins_module()
-    reqs = [TwinRequest(name=f"node{i:02d}", index=i, profile=opts.profile) for i in range(1, opts.nodes + 1)]
+    reqs = [TwinRequest(name=name, index=i, profile=opts.profile) for i, name in enumerate(names, start=1)]
     from provision.spec import load_fleet  # twins need each profile's NodeSpec (spec_for)
 
     profiles = load_fleet(_source_inventory(opts.source_inventory)).profiles
@@ -290,13 +323,15 @@ def _twins_up(lab: Path, opts: UpOptions) -> dict[str, TwinInfo]:
     return {info.name: info for info in infos}
 
 
-def _state(lab: Path, opts: UpOptions, tree: Path, ready: Ready, twins: dict[str, TwinInfo],
+def _state(lab: Path, opts: UpOptions, shape: Shape, ready: Ready, twins: dict[str, TwinInfo],
            vms: dict[str, VmLabNode] | None = None) -> LabState:
     vms = vms or {}
-    nodes = [NodeState(name=n.name, https_port=n.https_port, http_port=n.http_port, ssh=twins.get(n.name),
-                       vm=vms.get(n.name)) for n in ready.nodes]  # fmt: skip
+    tree_of = dict(zip(shape.names, shape.trees, strict=True))
+    nodes = [NodeState(name=n.name, https_port=n.https_port, http_port=n.http_port, tree=str(tree_of[n.name]),
+                       ssh=twins.get(n.name), vm=vms.get(n.name)) for n in ready.nodes]  # fmt: skip
+    trees = ",".join(dict.fromkeys(str(t) for t in shape.trees))
     return LabState(lab_dir=lab, pid=ready.pid, control_port=ready.control_port, profile=opts.profile,
-                    tree=str(tree), as_captured=opts.as_captured, twins=bool(twins), vm=bool(vms),
+                    tree=trees, as_captured=opts.as_captured, twins=bool(twins), vm=bool(vms),
                     inventory=lab / "inventory" / "hosts.yml", nodes=nodes)
 
 
@@ -412,7 +447,7 @@ def status(lab_dir: Path) -> dict[str, Any]:
         nodes.append({
             "name": n.name,
             "bmc": f"https://127.0.0.1:{n.https_port}" if n.https_port else None,
-            "bmc_http": f"http://127.0.0.1:{n.http_port}" if n.http_port else None,
+            "bmc_http": f"http://127.0.0.1:{n.http_port}" if n.http_port else None, "tree": n.tree,
             "power": info.get("power"), "faults": info.get("faults"),
             "ssh": n.ssh.model_dump(mode="json") if n.ssh else None,
             "vm": {"ssh": f"127.0.0.1:{n.vm.ssh_port}", "installer": n.vm.installer_url} if n.vm else None,

@@ -685,3 +685,62 @@ def test_the_media_slots_from_sushy_static(name: str, tmp_path: Path) -> None:
             node.conn.close()
     assert [(s.uri, s.types, s.inserted) for s in slots] == expected
     assert any(s.is_cd for s in slots) == any(t in ("CD", "DVD") for e in expected for t in e[1])
+
+
+# --- a mixed lab: one tree per node (`--bmc-tree A,B,C`), each served byte for byte ------------------
+MIXED = {"node01": ("supermicro", "Systems/1"), "node02": ("hpe", "Systems/1"), "node03": ("lenovo", "Systems/1")}
+
+
+@pytest.fixture(scope="module")
+def mixed_lab(tmp_path_factory: pytest.TempPathFactory, lab_handle: Any) -> Iterator[Any]:
+    """`provision lab up --bmc-only --as-captured --bmc-tree <supermicro>,<hpe>,<lenovo>` through the CLI (no
+    --nodes: the three trees make three nodes); always `lab down` after."""
+    lab_dir = tmp_path_factory.mktemp("mixed-lab")
+    trees = ",".join(str(FULL / name) for name, _sys in MIXED.values())
+    up = subprocess.run([*CLI, "lab", "up", "--bmc-only", "--as-captured", "--bmc-tree", trees, "--speed", "60",
+                         "--lab-dir", str(lab_dir)], capture_output=True, text=True, timeout=180, check=False,
+                        cwd=REPO)
+    try:
+        assert up.returncode == 0, up.stderr[-1000:]
+        assert "BMC tree supermicro,hpe,lenovo (as captured)" in " ".join(up.stdout.split()), up.stdout
+        yield lab_handle(lab_dir)
+    finally:
+        subprocess.run([*CLI, "lab", "down", "--lab-dir", str(lab_dir)], capture_output=True, timeout=120,
+                       check=False, cwd=REPO)
+
+
+def _get_bytes(lab: Any, node: str, uri: str) -> tuple[bytes, str]:
+    """GET `uri` from `node`'s BMC as the lab's inventory says to reach it (its address, account, the lab CA)."""
+    import base64
+    import ssl
+
+    hv = lab.host_vars(node)
+    auth = base64.b64encode(f"{hv['provision_bmc_username']}:{hv['provision_bmc_password']}".encode()).decode()
+    req = urllib.request.Request(f"{hv['provision_bmc_address']}{uri}", headers={"Authorization": f"Basic {auth}"})
+    ctx = ssl.create_default_context(cafile=hv["provision_bmc_ca_file"])
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
+        return resp.read(), resp.headers["ETag"]
+
+
+def test_a_mixed_lab_serves_each_node_its_own_tree_byte_for_byte(mixed_lab: Any) -> None:
+    assert [n.name for n in mixed_lab.state.nodes] == list(MIXED)
+    addresses = {mixed_lab.host_vars(node)["provision_bmc_address"] for node in MIXED}
+    assert len(addresses) == len(MIXED), "each node reached at its own address"
+    for node, (name, system) in MIXED.items():
+        file = FULL / name / "redfish" / "v1" / system / "index.json"
+        data, etag = _get_bytes(mixed_lab, node, f"{R}/{system}")
+        assert data == file.read_bytes(), f"{node}: not {name}'s captured bytes"
+        captured = json.loads(file.read_bytes())
+        assert etag == captured["@odata.etag"], f"{node}: the ETag header is the body's"
+        assert Path(next(n.tree for n in mixed_lab.state.nodes if n.name == node) or "").name == name
+
+
+def test_the_client_reads_each_node_of_the_mixed_lab_as_its_vendor(mixed_lab: Any) -> None:
+    """`bmc inventory` through the lab's inventory: each node's own model and serial, as captured."""
+    for node, (name, system) in MIXED.items():
+        proc = subprocess.run([*CLI, "bmc", "inventory", node, "-i", str(mixed_lab.state.inventory), "--json"],
+                              capture_output=True, text=True, timeout=180, check=False, cwd=REPO)
+        assert proc.stdout.strip() and "Traceback" not in proc.stderr, proc.stderr[-1000:]
+        got = json.loads(proc.stdout)["inventory"]["system"]
+        captured = _captured(name, f"{R}/{system}")
+        assert (got["model"], got["serial"]) == (captured["Model"], captured["SerialNumber"]), node

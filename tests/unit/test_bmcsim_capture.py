@@ -243,3 +243,49 @@ def test_the_truncated_lenovo_report_is_served_byte_for_byte(tmp_path: Path) -> 
     reply = _get(bmc, f"{R}/{path}")
     assert reply.status == 200
     assert reply.raw == (FULL / "lenovo" / "redfish" / "v1" / path / "index.json").read_bytes()
+
+
+# --- as captured means byte for byte: no node gets its own SerialNumber or UUID -----------------
+SYSTEMS = [("hpe", "Systems/1"), ("lenovo", "Systems/1"), ("nvidia_gh200", "Systems/System_0"),
+           ("supermicro", "Systems/1")]
+
+
+def _node(tmp: Path, tree: Path, index: int) -> Bmc:
+    """Lab node `index` of an as-captured lab (the filled lab's nodes each get their own identity)."""
+    node = BmcConfig(name=f"node{index:02d}", index=index, password=SecretStr("pw"), tree=tree, as_captured=True)
+    cfg = SimConfig(lab_dir=tmp, nodes=[node], speed=600, control_token=SecretStr("t"),
+                    ready_file=tmp / "r.json", log_file=tmp / "log")
+    return Bmc(node, cfg, get_seed(node.tree, True, cfg.parts), SimClock(cfg.speed))
+
+
+@pytest.mark.parametrize(("name", "system"), SYSTEMS, ids=[s[0] for s in SYSTEMS])
+def test_a_system_is_served_byte_for_byte_on_every_node(tmp_path: Path, name: str, system: str) -> None:
+    file = FULL / name / "redfish" / "v1" / system / "index.json"
+    captured = json.loads(file.read_bytes())
+    for index in (1, 7):
+        reply = _get(_node(tmp_path, FULL / name, index), f"{R}/{system}")
+        assert reply.status == 200 and reply.raw == file.read_bytes(), f"node{index:02d}: not the captured bytes"
+        served = json.loads(reply.raw or b"")
+        assert [served.get(k) for k in ("SerialNumber", "UUID")] == [captured.get(k) for k in ("SerialNumber", "UUID")]
+        assert reply.headers["ETag"] == captured.get("@odata.etag", reply.headers["ETag"]), "body and header agree"
+
+
+def test_a_written_resource_leaves_the_captured_bytes_and_their_etag(tmp_path: Path) -> None:
+    bmc = _node(tmp_path, FULL / "lenovo", 1)
+    system = f"{R}/Systems/1"
+    before = _get(bmc, system)
+    tag = before.headers["ETag"]
+    boot = {"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}
+    assert call(bmc, "PATCH", system, boot, {**BASIC, "If-Match": f"W/{tag}"}).status == 200, "weak form matches"
+    after = _get(bmc, system)
+    assert after.raw != before.raw and body(after)["Boot"]["BootSourceOverrideTarget"] == "Pxe"
+    assert after.headers["ETag"] != tag
+    assert call(bmc, "PATCH", system, boot, {**BASIC, "If-Match": tag}).status == 412, "the old tag is stale"
+
+
+def test_an_hpe_weak_etag_from_the_body_matches(tmp_path: Path) -> None:
+    bmc = _node(tmp_path, FULL / "hpe", 1)
+    tag = body(_get(bmc, f"{R}/Systems/1"))["@odata.etag"]
+    assert tag.startswith("W/")
+    boot = {"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}
+    assert call(bmc, "PATCH", f"{R}/Systems/1", boot, {**BASIC, "If-Match": tag}).status == 200

@@ -107,7 +107,7 @@ def _bios(ctx: Context, facts: BmcFacts) -> None:
             continue
         if s.attribute is None:
             ctx.error(f"bmc.bios.{s.key}", AREA, desc, want,
-                      f"{facts.vendor} BIOS has no attribute for {s.key} and no other evidence")
+                      s.error or f"{facts.vendor} BIOS has no attribute for {s.key} and no other evidence")
             continue
         ctx.record(f"bmc.bios.{s.key}", AREA, desc, f"{want} ({s.wanted})", s.current, s.current == s.wanted)
 

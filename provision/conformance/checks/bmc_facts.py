@@ -24,6 +24,7 @@ class BiosSetting(BaseModel):
     wanted: AttrValue | None
     current: AttrValue | None
     proof: BiosProof | None = Field(default=None, description="No attribute: the vendor plugin's other evidence")
+    error: str | None = Field(default=None, description="Why the key found no one attribute (several fit)")
 
 
 class FirmwareSeen(BaseModel):

@@ -22,6 +22,7 @@ from provision.redfish.ops.inventory import observe
 from provision.redfish.ops.session import Node, connect, node_facts, options_for
 from provision.redfish.resources import LogEntry
 from provision.redfish.retry import RetryPolicy
+from provision.redfish.vendors.bios_names import AmbiguousBiosKey
 from provision.spec.model import HostEntry, NodeSpec
 
 # A verify that opens its own session gives up sooner than the bring-up's (a dead BMC is an ERROR row).
@@ -63,7 +64,11 @@ def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:
     current = state.current.attributes
     out = []
     for key, value in spec.bios.settings.items():
-        target = node.vendor.resolve_bios(key, value, current, state.registry)
+        try:
+            target = node.vendor.resolve_bios(key, value, current, state.registry)
+        except AmbiguousBiosKey as exc:  # never a guess: the check says why it could not be made
+            out.append(BiosSetting(key=key, attribute=None, wanted=None, current=None, error=str(exc)))
+            continue
         out.append(BiosSetting(
             key=key,
             attribute=target.attribute if target else None,

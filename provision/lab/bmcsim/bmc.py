@@ -24,7 +24,7 @@ from provision.lab.bmcsim.seed import Seed
 from provision.lab.bmcsim.sel import Sel
 from provision.lab.bmcsim.synth import SESSIONS
 from provision.lab.bmcsim.tasks import Tasks
-from provision.lab.bmcsim.tree import ROOT, Json, Resources, norm
+from provision.lab.bmcsim.tree import ROOT, Json, Resources, etags_match, norm
 from provision.lab.bmcsim.update import Updater
 
 PUBLIC_GETS = {"/redfish", ROOT, f"{ROOT}/$metadata", f"{ROOT}/odata"}
@@ -71,10 +71,12 @@ class Bmc:
                     power.start_off()
         self.bmc_reboot_s = sim.timings.bmc_reboot
         self.down_until = 0.0
-        self._personalise()
+        if not cfg.as_captured:
+            self._personalise()
 
     def _personalise(self) -> None:
-        """Each lab node gets its own serial number and UUID (the rest stays shared)."""
+        """Each node of a filled lab gets its own serial number and UUID (the rest stays shared), as a fleet's
+        servers have. Not as captured: that mode serves the capture's bytes, its SerialNumber and UUID too."""
         ident = str(uuid.uuid5(uuid.NAMESPACE_URL, f"provision-lab/{self.name}"))
         for system in self.seed.systems:
             sys_res = self.res.mutable(system)
@@ -246,7 +248,7 @@ class Bmc:
         if not self.res.exists(path):
             return error(404, "ResourceMissingAtURI", path)
         match = req.headers.get("If-Match")
-        if match and match != "*" and match.removeprefix("W/") != self.res.etag(path):
+        if match and match != "*" and not etags_match(match, self.res.etag(path)):
             return error(412, "PreconditionFailed")
         body = _json(req.body)
         if body is None:

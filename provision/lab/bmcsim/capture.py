@@ -53,6 +53,7 @@ class Capture:
     raw: dict[str, Raw] = field(default_factory=dict)
     headers: dict[str, dict[str, str]] = field(default_factory=dict)  # URI -> captured GET headers
     warnings: list[str] = field(default_factory=list)
+    source: dict[str, Path] = field(default_factory=dict)  # URI -> its index.json (served as its bytes)
 
 
 def find_root(tree_dir: Path) -> tuple[Path, str]:
@@ -124,6 +125,7 @@ def _index(out: Capture, file: Path, uri: str) -> None:
                             "is served as captured")
         return
     out.resources[uri] = obj
+    out.source[uri] = file
 
 
 def _why(exc: ValueError) -> str:

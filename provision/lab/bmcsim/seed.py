@@ -47,7 +47,7 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
     before = set(res)
     sel = synth.sel_service(res)
     invented += sorted(set(res) - before)
-    tree = SeedTree(tree_dir.name, res, cap.raw, cap.headers)
+    tree = SeedTree(tree_dir.name, res, cap.raw, cap.headers, cap.source if as_captured else None)
     systems = tuple(_members(tree, f"{ROOT}/Systems"))
     lays = {s: lay for s in systems if (lay := layout(tree, s)) is not None}
     upd = tree.get(f"{ROOT}/UpdateService") or {}

@@ -44,6 +44,27 @@ def clone(obj: Json) -> Json:
     return json.loads(json.dumps(obj))
 
 
+def etags_match(given: str, etag: str | None) -> bool:
+    """An If-Match value names this ETag (weak or strong: `W/` is ignored on both sides)."""
+    return etag is not None and given.removeprefix("W/") == etag.removeprefix("W/")
+
+
+def captured(obj: Json, file: Path) -> tuple[bytes, str] | None:
+    """The file's bytes and ETag of a resource still as captured; None if it was changed since it was read
+    (by the seed, or the file on disk since the capture was loaded).
+
+    The ETag is the one the capture's body states (`@odata.etag`), so body and header agree as a BMC's do;
+    a body without one gets the computed tag."""
+    try:
+        data = file.read_bytes()
+        if json.loads(data) != obj:
+            return None
+    except (OSError, ValueError):
+        return None
+    tag = obj.get("@odata.etag")
+    return data, tag if isinstance(tag, str) and tag else compute_etag(obj)
+
+
 def encode(obj: Json) -> tuple[bytes, str]:
     """Serialized body and strong ETag of one resource (the body carries @odata.etag when it had one)."""
     etag = compute_etag(obj)
@@ -56,11 +77,12 @@ class SeedTree:
     """An immutable, shareable set of resources plus lazily cached encodings."""
 
     def __init__(self, name: str, resources: dict[str, Json], raw: dict[str, Raw] | None = None,
-                 headers: dict[str, dict[str, str]] | None = None) -> None:
+                 headers: dict[str, dict[str, str]] | None = None, source: dict[str, Path] | None = None) -> None:
         self.name = name
         self._res = resources
         self.raw = raw or {}  # answers served byte for byte (captured XML, malformed JSON, errors)
         self.headers = headers or {}  # captured GET headers per URI (Mockup-Server headers.json)
+        self._source = source or {}  # as captured: each resource's file, its bytes served while unchanged
         self._enc: dict[str, tuple[bytes, str]] = {}
         self._derived: dict[Hashable, tuple[bytes, frozenset[str]]] = {}  # see Resources.derived
         self.action_targets = _index_actions(resources)
@@ -71,7 +93,9 @@ class SeedTree:
     def encoded(self, uri: str) -> tuple[bytes, str] | None:
         hit = self._enc.get(uri)
         if hit is None and uri in self._res:
-            hit = self._enc[uri] = encode(self._res[uri])
+            file = self._source.pop(uri, None)  # read on the first GET: the seed holds no second copy
+            hit = captured(self._res[uri], file) if file is not None else None
+            self._enc[uri] = hit = hit or encode(self._res[uri])
         return hit
 
     def uris(self) -> Iterator[str]:

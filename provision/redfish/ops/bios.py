@@ -13,6 +13,7 @@ from provision.redfish.resources import AttributeRegistry, Bios, ComputerSystem
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.vendors import VendorPlugin
 from provision.redfish.vendors.base import BiosProof
+from provision.redfish.vendors.bios_names import AmbiguousBiosKey
 from provision.spec.model import Bios as BiosSpec
 
 
@@ -60,6 +61,9 @@ class BiosPlan(BaseModel):
     forced: list[str] = Field(default_factory=list)
     """Attributes a registry dependency sets to the wanted value (and locks) once the planned changes
     apply (an HPE WorkloadProfile sets NumaGroupSizeOpt): nothing to write, not a refusal."""
+    found: list[str] = Field(default_factory=list)
+    """Keys no plugin table names, found through the registry, with what they were found by (for an operator
+    to check): "numa -> NumaEn (registry: DisplayName 'NUMA')"."""
     apply_time: str | None = None
     registry: str = ""
 
@@ -100,27 +104,54 @@ def observe(node: Node) -> BiosState:
                      registry=fetch_registry(conn, current), system=node.system)
 
 
+class _Keys(BaseModel):
+    """Where each neutral key of the spec landed on this BIOS (see plan)."""
+
+    targets: dict[str, tuple[str, AttrValue]] = Field(default_factory=dict)  # attribute -> (key, value)
+    unmapped: list[str] = Field(default_factory=list)
+    proven: list[BiosProof] = Field(default_factory=list)
+    found: list[str] = Field(default_factory=list)
+    ambiguous: list[str] = Field(default_factory=list)
+
+
+def _resolve_keys(spec: BiosSpec, state: BiosState, vendor: VendorPlugin, registry: AttributeRegistry) -> _Keys:
+    """Each neutral key to its attribute (plugin table, then registry names), or its proof, or unmapped. A key
+    several registry attributes fit is an error unless bios.vendor_attributes names exactly one of them."""
+    out = _Keys()
+    named = spec.vendor_attributes.get(vendor.name, {})
+    for key, wanted in sorted(spec.settings.items()):
+        try:
+            t = vendor.resolve_bios(key, wanted, state.current.attributes, registry)
+        except AmbiguousBiosKey as exc:
+            meant = [c for c in exc.candidates if c in named]
+            if len(meant) == 1:  # the operator named the one meant: that vendor attribute stands for the key
+                out.found.append(f"{key} -> {meant[0]} (bios.vendor_attributes.{vendor.name})")
+            else:
+                out.ambiguous.append(str(exc))
+            continue
+        if t is not None:
+            out.targets[t.attribute] = (key, t.value)
+            if t.via:
+                out.found.append(f"{key} -> {t.attribute} ({t.via})")
+            continue
+        proof = vendor.prove_bios(key, wanted, state.system) if state.system is not None else None
+        if proof is None:
+            out.unmapped.append(key)
+        else:
+            out.proven.append(proof)
+    for attr, raw in sorted(named.items()):
+        out.targets[attr] = (f"vendor:{attr}", registry.spelling(attr, raw))
+    return out
+
+
 def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
     """Pure: every attribute whose current value differs from the spec, validated against the registry."""
     cur = state.current.attributes
     registry = vendor.bios_registry(state.registry, cur)  # values spelt as this BIOS's attributes are
-    targets: dict[str, tuple[str, AttrValue]] = {}  # attribute -> (key, value)
-    unmapped: list[str] = []
-    proven: list[BiosProof] = []
-    for key, wanted in sorted(spec.settings.items()):
-        t = vendor.resolve_bios(key, wanted, cur, registry)
-        if t is not None:
-            targets[t.attribute] = (key, t.value)
-            continue
-        proof = vendor.prove_bios(key, wanted, state.system) if state.system is not None else None
-        if proof is None:
-            unmapped.append(key)
-        else:
-            proven.append(proof)
-    for attr, raw in sorted(spec.vendor_attributes.get(vendor.name, {}).items()):
-        targets[attr] = (f"vendor:{attr}", registry.spelling(attr, raw))
+    keys = _resolve_keys(spec, state, vendor, registry)
+    targets = keys.targets
     after = {**cur, **{a: v for a, (_, v) in targets.items()}}
-    changes, invalid, forced_lines = [], [], []
+    changes, invalid, forced_lines = [], list(keys.ambiguous), []
     for attr, (key, value) in targets.items():
         dep = locked_by(registry, attr, after)
         forced, to = forced_value(registry, attr, after) if dep else (False, None)
@@ -140,7 +171,8 @@ def plan(spec: BiosSpec, state: BiosState, vendor: VendorPlugin) -> BiosPlan:
                                   pending=state.pending.get(attr) == value))
     apply_time = "OnReset" if "OnReset" in state.current.supported_apply_times else None
     return BiosPlan(vendor=vendor.name, pending_uri=state.pending_uri, changes=changes, invalid=invalid,
-                    unmapped=unmapped, proven=proven, forced=forced_lines, apply_time=apply_time,
+                    unmapped=keys.unmapped, proven=keys.proven, forced=forced_lines, found=keys.found,
+                    apply_time=apply_time,
                     registry="inferred from current values" if state.registry.inferred else state.registry.id)
 
 

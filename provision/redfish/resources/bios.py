@@ -41,6 +41,8 @@ class RegistryAttribute(Model):
     """One attribute as the AttributeRegistry defines it."""
 
     attribute_name: str
+    display_name: str | None = None
+    """What BIOS setup shows a person (the registry's DisplayName)."""
     type: str = "String"
     read_only: bool = False
     immutable: bool = False

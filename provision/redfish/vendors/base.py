@@ -20,7 +20,8 @@ from provision.redfish.resources import (
 )
 from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.power import Temperature
-from provision.redfish.vendors import versions
+from provision.redfish.vendors import bios_names, versions
+from provision.redfish.vendors.bios_names import REGISTRY_NAMES, RegistryNames
 
 ENABLED = ("Enabled", "Enable", True, "On")
 DISABLED = ("Disabled", "Disable", False, "Off")
@@ -86,6 +87,8 @@ class BiosTarget(BaseModel):
     key: str
     attribute: str
     value: AttrValue
+    via: str | None = None
+    """How the attribute was found when no plugin table names it: "registry: DisplayName 'NUMA'"."""
 
 
 class BiosProof(BaseModel):
@@ -130,6 +133,8 @@ class VendorPlugin:
     bios_inverted: ClassVar[frozenset[str]] = frozenset()
     """Neutral keys whose vendor attribute has the opposite sense (Dell NodeInterleave for numa)."""
     bios_pending_suffix: ClassVar[str] = "Settings"
+    bios_registry_names: ClassVar[dict[str, RegistryNames]] = REGISTRY_NAMES
+    """Neutral keys found by the registry's AttributeName/DisplayName after `bios_patterns` (bios_names.py)."""
 
     firmware_rules: ClassVar[dict[str, tuple[FwRule, ...]]] = {
         "bmc": (FwRule(label=r"(?i)^(bmc|bmc firmware|host_?bmc(_\d+)?|.*remote access controller.*)$"),
@@ -197,15 +202,21 @@ class VendorPlugin:
     def resolve_bios(
         self, key: str, value: str | int | bool, current: dict[str, AttrValue], registry: AttributeRegistry
     ) -> BiosTarget | None:
-        """The vendor attribute and value for one neutral key; None when this BIOS has no such setting."""
+        """The vendor attribute and value for one neutral key; None when this BIOS has no such setting.
+
+        The plugin's `bios_patterns` first; then the registry's names and display names (bios_names.py), the
+        target saying which it was found by. AmbiguousBiosKey when several registry attributes fit."""
         names = sorted(set(registry.attributes) | set(current))
-        attr = self.bios_attribute(key, names)
+        attr, via = self.bios_attribute(key, names), None
         if attr is None:
-            return None
+            found = bios_names.find(key, registry, self.bios_registry_names)
+            if found is None:
+                return None
+            attr, via = found.attribute, found.via
         neutral = value
         if key in self.bios_inverted and isinstance(value, str) and value in ("enabled", "disabled"):
             neutral = "disabled" if value == "enabled" else "enabled"
-        return BiosTarget(key=key, attribute=attr, value=self._bios_value(attr, neutral, current, registry))
+        return BiosTarget(key=key, attribute=attr, value=self._bios_value(attr, neutral, current, registry), via=via)
 
     def _bios_value(
         self, attr: str, neutral: str | int | bool, current: dict[str, AttrValue], registry: AttributeRegistry
@@ -224,6 +235,10 @@ class VendorPlugin:
             for cand in candidates:
                 if cand in allowed:
                     return cand
+            for cand in candidates:  # a registry whose ValueNames are codes ("0"/"1"): by ValueDisplayName
+                for v in entry.value:
+                    if v.value_display_name is not None and v.value_display_name == cand:
+                        return v.value_name
         cur = current.get(attr)
         if cur in candidates:
             return cur
