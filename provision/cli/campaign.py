@@ -363,7 +363,6 @@ def _print_plan(result: CampaignPlan, fmt: Format) -> None:
     wave_of = {n: i for i, w in enumerate(result.waves) for n in w}
     shared = [u for u in result.unread if len(u.nodes) > 1]
     said = {n for u in shared for n in u.nodes}
-    rows = 0
     for p in result.nodes:
         if not p.needs_work or p.node in said:
             continue
@@ -375,9 +374,7 @@ def _print_plan(result: CampaignPlan, fmt: Format) -> None:
             what = cell("; ".join(updates + [f"not planned: {line}" for line in p.problems]),
                         "red" if p.problems else "")
         add_row(table, p.node, wave_of.get(p.node, "-"), what, "yes" if p.host_reset else "no")
-        rows += 1
-    if rows:
-        show(table, fmt)
+    show(table, fmt)
     for u in shared:
         _say(fmt, f"error: could not read {len(u.nodes)} node(s) ({_names(u.nodes)}): {u.cause}")
     sizes = " + ".join(str(len(w)) for w in result.waves) or "none"
