@@ -9,7 +9,7 @@ vendor's setup does; this table holds those names, per neutral key:
 - `displays`: DisplayName patterns (the whole display name, case-insensitive, after dropping (R)/(TM)/®/™ and
   folding white space).
 
-Sources: the captured registries (tests/fixtures/redfish/registry/, PROVENANCE.md: Supermicro X13 AMI BIOS,
+Sources: the captured registries (tests/fixtures/redfish/, PROVENANCE.md: Supermicro X13 AMI BIOS, Dell R750,
 Lenovo XCC UEFI, HPE A42 ROM, NVIDIA BlueField DPU) and the vendors' published BIOS setup guides (Intel's
 reference BIOS knobs `NumaEn`, `VTdSupport`, `SncEn`, `TurboMode`, `PCIeSRIOVSupport` as AMI Aptio builds
 expose them; Dell's `SriovGlobalEnable`, `LogicalProc`, `MmioAbove4Gb`, `ProcTurboMode`).
