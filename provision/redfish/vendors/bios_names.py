@@ -9,7 +9,7 @@ vendor's setup does; this table holds those names, per neutral key:
 - `displays`: DisplayName patterns (the whole display name, case-insensitive, after dropping (R)/(TM)/®/™ and
   folding white space).
 
-Sources: the captured registries (tests/fixtures/redfish/registry/, PROVENANCE.md: Supermicro X13 AMI BIOS,
+Sources: the captured registries (tests/fixtures/redfish/, PROVENANCE.md: Supermicro X13 AMI BIOS, Dell R750,
 Lenovo XCC UEFI, HPE A42 ROM, NVIDIA BlueField DPU) and the vendors' published BIOS setup guides (Intel's
 reference BIOS knobs `NumaEn`, `VTdSupport`, `SncEn`, `TurboMode`, `PCIeSRIOVSupport` as AMI Aptio builds
 expose them; Dell's `SriovGlobalEnable`, `LogicalProc`, `MmioAbove4Gb`, `ProcTurboMode`).
@@ -101,10 +101,12 @@ class RegistryMatch:
     field: str
     """AttributeName or DisplayName."""
     text: str
+    source: str = "registry"
+    """registry, or `current attributes` where the BMC publishes no registry (names only, no DisplayName)."""
 
     @property
     def via(self) -> str:
-        return f"registry: {self.field} {self.text!r}"
+        return f"{self.source}: {self.field} {self.text!r}"
 
 
 def display(text: str) -> str:
@@ -122,12 +124,13 @@ def find(key: str, registry: AttributeRegistry, table: dict[str, RegistryNames])
     if rule is None:
         return None
     found: list[RegistryMatch] = []
+    source = "current attributes" if registry.inferred else "registry"
     for name, attr in sorted(registry.attributes.items()):
         shown = display(attr.display_name) if attr.display_name else None
         if _fits(rule.names, name):
-            found.append(RegistryMatch(key, name, "AttributeName", name))
+            found.append(RegistryMatch(key, name, "AttributeName", name, source))
         elif _fits(rule.displays, shown):
-            found.append(RegistryMatch(key, name, "DisplayName", shown or ""))
+            found.append(RegistryMatch(key, name, "DisplayName", shown or "", source))
     if len(found) > 1:
         listed = ", ".join(f"{m.attribute} ({m.field} {m.text!r})" for m in found)
         raise AmbiguousBiosKey(f"BIOS key {key}: {len(found)} attributes of registry {registry.id or '(unnamed)'} "

@@ -204,3 +204,11 @@ def test_verify_reports_an_ambiguous_key_as_an_error_naming_the_candidates(monke
     bmc_checks._bios(ctx, SimpleNamespace(bios=(sriov,), vendor="notables"))  # type: ignore[arg-type]
     row = area(ctx, "bmc")["bmc.bios.sriov"]
     assert row.outcome is Outcome.ERROR and "DevicesandIOPorts_SRIOV" in row.detail, row
+
+
+def test_without_a_published_registry_the_names_of_the_current_attributes_are_read() -> None:
+    """A BMC that publishes no registry: the BIOS's own attribute names (no DisplayName to read), said so."""
+    current: dict[str, AttrValue] = {"NumaEn": "Enabled", "VTdSupport": "Disabled", "Dummy": 1}
+    t = NoTables().resolve_bios("numa", "disabled", current, AttributeRegistry.infer(current))
+    assert t is not None and (t.attribute, t.value) == ("NumaEn", "Disabled")
+    assert t.via == "current attributes: AttributeName 'NumaEn'"
