@@ -65,6 +65,8 @@ FIRMWARE = (FW, RESOURCES, "tests/unit/bringup/test_stage_plans.py", "tests/unit
             "tests/unit/redfish/test_post_once.py", "tests/unit/redfish/test_rf_unchecked.py",
             "tests/unit/redfish/test_rf_cli_deadline.py", "tests/unit/campaign/test_redfish_updater.py",
             "tests/unit/campaign/test_evidence.py")
+UPDATER = tuple(f"tests/unit/campaign/test_redfish_updater.py::{t}" for t in (
+    "test_the_conformance_gate_names_every_problem", "test_the_redfish_health_gate_reads_system_manager_and_chassis"))
 VERDICT = ("tests/unit/conformance/test_outcomes.py", "tests/unit/conformance/test_reports.py")
 TRANSPORT = (PLAIN, "tests/unit/test_transport_tls.py", "tests/unit/redfish/test_rf_auth_modes.py")
 
@@ -104,14 +106,14 @@ SITES: tuple[Site, ...] = (
          "        if not task.ok:\n            continue\n", "", FIRMWARE,
          "a failed update task that said AwaitToActivate counts its component as staged (never flashed again)"),
     Site("health-busy-ignored", "provision/campaign/redfish_updater.py",
-         "                if state.busy:\n", "                if False:\n", FIRMWARE,
+         "                if state.busy:\n", "                if False:\n", UPDATER,
          "the campaign's conformance gate passes while an update task is still running"),
     Site("health-power-unknown-ok", "provision/campaign/redfish_updater.py",
-         'if system.get("PowerState") != "On":', 'if system.get("PowerState") == "Off":', FIRMWARE,
+         'if system.get("PowerState") != "On":', 'if system.get("PowerState") == "Off":', UPDATER,
          "the campaign's conformance gate passes a host whose power state is unknown or PoweringOn"),
     Site("health-version-unchecked", "provision/campaign/redfish_updater.py",
          "for c in components if state.versions.get(c.component) != c.version]",
-         "for c in components if state.versions.get(c.component) not in (c.version, None)]", FIRMWARE,
+         "for c in components if state.versions.get(c.component) not in (c.version, None)]", UPDATER,
          "the campaign's conformance gate passes a component whose version could not be read"),
     # -- campaign gates and fencing (issue 42) -------------------------------------------------------------
     Site("gate-read-raises-healthy", "provision/campaign/gates.py",
@@ -152,6 +154,11 @@ SITES: tuple[Site, ...] = (
          'return str(value).strip().lower() in ("true", "yes", "1")',
          'return str(value).strip().lower() not in ("false", "no", "0")',
          (PLAIN,), 'an INI "off" opts a host in to plain-HTTP BMC access'),
+    Site("health-warning-ok", "provision/campaign/redfish_updater.py", 'if health not in (None, "OK"):',
+         'if health == "Critical":', UPDATER, "the campaign's Redfish health gate passes a System in Warning"),
+    Site("health-rollup-ignored", "provision/campaign/redfish_updater.py",
+         'health = status.get("HealthRollup") or status.get("Health")', 'health = status.get("Health")', UPDATER,
+         "the Redfish health gate reads a chassis's own health, not the rollup of what it holds"),
     Site("plain-http-connector-unchecked", "provision/redfish/connector.py",
          'if self.address.startswith("http://") and not self.insecure_http:',
          'if self.address.startswith("http://") and self.insecure_http is None:', TRANSPORT,
