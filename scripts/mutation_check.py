@@ -67,6 +67,7 @@ FIRMWARE = (FW, RESOURCES, "tests/unit/bringup/test_stage_plans.py", "tests/unit
             "tests/unit/campaign/test_evidence.py")
 UPDATER = tuple(f"tests/unit/campaign/test_redfish_updater.py::{t}" for t in (
     "test_the_conformance_gate_names_every_problem", "test_the_redfish_health_gate_reads_system_manager_and_chassis"))
+PLANS = "tests/unit/redfish/test_rf_plans.py"
 VERDICT = ("tests/unit/conformance/test_outcomes.py", "tests/unit/conformance/test_reports.py")
 TRANSPORT = (PLAIN, "tests/unit/test_transport_tls.py", "tests/unit/redfish/test_rf_auth_modes.py")
 
@@ -80,15 +81,17 @@ SITES: tuple[Site, ...] = (
          'self.task_status in (None, "OK", "Warning")', 'self.task_status in (None, "OK")',
          (FW, RESOURCES), "a Task completed with warnings taken as a failure (the Task schema says success)"),
     Site("fw-monitor-blip-fails", "provision/redfish/ops/firmware.py",
-         "            return None  # the BMC is restarting", "            raise  # the BMC is restarting", FIRMWARE,
+         "            return None  # the BMC is restarting", "            raise  # the BMC is restarting",
+         (f"{FW}::test_a_bmc_that_drops_out_while_its_task_runs_is_waited_out",),
          "a BMC that drops out while its update task is polled (it resets) fails the update"),
     Site("fw-verify-any-component", "provision/redfish/ops/firmware.py",
          'return rows if all(r.verdict == "ok" for r in rows) else None',
-         'return rows if any(r.verdict == "ok" for r in rows) else None', FIRMWARE,
+         'return rows if any(r.verdict == "ok" for r in rows) else None',
+         (f"{FW}::test_verify_names_each_component_not_at_baseline",),
          "after an update, one component at baseline verifies all of them"),
     Site("fw-component-any-entry-ok", "provision/redfish/ops/firmware.py",
          'return next((v for v in worst if v in kinds), "ok")',
-         'return "ok" if "ok" in kinds else next((v for v in worst if v in kinds), "ok")', FIRMWARE,
+         'return "ok" if "ok" in kinds else next((v for v in worst if v in kinds), "ok")', (PLANS,),
          "a component with several entries (8 GPUs) is at baseline when one entry is"),
     Site("fw-absent-not-reported", "provision/redfish/ops/firmware.py",
          'return [f"firmware {c}: not in FirmwareInventory: could not check" for c in self.absent]', "return []",
@@ -97,10 +100,11 @@ SITES: tuple[Site, ...] = (
          'if verdict == "newer" and not allow_downgrade:', 'if verdict == "newer" and allow_downgrade:', FIRMWARE,
          "a newer running version is downgraded without --allow-downgrade"),
     Site("fw-not-updateable-sent", "provision/redfish/ops/firmware.py",
-         "matched = [e for e in matched if e.updateable is not False]", "matched = list(matched)", FIRMWARE,
+         "matched = [e for e in matched if e.updateable is not False]", "matched = list(matched)", (PLANS,),
          "entries the BMC marks Updateable=false are sent an update too"),
     Site("converge-onreset-unverified", "provision/redfish/ops/converge.py",
-         'if s.needs_host_reset or s.apply_time == "OnReset"]', "if s.needs_host_reset]", FIRMWARE,
+         'if s.needs_host_reset or s.apply_time == "OnReset"]', "if s.needs_host_reset]",
+         (f"{FW}::test_after_the_reset_every_staged_step_is_verified",),
          "firmware staged OnReset (without needs_host_reset) is not verified after the host reset"),
     Site("evidence-failed-task-staged", "provision/campaign/evidence.py",
          "        if not task.ok:\n            continue\n", "", FIRMWARE,
@@ -176,7 +180,8 @@ SITES: tuple[Site, ...] = (
     # -- verdicts and exit codes -------------------------------------------------------------------------
     Site("verdict-gather-error-ignored", "provision/conformance/model.py", "        if self.error is not None:\n",
          "        if False:\n", VERDICT, "a node whose facts could not be gathered passes (no results, no failure)"),
-    Site("exit-error-is-ok", "provision/conformance/model.py", "    if outcome is Outcome.ERROR:\n        return EXIT_INCOMPLETE\n",
+    Site("exit-error-is-ok", "provision/conformance/model.py",
+         "    if outcome is Outcome.ERROR:\n        return EXIT_INCOMPLETE\n",
          "", VERDICT, "a check that could not be made exits 0"),
     Site("accepted-error", "provision/conformance/model.py",
          "ACCEPTED: frozenset[Outcome] = frozenset({Outcome.PASS, Outcome.WARN, Outcome.WAIVED})",
