@@ -52,6 +52,8 @@ class FakeBmc:
     """What the BMC was asked, in order: "GET uri", "PUSH targets", "PATCH uri", "RESET"."""
     patches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     opts: _Opts = field(default_factory=_Opts)
+    task_blips: int = 0
+    """How many polls of an update task fail to answer first (the BMC resets while its update runs)."""
     _tasks: dict[str, tuple[list[str], str, int, int]] = field(default_factory=dict)
     """uri -> (targets, apply time, polls so far, polls it answers Running before it ends)."""
 
@@ -80,6 +82,9 @@ class FakeBmc:
         uri = uri.rstrip("/") or "/"
         self.events.append(f"GET {uri}")
         if uri in self._tasks:
+            if self.task_blips > 0:
+                self.task_blips -= 1
+                raise RedfishError(f"{self.opts.where}: GET {uri}: connection refused")
             return self._poll(uri)
         if uri not in self.tree:
             raise RedfishError(f"{self.opts.where}: GET {uri}: 404")

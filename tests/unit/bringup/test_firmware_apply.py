@@ -19,6 +19,8 @@ from provision.bringup.stages.staged import staged_since_reset
 from provision.errors import CheckFailed
 from provision.journal import Journal
 from provision.redfish.errors import RedfishOperationFailed
+from provision.redfish.ops import firmware as fw
+from provision.redfish.ops.converge import ConvergeOptions, ConvergePlan, verify_after_reset
 from provision.spec import HostEntry
 from tests.unit.bringup.fakebmc import FW, FakeBmc, fast_clock, node_of
 
@@ -147,3 +149,44 @@ def test_a_task_completed_with_warnings_is_a_success(make_host: Callable[..., Ho
     assert [(a.action, a.target, a.outcome) for a in journal.actions(host.name)] == [
         ("stage-firmware", "bios 1.50", "ok")]
     assert bmc.staged == [f"{FW}/BIOS"] and staged_since_reset(journal, host.name) == {"bios 1.50"}
+
+
+def test_a_bmc_that_drops_out_while_its_task_runs_is_waited_out(make_host: Callable[..., HostEntry],
+                                                                 journal: Journal) -> None:
+    """A BMC image resets the BMC while its own task is polled: the polls that get no answer are waited out
+    (until the task's timeout), not taken as the update's failure."""
+    host = make_host()
+    bmc = FakeBmc(versions=RUNNING, flash_to=FLASHED, task_blips=3)
+    stage, ctx = _stage(), _ctx(host, bmc, journal)
+    _run(stage, ctx)
+    assert bmc.task_blips == 0 and bmc.tree[f"{FW}/BMC"]["Version"] == "1.50"
+    assert [(a.action, a.outcome) for a in journal.actions(host.name)] == [("flash", "ok"), ("stage-firmware", "ok")]
+
+
+def test_verify_names_each_component_not_at_baseline(make_host: Callable[..., HostEntry]) -> None:
+    """After a reset every staged component is verified: one at baseline does not vouch for another."""
+    host = make_host()
+    bmc = FakeBmc(versions=RUNNING)
+    node = node_of(bmc)
+    steps = fw.plan(host.spec.firmware, fw.observe(node.conn), node.vendor).steps
+    assert [s.component for s in steps] == ["bmc", "bios"]
+    bmc.tree[f"{FW}/BMC"]["Version"] = "1.50"  # the BMC took its image; the BIOS did not
+    with pytest.raises(RedfishOperationFailed, match=r"not at baseline after update: bios runs [^;]*1\.45[^;]*$"):
+        fw.verify(node, steps, host.spec.firmware, fast_clock(), timeout_s=5)
+    bmc.tree[f"{FW}/BIOS"]["Version"] = "P79 v1.50"
+    fw.verify(node, steps, host.spec.firmware, fast_clock(), timeout_s=5)
+
+
+@pytest.mark.parametrize(("needs_host_reset", "apply_time"), [(True, "OnReset"), (False, "OnReset"), (True, "Immediate")])
+def test_after_the_reset_every_staged_step_is_verified(make_host: Callable[..., HostEntry], needs_host_reset: bool,
+                                                       apply_time: str) -> None:
+    """A step staged OnReset waits for the host reset whether or not its component says it needs one (the BMC
+    offered only OnReset), and a step that needs the reset is verified after it whatever its apply time."""
+    host = make_host()
+    bmc = FakeBmc(versions=RUNNING)
+    node = node_of(bmc)
+    bios = [s.model_copy(update={"needs_host_reset": needs_host_reset, "apply_time": apply_time})
+            for s in fw.plan(host.spec.firmware, fw.observe(node.conn), node.vendor).steps if s.component == "bios"]
+    cplan = ConvergePlan(firmware=fw.FirmwarePlan(steps=bios))
+    with pytest.raises(RedfishOperationFailed, match=r"not at baseline after update: bios runs"):
+        verify_after_reset(node, host.spec, cplan, ConvergeOptions(verify_timeout_s=5), fast_clock())

@@ -528,3 +528,67 @@ def test_a_campaign_step_takes_an_apply_time_the_gh200_offers(tmp_path: Path, ap
         return
     step = up._step(node, service, comp, entries)  # type: ignore[arg-type]
     assert (step.method, step.apply_time) == ("multipart", sent)
+
+
+RUNNING_TASK = {"@odata.id": "/redfish/v1/TaskService/Tasks/9", "Id": "9", "TaskState": "Running", "TaskStatus": "OK"}
+AT = {"BMC": ("BMC", "11.02.05"), "BIOS": ("BIOS", "BIOS Date: 01/02/2024 Ver 2.1")}
+
+
+@pytest.mark.parametrize(("power", "tasks", "members", "problems"), [
+    ("On", [], AT, ()),
+    ("On", [RUNNING_TASK], AT, ("an update task is still running",)),
+    ("Off", [], AT, ("host power is Off, expected On",)),
+    (None, [], AT, ("host power is None, expected On",)),  # not read: not a pass
+    ("PoweringOn", [], AT, ("host power is PoweringOn, expected On", "an update task is still running")),
+    ("On", [], {"BIOS": AT["BIOS"]}, ("bmc is 11.01.01, expected 11.02.05",)),  # the inventory's old BMC
+    ("On", [], {"BMC": AT["BMC"], "BIOS": None}, ("bios is None, expected 2.1",)),  # BIOS not listed: not read
+])
+def test_the_conformance_gate_names_every_problem(monkeypatch: pytest.MonkeyPatch, power: str | None,
+                                                  tasks: list[dict[str, Any]],
+                                                  members: dict[str, tuple[str, str] | None],
+                                                  problems: tuple[str, ...]) -> None:
+    """The campaign's BMC-side conformance subset (RedfishHealth, conformance: true): host power On (a state
+    not read is not On), no update task running (a host mid power transition counts as busy), every component
+    at its catalog version (a version not read is not the version)."""
+    import provision.campaign.redfish_updater as ru
+
+    for ident, member in members.items():
+        if member is None:
+            monkeypatch.delitem(MEMBERS, ident)
+        else:
+            monkeypatch.setitem(MEMBERS, ident, member)
+    monkeypatch.setattr(ru.RedfishUpdater, "_open",
+                        lambda self, target, retry=None: FakeNode(ClosingConn(tasks=tasks, power=power)))  # type: ignore[arg-type]
+    (a,) = _targets("a")
+    result = ru.RedfishHealth(_updater()).check(a, COMPS, redfish_health=False, conformance=True)
+    assert (result.ok, result.problems) == (not problems, problems)
+
+
+class StatusConn:
+    """Manager and Chassis bodies by URI (the System's body comes with the observation)."""
+
+    def __init__(self, bodies: dict[str, dict[str, Any]]) -> None:
+        self.bodies = bodies
+
+    def get(self, uri: str) -> dict[str, Any]:
+        return self.bodies[uri]
+
+
+@pytest.mark.parametrize(("system", "manager", "chassis", "problems"), [
+    ({"Health": "OK"}, {"Health": "OK"}, {"Health": "OK", "HealthRollup": "OK"}, []),
+    ({"Health": "Warning"}, {"Health": "OK"}, {"Health": "OK"}, ["/redfish/v1/Systems/1 Status.Health is Warning"]),
+    ({"Health": "OK"}, {"Health": "Critical"}, {"Health": "OK"}, ["/redfish/v1/Managers/1 Status.Health is Critical"]),
+    # the rollup (what the chassis holds) is read before the resource's own health
+    ({"Health": "OK"}, {"Health": "OK"}, {"Health": "OK", "HealthRollup": "Critical"},
+     ["/redfish/v1/Chassis/1 Status.Health is Critical"]),
+    ({"Health": "OK", "HealthRollup": "Warning"}, {"Health": "OK"}, {"Health": "OK"},
+     ["/redfish/v1/Systems/1 Status.Health is Warning"]),
+])
+def test_the_redfish_health_gate_reads_system_manager_and_chassis(system: dict[str, str], manager: dict[str, str],
+                                                                  chassis: dict[str, str], problems: list[str]) -> None:
+    from provision.campaign.redfish_updater import _health_problems
+
+    conn = StatusConn({"/redfish/v1/Managers/1": {"Status": manager}, "/redfish/v1/Chassis/1": {"Status": chassis}})
+    node = FakeNode(conn)  # type: ignore[arg-type]
+    body = {"@odata.id": "/redfish/v1/Systems/1", "Status": system}
+    assert _health_problems(node, body, ["/redfish/v1/Chassis/1"]) == problems  # type: ignore[arg-type]

@@ -78,6 +78,46 @@ def test_not_updateable_and_absent(tmp_path: Path) -> None:
     assert plan.steps == [] and plan.skipped and plan.absent == ["fpga_thing"]
 
 
+GPU = "/redfish/v1/UpdateService/FirmwareInventory/HGX_FW_GPU_SXM_"
+GPU_AT = "96.00.61.00.01"  # what the capture's eight GPUs run
+
+
+def gpus_state(versions: dict[int, str], not_updateable: frozenset[int] = frozenset()) -> fw.FirmwareState:
+    """The capture with GPU n running versions[n] (the capture's version otherwise), those in
+    `not_updateable` marked Updateable=false."""
+    state = sm_state()
+    entries = []
+    for e in state.entries:
+        n = int(e.uri.rsplit("_", 1)[1]) if e.uri.startswith(GPU) else 0
+        entries.append(e.model_copy(update={"version": versions.get(n, e.version),
+                                            "updateable": False if n in not_updateable else e.updateable}))
+    return state.model_copy(update={"entries": entries})
+
+
+@pytest.mark.parametrize(("versions", "not_updateable", "targets"), [
+    ({}, frozenset(), []),  # all eight at baseline: nothing to do
+    ({3: "96.00.5A.00.01"}, frozenset(), [3]),  # one GPU behind: the component is not at baseline
+    ({3: "96.00.5A.00.01", 5: "96.00.5A.00.01"}, frozenset({5}), [3]),  # the BMC's Updateable=false is not sent
+])
+def test_a_component_of_many_entries_is_at_baseline_only_when_every_entry_is(
+        tmp_path: Path, versions: dict[int, str], not_updateable: frozenset[int], targets: list[int]) -> None:
+    plan = fw.plan((comp("gpu", GPU_AT),), gpus_state(versions, not_updateable), by_name("supermicro"), tmp_path)
+    assert [t for s in plan.steps for t in s.entries] == [f"HGX_FW_GPU_SXM_{n}" for n in targets]
+    status = fw.status((comp("gpu", GPU_AT),), gpus_state(versions, not_updateable), by_name("supermicro"))
+    assert status[0].verdict == ("older" if targets else "ok")
+
+
+@pytest.mark.parametrize(("verdicts", "expected"), [
+    ((), "absent"), (("ok",), "ok"), (("ok", "ok"), "ok"), (("ok", "older"), "older"), (("newer", "ok"), "newer"),
+    (("ok", "unknown"), "unknown"), (("newer", "older"), "older"), (("unknown", "older"), "older"),
+    (("unknown", "newer"), "newer"),
+])
+def test_a_components_verdict_is_its_worst_entrys(verdicts: tuple[str, ...], expected: str) -> None:
+    rows = [fw.EntryStatus(id=str(i), uri=f"/x/{i}", raw_version="v", version="v", verdict=v)  # type: ignore[arg-type]
+            for i, v in enumerate(verdicts)]
+    assert fw.ComponentStatus(component="gpu", target="1", entries=rows).verdict == expected
+
+
 def test_simple_update_where_no_push_uri(tmp_path: Path) -> None:
     state = sm_state()
     service = state.service.model_copy(update={"multipart_http_push_uri": None})
