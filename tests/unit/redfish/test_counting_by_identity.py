@@ -166,3 +166,14 @@ def test_ports_that_all_state_their_technology_hold_or_drift(spec: NodeSpec) -> 
     assert drift_items(spec, observe_tree(t))["network.ethernet.count"].verdict == "drift"
 
 
+
+
+def test_odd_shapes_of_the_identity_fields_read_as_unsaid() -> None:
+    """A BMC's odd values for the fields counting reads (a number for a serial, "N/A" for Removable, null
+    locations) are "not given", never a shape error that would stop the whole inventory."""
+    from provision.redfish.resources import Drive, PowerSupply
+
+    d = Drive.parse({"@odata.id": "/d", "SerialNumber": 123, "Removable": "N/A", "Protocol": "N/A",
+                     "PhysicalLocation": None, "Location": {"Info": "x"}})
+    assert (d.serial_number, d.removable, d.protocol, d.bay, d.identity) == (None, None, None, None, None)
+    assert PowerSupply.parse({"SerialNumber": 123456, "PartNumber": ["x"]}).serial_number is None
