@@ -111,7 +111,7 @@ class OsStage:
             items = inv_ops.drift(ctx.host.spec, inv_ops.observe(node.conn)).items
             slots = power.media_slots(node)
         boot = next((i for i in items if i.key == "storage.boot.count"), None)
-        if boot is not None and boot.verdict != "unknown" and int(boot.observed) < 2:
+        if boot is not None and boot.verdict != "unknown" and int(boot.observed.split()[0]) < 2:  # "1 (+ 2 of ...)"
             why.append(f"the BMC lists {boot.observed} boot drive(s) ({boot.expected}): the RAID1 root needs two")
         if not any(s.is_cd for s in slots):
             why.append("the BMC offers no CD/DVD virtual medium for the installer")

@@ -112,6 +112,8 @@ class FirmwarePlan(BaseModel):
     absent: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     """Components the BMC lists but marks Updateable=false (to be updated in-band)."""
+    listed_absent: dict[str, str] = Field(default_factory=dict)
+    """Absent components whose entries the BMC lists with Status.State Absent: component -> "id version, ..."."""
 
     @property
     def host_reset(self) -> bool:
@@ -123,7 +125,9 @@ class FirmwarePlan(BaseModel):
 
     def problems(self) -> list[str]:
         """One line per baseline component that could not be checked."""
-        absent = [f"firmware {c}: not in FirmwareInventory: could not check" for c in self.absent]
+        absent = [f"firmware {c}: listed Absent in FirmwareInventory ({self.listed_absent[c]}): could not check"
+                  if c in self.listed_absent else f"firmware {c}: not in FirmwareInventory: could not check"
+                  for c in self.absent]
         return absent + list(self.incomparable.values())
 
 
@@ -189,6 +193,7 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
     entries = {e.uri: e for e in state.entries}
     steps, refused, absent, skipped = [], [], [], []
     incomparable: dict[str, str] = {}
+    listed_absent: dict[str, str] = {}
     for comp in ordered:
         st = statuses[comp.component]
         verdict = st.verdict
@@ -196,6 +201,8 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
             continue
         if verdict == "absent":
             absent.append(comp.component)
+            if st.entries:
+                listed_absent[comp.component] = ", ".join(f"{e.id} {e.raw_version}" for e in st.entries)
             continue
         if verdict == "incomparable":  # never flashed: nothing says whether the image is older or newer
             incomparable[comp.component] = "; ".join(e.problem for e in st.entries if e.verdict == "incomparable")
@@ -211,7 +218,8 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
         matched = [e for e in matched if e.updateable is not False]
         steps.append(_step(by_name[comp.component], matched, state, vendor, inventory_dir,
                            downgrade=verdict == "newer"))
-    return FirmwarePlan(steps=steps, refused=refused, absent=absent, skipped=skipped, incomparable=incomparable)
+    return FirmwarePlan(steps=steps, refused=refused, absent=absent, skipped=skipped, incomparable=incomparable,
+                        listed_absent=listed_absent)
 
 
 def _versions(st: ComponentStatus) -> str:

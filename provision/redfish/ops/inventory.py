@@ -112,6 +112,10 @@ def observe(conn: Connector) -> NodeInventory:
     chassis: list[Json] = top["chassis"]
     system = host_system(systems)
     jobs = _system_jobs(conn, system, [s for s in systems if s is not system]) | _chassis_jobs(conn, chassis)
+    link = system.get("EthernetInterfaces")
+    if not any(isinstance(c.get("NetworkAdapters"), dict) for c in chassis) and isinstance(link, dict) \
+            and link.get("@odata.id"):  # no NetworkAdapters: the host's interfaces are the ports there are
+        jobs["sys:EthernetInterfaces"] = (lambda u=str(link["@odata.id"]): conn.members_or_unreadable(u))
     got = conn.parallel(jobs)
     if not _by_suffix(got, "PCIeDevices") and isinstance(system.get("PCIeDevices"), list):
         got["sys:PCIeDeviceLinks"] = conn.resolve(system["PCIeDevices"])  # ComputerSystem's older link array
@@ -255,7 +259,8 @@ def _assemble(conn: Connector, system: Json, chassis: list[Json], firmware: list
         gpus=vendor.find_gpus(gpu_procs, pcie, chassis),
         memory=[Memory.parse(m) for m in got.get("sys:Memory") or []],
         drives=drives, storage=[Storage.parse(s) for s in storage_raw],
-        pcie_devices=pcie, adapters=_adapters(conn, _by_suffix(got, "NetworkAdapters")),
+        pcie_devices=pcie, adapters=_adapters(conn, _by_suffix(got, "NetworkAdapters"))
+        + _interfaces(system, got.get("sys:EthernetInterfaces") or []),
         power=[p for p in _by_suffix(got, "Power") if isinstance(p, Power)],
         thermal=[t for t in _by_suffix(got, "Thermal") if isinstance(t, Thermal)],
         firmware=[SoftwareInventory.parse(f) for f in firmware],
@@ -295,6 +300,17 @@ def _adapters(conn: Connector, raw: list[Json]) -> list[Adapter]:
         ports = [NetworkPort.parse(full[x]) for x in ids if x in full]
         out.append(Adapter(adapter=NetworkAdapter.parse(a), ports=ports))
     return out
+
+
+def _interfaces(system: Json, interfaces: list[Json]) -> list[Adapter]:
+    """A system's EthernetInterfaces, read where no chassis lists NetworkAdapters, as the ports of one adapter:
+    each a port whose link technology is unknown (the schema states none), virtual interfaces left out."""
+    ports = [NetworkPort.parse(i) for i in interfaces if str(i.get("EthernetInterfaceType") or "") != "Virtual"]
+    if not ports:
+        return []
+    link = system.get("EthernetInterfaces") or {}
+    return [Adapter(adapter=NetworkAdapter.parse({"@odata.id": link.get("@odata.id", ""), "Id": "EthernetInterfaces",
+                                                  "Name": "the system's EthernetInterfaces"}), ports=ports)]
 
 
 def is_coll(obj: Json) -> bool:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from provision.redfish.resources.base import Model, Resource
+from provision.redfish.resources.base import Model, Resource, real_text
 
 
 class PowerSupply(Model):
@@ -21,6 +21,11 @@ class PowerSupply(Model):
     power_capacity_watts: float | None = None
     firmware_version: str | None = None
     status: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("manufacturer", "serial_number", "part_number", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str | None:
+        return real_text(v)
 
     @property
     def present(self) -> bool:

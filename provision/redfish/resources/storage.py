@@ -39,6 +39,11 @@ class Drive(Resource):
     def _text(cls, v: Any) -> str | None:
         return real_text(v)
 
+    @field_validator("removable", mode="before")
+    @classmethod
+    def _bool(cls, v: Any) -> bool | None:
+        return v if isinstance(v, bool) else None
+
     @field_validator("physical_location", mode="before")
     @classmethod
     def _obj(cls, v: Any) -> dict[str, Any]:

@@ -272,6 +272,8 @@ def _drift(observed: str, verdict: str) -> Any:
     (("1", "drift"), [CD, USB], "xorriso", None,
      ("the BMC lists 1 boot drive(s) (2 x 1.92 TB): the RAID1 root needs two",)),
     (("0", "unknown"), [CD, USB], "xorriso", None, ()),  # the BMC gives no sizes: the installer checks
+    (("0 (+ 1 of unknown protocol)", "drift"), [CD, USB], "xorriso", None,  # at most one, whatever its protocol
+     ("the BMC lists 0 (+ 1 of unknown protocol) boot drive(s) (2 x 1.92 TB): the RAID1 root needs two",)),
     (("2", "ok"), [CD], "xorriso", None,
      ("the BMC offers no second virtual medium (CD, USB stick or floppy) for the seed",)),
     (("2", "ok"), [USB], "xorriso", None, ("the BMC offers no CD/DVD virtual medium for the installer",)),

@@ -8,6 +8,7 @@ PowerSubsystem/PowerSupplies and NetworkAdapters (Ports or NetworkPorts); the Fi
 with "virtual", a CD/DVD/USB MediaType, Removable true) is not a drive, a SimpleStorage device without serial is
 one of the drives of its model (a model counts the larger of its two listings), a port states Ethernet or
 InfiniBand in LinkNetworkTechnology (else ActiveLinkTechnology) or is unknown, an adapter listing no port is one
+unknown port, and where no chassis has NetworkAdapters each non-virtual EthernetInterface of the host is one
 unknown port."""
 
 from __future__ import annotations
@@ -117,7 +118,12 @@ def _psus(cap: Capture) -> int:
 
 
 def _ports(cap: Capture) -> dict[str, int]:
+    """NetworkAdapters' ports; where no chassis has NetworkAdapters, the host's non-virtual EthernetInterfaces,
+    each of unknown technology (the schema states none)."""
     out = Counter({"Ethernet": 0, "InfiniBand": 0, "other": 0, "unknown": 0})
+    if not any(isinstance(ch.get("NetworkAdapters"), dict) for ch in _chassis(cap)):
+        out["unknown"] += len([i for i in cap.members(cap.follow(_host(cap), "EthernetInterfaces"))
+                               if i.get("EthernetInterfaceType") != "Virtual"])
     for ch in _chassis(cap):
         for adapter in cap.members(cap.follow(ch, "NetworkAdapters")):
             ports = cap.members(cap.follow(adapter, "Ports") or cap.follow(adapter, "NetworkPorts"))

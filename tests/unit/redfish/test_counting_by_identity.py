@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rf_fakebmc import FakeBmc
 from rf_small_tree import (
     TB,
     R,
@@ -166,3 +167,33 @@ def test_ports_that_all_state_their_technology_hold_or_drift(spec: NodeSpec) -> 
     assert drift_items(spec, observe_tree(t))["network.ethernet.count"].verdict == "drift"
 
 
+
+
+def test_odd_shapes_of_the_identity_fields_read_as_unsaid() -> None:
+    """A BMC's odd values for the fields counting reads (a number for a serial, "N/A" for Removable, null
+    locations) are "not given", never a shape error that would stop the whole inventory."""
+    from provision.redfish.resources import Drive, PowerSupply
+
+    d = Drive.parse({"@odata.id": "/d", "SerialNumber": 123, "Removable": "N/A", "Protocol": "N/A",
+                     "PhysicalLocation": None, "Location": {"Info": "x"}})
+    assert (d.serial_number, d.removable, d.protocol, d.bay, d.identity) == (None, None, None, None, None)
+    assert PowerSupply.parse({"SerialNumber": 123456, "PartNumber": ["x"]}).serial_number is None
+
+
+def test_without_network_adapters_the_host_s_ethernet_interfaces_are_ports_of_unknown_technology(
+        spec: NodeSpec) -> None:
+    t = node()
+    uri = f"{R}/Systems/1/EthernetInterfaces"
+    t[f"{R}/Systems/1"]["EthernetInterfaces"] = link(uri)
+    t[uri] = coll(uri, [f"{uri}/eth0", f"{uri}/eth1", f"{uri}/usb0"])
+    for name, kind in (("eth0", "Physical"), ("eth1", None), ("usb0", "Virtual")):
+        t[f"{uri}/{name}"] = {"@odata.id": f"{uri}/{name}", "Id": name, "SpeedMbps": 100000,
+                              **({"EthernetInterfaceType": kind} if kind else {})}
+    inv = observe_tree(t)
+    assert (inv.ports.ethernet, inv.ports.unknown) == (0, 2)
+    eth = drift_items(spec, inv)["network.ethernet.count"]
+    assert (eth.observed, eth.verdict) == ("0 (Ethernet 0, InfiniBand 0, unknown 2)", "unknown")
+    adapters(t, ["Ethernet", "Ethernet"])  # NetworkAdapters listed: those are the ports, interfaces not read
+    bmc = FakeBmc(tree=t)
+    assert observe_tree(t, bmc).ports.model_dump() == {"ethernet": 2, "infiniband": 0, "other": 0, "unknown": 0}
+    assert not [s for s in bmc.seen if "EthernetInterfaces" in s.path]

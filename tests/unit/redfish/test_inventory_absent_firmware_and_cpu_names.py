@@ -34,8 +34,14 @@ def test_an_absent_firmware_entry_is_shown_with_its_version_and_state() -> None:
 
     assert _unchecked_why(row) == ("listed Absent in FirmwareInventory: HGX_FW_GPU_0 version 96.00.5E.00.01 "
                                    "(Status.State Absent)")
-    assert fw.status((comp,), fw.FirmwareState(entries=[], service=UpdateService.parse({})),
-                     by_name("nvidia_hgx"))[0].entries == []
+    plan = fw.plan((comp,), state, by_name("nvidia_hgx"))
+    assert plan.steps == [] and plan.absent == ["gpu"]
+    assert plan.problems() == ["firmware gpu: listed Absent in FirmwareInventory (HGX_FW_GPU_0 96.00.5E.00.01): "
+                               "could not check"]
+    nothing = fw.FirmwareState(entries=[], service=UpdateService.parse({}))
+    assert fw.status((comp,), nothing, by_name("nvidia_hgx"))[0].entries == []
+    assert fw.plan((comp,), nothing, by_name("nvidia_hgx")).problems() == [
+        "firmware gpu: not in FirmwareInventory: could not check"]
 
 
 # ---- CPUs ------------------------------------------------------------------------------------------

@@ -3,9 +3,12 @@ the inventory kept; the figures read from it are unknown, naming its URI (issue 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from rf_fakebmc import FakeBmc
+import pytest
+from rf_fakebmc import FakeBmc, Served
 from rf_small_tree import (
     R,
     adapters,
@@ -18,7 +21,9 @@ from rf_small_tree import (
     spec,
     storage,
 )
+from rf_support import point_at, tree
 
+from provision.cli import main as cli_main
 from provision.spec.model import NodeSpec
 
 __all__ = ["spec"]  # the module-scoped fixture, used by name
@@ -80,3 +85,22 @@ def test_malformed_json_in_one_collection_is_unreadable_and_the_rest_kept(spec: 
     assert items["network.ethernet.count"].verdict == "ok"
 
 
+
+
+def test_bmc_inventory_with_a_paging_loop_prints_the_rest_and_exits_1_naming_it(
+        inventory_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI: JSON of everything else, the looping collection named in it and in the one error line, exit 1
+    (it used to be exit 1 with no JSON at all)."""
+    t = tree("supermicro")
+    mem = f"{R}/Systems/1/Memory"
+    t[mem] = {**t[mem], "Members@odata.nextLink": mem}
+    with Served(FakeBmc(tree=t, expand=False)) as srv:
+        point_at(inventory_copy, srv.address)
+        code = cli_main(["bmc", "inventory", "node01", "-i", str(inventory_copy), "--json"])
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert code == 1
+    assert [u["uri"] for u in report["unreadable"]] == [mem] and "paging loop" in report["unreadable"][0]["reason"]
+    assert len(report["inventory"]["gpus"]) == 8 and len(report["inventory"]["cpus"]) == 2
+    assert f"{mem} (Members@odata.nextLink" in out.err
+    assert {i["verdict"] for i in report["drift"] if i["key"].startswith("memory.")} == {"unknown"}
