@@ -30,12 +30,14 @@ from provision.errors import ProvisionError
 from provision.redfish.connector import ROOT, Json, is_expanded
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.power import host_reset
 from provision.redfish.ops.session import Node, open_node, options_for
 from provision.redfish.ops.waiting import Clock, Durations
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors.versions import compare
+from provision.spec.platforms import PlatformIdentity, glob_fits
 
 TASKS = f"{ROOT}/TaskService/Tasks"
 HOST_RESET = "host reset"  # a Durations kind beside the component names
@@ -356,11 +358,32 @@ def observe_node(node: Node, components: Sequence[Component],
     return _see(node, components, found).state
 
 
+_IDENTITIES: dict[str, PlatformIdentity] = {}
+_IDENTITIES_LOCK = threading.Lock()
+
+
+def node_identity(node: Node, components: Sequence[Component]) -> PlatformIdentity | None:
+    """The node's identity, read once per BMC per process (a campaign observes each node several times);
+    not read (None) when every component is for `any` platform."""
+    if all(c.target.any_platform for c in components):
+        return None
+    key = node.conn.opts.where
+    with _IDENTITIES_LOCK:
+        known = _IDENTITIES.get(key)
+    if known is None:
+        known = platform_identity.read(node.conn)
+        with _IDENTITIES_LOCK:
+            _IDENTITIES[key] = known
+    return known
+
+
 def _see(node: Node, components: Sequence[Component],
          found: dict[str, list[SoftwareInventory]] | None = None) -> Seen:
     # the tasks first: an update that ends while the inventory is read then shows in the inventory (read after
     # it), where read the other way round it would show in neither (an old version, and a task already over)
     tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
+    identity = node_identity(node, components)
+    components = [c for c in components if c.target.fits(identity)]  # the others are never read nor sent
     found = found if found is not None else matched_entries(node, components)
     versions = {c.component: _version(node, found[c.component], c) for c in components}
     entries = {c: [e.uri for e in es] for c, es in found.items()}
@@ -368,7 +391,7 @@ def _see(node: Node, components: Sequence[Component],
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
     state = FirmwareState(versions=versions, busy=evidence.busy or power in TRANSITIONS, staged=evidence.staged,
-                          running=evidence.running)
+                          running=evidence.running, identity=identity)
     return Seen(state, found, system, frozenset(t.id for t in tasks))
 
 
@@ -381,14 +404,24 @@ def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, li
     inline = {str(m.get("@odata.id")).rstrip("/"): m for m in members if is_expanded(m)}
     uris = [str(m.get("@odata.id")).rstrip("/") for m in members]
     rules: dict[str, Match | None] = {c.component: c.matcher(node.vendor.name) for c in components}
-    wanted = [u for u in uris if any(r is None or r.id_may_match(u.rsplit("/", 1)[-1]) for r in rules.values())]
+
+    def may_match(comp: Component, member_id: str) -> bool:
+        if comp.target.entries:  # the image names its entries (applies_to.entries): by their Id
+            return any(glob_fits(s.id, member_id) for s in comp.target.entries)
+        rule = rules[comp.component]
+        return rule is None or rule.id_may_match(member_id)
+
+    wanted = [u for u in uris if any(may_match(c, u.rsplit("/", 1)[-1]) for c in components)]
     bodies: dict[str, Json | None] = {u: inline[u] for u in wanted if u in inline}
     bodies |= node.conn.get_many([u for u in wanted if u not in inline])
     entries = [SoftwareInventory.parse(bodies[u]) for u in wanted if bodies.get(u)]
     out: dict[str, list[SoftwareInventory]] = {}
     for comp in components:
         rule = rules[comp.component]
-        if rule is None:
+        if comp.target.entries:
+            out[comp.component] = [e for e in entries if node.vendor.is_running(e) and any(
+                s.matches(e.id, e.software_id, e.manufacturer, e.related) for s in comp.target.entries)]
+        elif rule is None:
             out[comp.component] = node.vendor.match_firmware(comp.component, entries)
         else:
             out[comp.component] = [e for e in entries if rule.matches(e.id, e.name or "")]

@@ -121,8 +121,12 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
         with _images(catalog, image_bind, image_advertise) as images:
             updater = _updater(resolved.source, insecure, poll_seconds, images)
             planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
+            for p in planned.nodes:
+                if p.not_applicable:
+                    console.print(f"{p.node}: {p.not_applicable} (never touched)", markup=False, soft_wrap=True)
             if not planned.waves:
-                console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do", markup=False)
+                console.print(f"campaign {catalog.name}: every target is at the baseline or not applicable; "
+                              "nothing to do", markup=False)
                 return
             engine = _engine(jr, catalog, store, targets, updater, poll_seconds, lease_seconds)
             outcome = engine.start(resolved.source, planned.waves)
@@ -355,9 +359,14 @@ def _print_plan(result: CampaignPlan, fmt: Format) -> None:
             what = cell(", ".join(f"{u.component} {u.current or '?'} -> {u.target}" + (" (staged)" if u.staged else "")
                                   for u in p.updates))
         add_row(table, p.node, wave_of.get(p.node, "-"), what, "yes" if p.host_reset else "no")
+    for p in result.nodes:
+        if p.not_applicable:
+            add_row(table, p.node, "-", cell(p.not_applicable, "yellow"), "no")
     show(table, fmt)
     sizes = " + ".join(str(len(w)) for w in result.waves) or "none"
     summary = f"waves: {sizes}; already at baseline: {len(result.at_baseline)}"
+    if result.not_applicable:
+        summary += f"; not applicable (never touched): {len(result.not_applicable)}"
     if fmt is Format.PLAIN:
         note(summary)  # stdout keeps to the rows
     else:

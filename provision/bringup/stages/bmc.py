@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pydantic import BaseModel, ConfigDict
+
 from provision.bringup.model import StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.errors import CheckFailed
+from provision.journal.identities import record_identity
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops.session import Node, options_for, session
 from provision.redfish.ops.waiting import Clock
 from provision.spec import HostEntry
+from provision.spec.platforms import PlatformIdentity, refuse_profile
 
 
 @contextmanager
@@ -34,17 +38,32 @@ class BmcStage:
         self.clock = Clock(poll_s=opts.poll_s)
 
 
+class PreflightObserved(BaseModel):
+    """What preflight read: the node's identity and the drift of its hardware against the spec."""
+
+    model_config = ConfigDict(frozen=True)
+
+    identity: PlatformIdentity | None
+    drift: inv_ops.DriftReport
+
+
 class PreflightStage(BmcStage):
-    """BMC reachable, credentials good, hardware matches the spec; else stop and show the drift."""
+    """BMC reachable, credentials good, the node the platform its profile describes, hardware matches the
+    spec; else stop (before anything is written) and say why."""
 
     name = "preflight"
 
-    def observe(self, ctx: StageContext) -> inv_ops.DriftReport:
+    def observe(self, ctx: StageContext) -> PreflightObserved:
         with bmc(ctx, self.opts) as node:
-            return inv_ops.drift(ctx.host.spec, inv_ops.observe(node.conn))
+            inv = inv_ops.observe(node.conn)
+        if ctx.journal is not None and inv.identity is not None:  # each reading is kept (journal.identities)
+            record_identity(ctx.journal, ctx.host.name, inv.identity, "preflight")
+        return PreflightObserved(identity=inv.identity, drift=inv_ops.drift(ctx.host.spec, inv))
 
-    def plan(self, host: HostEntry, observed: inv_ops.DriftReport) -> StagePlan:
-        bad = observed.drifted
+    def plan(self, host: HostEntry, observed: PreflightObserved) -> StagePlan:
+        spec = host.spec
+        refuse_profile(host.name, spec.profile, spec.described_platforms, observed.identity)
+        bad = observed.drift.drifted
         if bad:
             shown = "; ".join(f"{i.key}: expected {i.expected}, found {i.observed}" for i in bad[:6])
             raise CheckFailed(f"{host.name}: hardware does not match the spec: {shown}")

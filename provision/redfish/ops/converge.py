@@ -12,6 +12,7 @@ from provision.redfish.errors import RedfishError, RedfishOperationFailed, Redfi
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import firmware as fw
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import power
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
@@ -62,9 +63,11 @@ def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path | None = None,
     """Observe and plan firmware and BIOS; a spec from load_fleet needs no `inventory_dir` (its images are
     absolute)."""
     opts = opts or ConvergeOptions()
+    known = platform_identity.check(node.conn, spec)  # a node the profile does not describe: refused here
     fplan = fw.FirmwarePlan()
     if opts.firmware:
-        fplan = fw.plan(spec.firmware, fw.observe(node.conn), node.vendor, inventory_dir, opts.allow_downgrade)
+        fplan = fw.plan(spec.firmware, fw.observe(node.conn, known), node.vendor, inventory_dir,
+                        opts.allow_downgrade)
     bplan = None
     if opts.bios:
         bplan = bios_ops.plan(spec.bios, bios_ops.observe(node), node.vendor)

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provision.errors import InputError
+from provision.errors import InputError, NotApplicable
 from provision.redfish import allowable
 from provision.redfish.connector import ROOT, Connector, Response
 from provision.redfish.errors import (
@@ -25,12 +25,14 @@ from provision.redfish.errors import (
 )
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import adopt
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.vendors import VendorPlugin
 from provision.redfish.vendors.versions import compare
 from provision.spec.model import FirmwareComponent
+from provision.spec.platforms import PlatformIdentity, a_platform
 
 LOG = logging.getLogger("provision.redfish")
 TASK_TIMEOUT_S = {"bmc": 1200.0, "bios": 1200.0, "gpu": 2400.0, "nvswitch": 2400.0}
@@ -51,6 +53,8 @@ class FirmwareState(BaseModel):
     """The node's BMC, for messages (ConnectorOptions.where)."""
     tasks: frozenset[str] | None = None
     """The ids of the tasks the BMC listed when observed (None: not read); see send()."""
+    identity: PlatformIdentity | None = None
+    """What the node is (identity.read); None: not read, and then only an image for `any` platform fits."""
 
 
 class EntryStatus(BaseModel):
@@ -117,12 +121,37 @@ class FirmwarePlan(BaseModel):
         return [f"firmware {c}: not in FirmwareInventory: could not check" for c in self.absent]
 
 
-def observe(conn: Connector) -> FirmwareState:
+def observe(conn: Connector, known: PlatformIdentity | None = None) -> FirmwareState:
+    """The FirmwareInventory, the UpdateService, the tasks and the node's identity (`known`, else read)."""
     link = (conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
     service = UpdateService.parse(conn.get(str(link)))
     inv = f"{str(link).rstrip('/')}/FirmwareInventory"
     return FirmwareState(entries=[SoftwareInventory.parse(e) for e in conn.members(inv)], service=service,
-                         where=conn.opts.where, tasks=adopt.task_ids(conn))
+                         where=conn.opts.where, tasks=adopt.task_ids(conn),
+                         identity=known or platform_identity.read(conn))
+
+
+def select_entries(comp: FirmwareComponent, entries: list[SoftwareInventory],
+                   vendor: VendorPlugin) -> list[SoftwareInventory]:
+    """The running FirmwareInventory entries an image updates: those its `applies_to.entries` select (by Id,
+    and SoftwareId, Manufacturer and RelatedItem where the BMC gives them); for an image that says
+    `applies_to: any` and names none, the vendor plugin's rules (and the spec's `match`)."""
+    selectors = comp.target.entries
+    if not selectors:
+        return vendor.match_firmware(comp.component, entries, comp.match)
+    return [e for e in entries if vendor.is_running(e)
+            and any(s.matches(e.id, e.software_id, e.manufacturer, e.related) for s in selectors)]
+
+
+def refuse_unfit(baseline: tuple[FirmwareComponent, ...], state: FirmwareState) -> None:
+    """Pure: NotApplicable, one line naming the node, its platform and the images, when any image of the
+    baseline is not for this node's platform (or the platform could not be read): nothing is planned."""
+    unfit = [c for c in baseline if not c.target.fits(state.identity)]
+    if not unfit:
+        return
+    what = a_platform(state.identity.name) if state.identity is not None else "a platform that could not be read"
+    images = ", ".join(f"{c.component} ({Path(c.image).name}, for {c.target.describe()})" for c in unfit)
+    raise NotApplicable(f"{state.where} is {what}: firmware {images} does not fit it: refused, nothing sent")
 
 
 def status(
@@ -134,7 +163,7 @@ def status(
     """
     out = []
     for comp in (c for c in baseline if c.updated_by == "bmc"):
-        entries = vendor.match_firmware(comp.component, state.entries, comp.match)
+        entries = select_entries(comp, state.entries, vendor)
         rows = []
         for e in entries:
             ver = vendor.parse_version(e.version)
@@ -151,6 +180,7 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
 
     A spec from load_fleet has absolute image paths; `inventory_dir` is only for a baseline built by hand."""
     baseline = tuple(c for c in baseline if c.updated_by == "bmc")
+    refuse_unfit(baseline, state)
     by_name = {c.component: c for c in baseline}
     ordered = sorted(baseline, key=lambda c: (c.order, RANK.get(c.component, 9), c.component))
     statuses = {s.component: s for s in status(baseline, state, vendor)}

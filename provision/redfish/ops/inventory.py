@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from provision.redfish.connector import ROOT, Connector, Json, Unreadable, is_expanded
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.resources import (
     ComputerSystem,
     Drive,
@@ -30,6 +31,7 @@ from provision.redfish.vendors import GpuView
 from provision.redfish.vendors.registry import detect
 from provision.spec.model import Comparison, NodeSpec
 from provision.spec.model import Storage as StorageSpec
+from provision.spec.platforms import PlatformIdentity
 
 
 class Adapter(BaseModel):
@@ -72,6 +74,7 @@ class NodeInventory(BaseModel):
     unreadable: list[Unreadable] = Field(default_factory=list, description="Linked URIs the BMC did not give "
                                          "(HTTP error after retries, HTML, malformed JSON), with why")
     requests: int = 0
+    identity: PlatformIdentity | None = Field(default=None, description="What the node is (ops/identity.py)")
 
 
 def observe(conn: Connector) -> NodeInventory:
@@ -90,12 +93,15 @@ def observe(conn: Connector) -> NodeInventory:
     chassis: list[Json] = top["chassis"]
     system = host_system(systems)
     jobs = _system_jobs(conn, system, [s for s in systems if s is not system]) | _chassis_jobs(conn, chassis)
+    jobs |= platform_identity.manager_job(conn, system)
     got = conn.parallel(jobs)
     if not _by_suffix(got, "PCIeDevices") and isinstance(system.get("PCIeDevices"), list):
         got["sys:PCIeDeviceLinks"] = conn.resolve(system["PCIeDevices"])  # ComputerSystem's older link array
     inv = _assemble(conn, system, chassis, top["firmware"], got)
     return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing),
-                                  "unreadable": list(conn.stats.unreadable)})
+                                  "unreadable": list(conn.stats.unreadable),
+                                  "identity": platform_identity.from_tree(systems, chassis, got.get(
+                                      platform_identity.MANAGER_JOB) or [])})
 
 
 def host_system(systems: list[Json]) -> Json:

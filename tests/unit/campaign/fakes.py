@@ -43,6 +43,7 @@ def catalog(policy: dict | None = None, components: list[dict] | None = None) ->
          "needs_host_reset": False, "apply_time": "Immediate"},
         {"component": "bios", "version": "3.0", "image": "bios.bin", "sha256": SHA, "order": 20},
     ]
+    comps = [{"applies_to": "any", **c} for c in comps]  # a test that means a platform says so
     return Catalog.model_validate({"name": "test", "components": comps, "policy": policy or {}})
 
 
