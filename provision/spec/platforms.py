@@ -70,6 +70,11 @@ def glob_fits(pattern: str, value: str | None) -> bool:
     return bool(value) and _compiled(pattern).match(str(value).strip().casefold()) is not None
 
 
+def literal(text: str) -> str:
+    """A glob that matches exactly `text` (its `*`, `?` and `[` taken literally)."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
 # ---- identity ------------------------------------------------------------------------------------
 class Board(_Frozen):
     """A ComputerSystem or a Chassis as the BMC names it."""

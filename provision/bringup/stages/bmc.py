@@ -12,6 +12,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.errors import CheckFailed
 from provision.journal.identities import record_identity
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops.session import Node, options_for, session
 from provision.redfish.ops.waiting import Clock
@@ -44,7 +45,8 @@ class PreflightObserved(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     identity: PlatformIdentity | None
-    drift: inv_ops.DriftReport
+    drift: inv_ops.DriftReport | None
+    """None: not read (the node is not a platform its profile describes)."""
 
 
 class PreflightStage(BmcStage):
@@ -54,16 +56,21 @@ class PreflightStage(BmcStage):
     name = "preflight"
 
     def observe(self, ctx: StageContext) -> PreflightObserved:
+        """The identity first (a few GETs): a node of another platform is not inventoried against a spec that
+        does not describe it."""
         with bmc(ctx, self.opts) as node:
+            found = platform_identity.read(node.conn)
+            if ctx.journal is not None:  # each reading is kept (journal.identities)
+                record_identity(ctx.journal, ctx.host.name, found, "preflight")
+            if not ctx.host.spec.described_platforms.fits(found):
+                return PreflightObserved(identity=found, drift=None)
             inv = inv_ops.observe(node.conn)
-        if ctx.journal is not None and inv.identity is not None:  # each reading is kept (journal.identities)
-            record_identity(ctx.journal, ctx.host.name, inv.identity, "preflight")
-        return PreflightObserved(identity=inv.identity, drift=inv_ops.drift(ctx.host.spec, inv))
+        return PreflightObserved(identity=found, drift=inv_ops.drift(ctx.host.spec, inv))
 
     def plan(self, host: HostEntry, observed: PreflightObserved) -> StagePlan:
         spec = host.spec
         refuse_profile(host.name, spec.profile, spec.described_platforms, observed.identity)
-        bad = observed.drift.drifted
+        bad = observed.drift.drifted if observed.drift is not None else []
         if bad:
             shown = "; ".join(f"{i.key}: expected {i.expected}, found {i.observed}" for i in bad[:6])
             raise CheckFailed(f"{host.name}: hardware does not match the spec: {shown}")

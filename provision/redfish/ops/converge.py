@@ -17,6 +17,7 @@ from provision.redfish.ops import power
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.spec.model import FirmwareComponent, NodeSpec
+from provision.spec.platforms import AppliesTo, EntrySelector, literal
 
 
 class ConvergeOptions(BaseModel):
@@ -127,8 +128,10 @@ def send_step(node: Node, step: fw.FirmwareStep, server: ImageServer | None, opt
 
 
 def _baseline_of(node: Node, step: fw.FirmwareStep) -> tuple[FirmwareComponent, ...]:
+    """The step as a baseline line for verify(): the very entries it was planned for, by their Id."""
+    entries = tuple(EntrySelector(id=literal(i)) for i in step.entries)
     return (FirmwareComponent(component=step.component, version=step.version, image=str(step.image),
-                              sha256=step.sha256),)
+                              sha256=step.sha256, applies_to=AppliesTo(any_platform=True, entries=entries)),)
 
 
 def wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:

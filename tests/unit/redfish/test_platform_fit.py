@@ -249,3 +249,43 @@ def test_ml_prod_v4_firmware_plan_on_the_supermicro_capture_plans(
     assert rc == 0, out
     steps = json.loads(out)["plan"]["firmware"]["steps"]
     assert {s["component"]: len(s["entries"]) for s in steps} == {"bmc": 1, "bios": 1, "gpu": 8, "nvswitch": 4}
+
+
+# ---- `bmc inventory`: the identity shown (table, json), kept in the journal, a misfit named --------------
+def test_bmc_inventory_shows_and_keeps_the_identity(inventory_copy: Path, capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.journal import Journal
+    from provision.journal.identities import identities
+
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    Journal(None).close()  # the journal bring-up would have made
+    system = _raw("supermicro", "/redfish/v1/Systems/1")
+    with Served(FakeBmc(tree=full_tree("supermicro"))) as srv:
+        point_at(inventory_copy, srv.address)
+        main(["bmc", "inventory", "node01", "-i", str(inventory_copy), "--json"])
+        data = json.loads(capsys.readouterr().out)
+        main(["bmc", "inventory", "node01", "-i", str(inventory_copy), "--output", "table"])
+        table = capsys.readouterr().out
+    ident = data["identity"]
+    assert data["profile_fits"] is True
+    assert (ident["system"]["manufacturer"], ident["system"]["model"], ident["system"]["serial_number"],
+            ident["system"]["uuid"]) == (system["Manufacturer"], system["Model"], system["SerialNumber"], system["UUID"])
+    assert (ident["bmc"]["model"], ident["bmc"]["firmware_version"]) == ("ASPEED", "11.01.01")
+    assert f"platform: Supermicro SYS-821GE-TNHR (SKU {system['SKU']}, part {system['PartNumber']}" in table
+    assert "BMC ASPEED firmware 11.01.01" in " ".join(table.split())
+    with Journal(None) as j:
+        assert [r.source for r in identities(j, "node01")] == ["bmc inventory", "bmc inventory"]
+
+
+def test_bmc_inventory_names_a_node_its_profile_does_not_describe(
+        inventory_copy: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    with Served(FakeBmc(tree=full_tree("lenovo"))) as srv:
+        point_at(inventory_copy, srv.address)
+        rc = main(["bmc", "inventory", "node01", "-i", str(inventory_copy), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2
+    assert json.loads(captured.out)["profile_fits"] is False  # the inventory is still shown
+    assert ("node01 is a Lenovo ThinkSystem SR670 V2; profile ML-PROD-V4 describes Supermicro SYS-821GE-TNHR"
+            in captured.err)
