@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -55,6 +56,8 @@ class FirmwareState(BaseModel):
     """The ids of the tasks the BMC listed when observed (None: not read); see send()."""
     identity: PlatformIdentity | None = None
     """What the node is (identity.read); None: not read, and then only an image for `any` platform fits."""
+    offered_targets: tuple[str, ...] = ()
+    """SimpleUpdate's `Targets` AllowableValues, inline or in its ActionInfo (): the BMC does not say."""
 
 
 class EntryStatus(BaseModel):
@@ -126,9 +129,30 @@ def observe(conn: Connector, known: PlatformIdentity | None = None) -> FirmwareS
     link = (conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
     service = UpdateService.parse(conn.get(str(link)))
     inv = f"{str(link).rstrip('/')}/FirmwareInventory"
+    offered = allowable.action_values(conn, service.actions.get("#UpdateService.SimpleUpdate"), "Targets")
     return FirmwareState(entries=[SoftwareInventory.parse(e) for e in conn.members(inv)], service=service,
                          where=conn.opts.where, tasks=adopt.task_ids(conn),
-                         identity=known or platform_identity.read(conn))
+                         identity=known or platform_identity.read(conn), offered_targets=offered)
+
+
+def name_targets(planned: list[str], matched: list[SoftwareInventory], offered: tuple[str, ...]) -> list[str]:
+    """Pure: where the BMC offers `Targets`, the update names the matched entries it offers (their URIs; an
+    offered value may be a pattern, as Supermicro's `CPLD_Backplane_(\\d+)`); else the plugin's targets."""
+    if not offered:
+        return planned
+    named = [e.uri for e in matched if any(_offers(value, e.uri) for value in offered)]
+    return named or planned
+
+
+def _offers(value: str, uri: str) -> bool:
+    if value.rstrip("/").lower() == uri.rstrip("/").lower():
+        return True
+    if not any(c in value for c in "()\\[]"):
+        return False
+    try:
+        return re.fullmatch(value.rstrip("/"), uri.rstrip("/")) is not None
+    except re.error:
+        return False
 
 
 def select_entries(comp: FirmwareComponent, entries: list[SoftwareInventory],
@@ -226,7 +250,8 @@ def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], state: Firm
     uri = push or service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
     return FirmwareStep(
         component=comp.component, version=comp.version, image=image.resolve(), sha256=comp.sha256,
-        method=method, uri=uri, targets=vendor.update_targets(comp.component, matched),
+        method=method, uri=uri,
+        targets=name_targets(vendor.update_targets(comp.component, matched), matched, state.offered_targets),
         apply_time=step_apply_time(state, method, uri, comp.component, comp.apply_time),
         needs_host_reset=comp.needs_host_reset,
         timeout_s=TASK_TIMEOUT_S.get(comp.component, DEFAULT_TASK_TIMEOUT_S), downgrade=downgrade,

@@ -289,3 +289,36 @@ def test_bmc_inventory_names_a_node_its_profile_does_not_describe(
     assert json.loads(captured.out)["profile_fits"] is False  # the inventory is still shown
     assert ("node01 is a Lenovo ThinkSystem SR670 V2; profile ML-PROD-V4 describes Supermicro SYS-821GE-TNHR"
             in captured.err)
+
+
+# ---- Targets: named where the BMC offers them ----------------------------------------------------
+FI = "/redfish/v1/UpdateService/FirmwareInventory"
+
+
+@pytest.mark.parametrize(("planned", "ids", "offered", "targets"), [
+    ([], ["BIOS"], (), []),  # the BMC does not say: the plugin's choice (HPE, Lenovo: the image picks)
+    ([f"{FI}/BIOS"], ["BIOS"], (), [f"{FI}/BIOS"]),
+    ([], ["BIOS"], (f"{FI}/BMC", f"{FI}/BIOS"), [f"{FI}/BIOS"]),  # offered: named, whatever the plugin says
+    ([], ["BIOS"], (f"{FI}/bios/",), [f"{FI}/BIOS"]),  # the BMC's spelling aside
+    ([], ["BIOS"], (f"{FI}/BMC-Backup",), []),  # Lenovo offers only its backup slot: not this entry
+    ([], ["CPLD_Backplane_1"], (f"{FI}/CPLD_Backplane_(\\d+)",), [f"{FI}/CPLD_Backplane_1"]),  # a pattern
+    ([], ["CPLD_Backplane_x"], (f"{FI}/CPLD_Backplane_(\\d+)",), []),
+])
+def test_targets_named_where_offered(planned: list[str], ids: list[str], offered: tuple[str, ...],
+                                     targets: list[str]) -> None:
+    matched = [e for e in firmware_entries("supermicro") if e.id in ids] or [
+        e.model_copy(update={"id": i, "uri": f"{FI}/{i}"}) for i in ids
+        for e in firmware_entries("supermicro")[:1]]
+    assert fw.name_targets(planned, matched, offered) == targets
+
+
+def test_supermicro_simple_update_action_info_is_read_and_the_plan_names_its_entries(tmp_path: Path) -> None:
+    """The whole capture's SimpleUpdateActionInfo lists the HGX GPU entries: the plan's targets are those."""
+    with Served(FakeBmc(tree=full_tree("supermicro"))) as srv:
+        from rf_support import connect
+
+        state = fw.observe(connect(srv))
+    assert f"{FI}/HGX_FW_GPU_SXM_1" in state.offered_targets and len(state.offered_targets) == 49
+    comp = _image(tmp_path, "gpu", _smc("gpu"))
+    [step] = fw.plan((comp,), state, by_name("supermicro")).steps
+    assert step.targets == [f"{FI}/HGX_FW_GPU_SXM_{i}" for i in range(1, 9)]
