@@ -117,7 +117,7 @@ def identity_line(ident: PlatformIdentity) -> str:
     def board(b: Board) -> str:
         return ", ".join(f"{k} {v}" for k, v in (("SKU", b.sku), ("part", b.part_number),
                                                 ("serial", b.serial_number), ("UUID", b.uuid)) if v)
-    parts = [f"  platform: {ident.name}" + (f" ({board(ident.system)})" if board(ident.system) else "")]
+    parts = [f"  platform: {ident.described}" + (f" ({board(ident.system)})" if board(ident.system) else "")]
     if ident.chassis is not None:
         parts.append(f"chassis {ident.chassis.manufacturer or '?'} {ident.chassis.model or '?'}"
                      + (f" ({board(ident.chassis)})" if board(ident.chassis) else ""))

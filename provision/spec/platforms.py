@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
@@ -96,13 +97,30 @@ class BmcIdentity(_Frozen):
     firmware_version: str | None = None
 
 
+class DeviceKind(StrEnum):
+    """What answers as the node (provision/redfish/ops/identity.py device_kind)."""
+
+    COMPUTE = "compute"
+    """A host with CPUs (ProcessorSummary.Count above 0, or not stated)."""
+    DPU = "dpu"
+    """A DPU's or SmartNIC's BMC: SystemType DPU, or no host CPUs and a Card chassis of the system's Model."""
+    SWITCH = "switch"
+    """A switch tray: no host CPUs, and Fabrics with members."""
+    DEVICE = "device"
+    """No host CPUs, and not recognised as either."""
+
+
+KIND_TEXT = {DeviceKind.DPU: "a DPU", DeviceKind.SWITCH: "a switch tray", DeviceKind.DEVICE: "a device"}
+
+
 class PlatformIdentity(_Frozen):
     """What a node is, read from its BMC: the host system, its chassis and the BMC itself."""
 
     system: Board
     chassis: Board | None = None
     bmc: BmcIdentity | None = None
-    kind: str = Field(default="compute", description="compute, dpu or switch (what answers as the node)")
+    kind: DeviceKind = DeviceKind.COMPUTE
+    host_cpus: int | None = Field(default=None, description="ProcessorSummary.Count (None: not stated)")
 
     def _field(self, name: str) -> str | None:
         own = getattr(self.system, name)
@@ -127,6 +145,13 @@ class PlatformIdentity(_Frozen):
     def name(self) -> str:
         """`Supermicro SYS-821GE-TNHR`, for messages ('unknown' for what the BMC does not say)."""
         return f"{self.manufacturer or 'unknown manufacturer'} {self.model or self.sku or 'unknown model'}"
+
+    @property
+    def described(self) -> str:
+        """The name, and what it is when it is not a compute node: `..., a switch tray with no host CPUs`."""
+        if self.kind is DeviceKind.COMPUTE:
+            return self.name
+        return f"{self.name}, {KIND_TEXT[self.kind]} with no host CPUs"
 
 
 # ---- patterns ------------------------------------------------------------------------------------
@@ -275,6 +300,9 @@ def entries_named(image: _ImageT, by_bmc: bool) -> _ImageT:
 def refuse_profile(node: str, profile: str, platforms: Platforms, identity: PlatformIdentity | None) -> None:
     """NotApplicable, one line, when the node's identity fits none of the profile's platforms (an identity
     that could not be read fits only `platforms: any`)."""
+    if identity is not None and identity.kind is not DeviceKind.COMPUTE:  # a profile describes a compute node
+        raise NotApplicable(f"{node} is {a_platform(identity.described)}; profile {profile} describes compute "
+                            f"nodes ({platforms}): refused, nothing written")
     if platforms.fits(identity):
         return
     what = f"is {a_platform(identity.name)}" if identity is not None else "could not be identified"

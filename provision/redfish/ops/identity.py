@@ -14,7 +14,7 @@ from typing import Any
 
 from provision.redfish.connector import ROOT, Connector, Json
 from provision.spec.model import NodeSpec
-from provision.spec.platforms import BmcIdentity, Board, PlatformIdentity, refuse_profile
+from provision.spec.platforms import BmcIdentity, Board, DeviceKind, PlatformIdentity, refuse_profile
 
 
 def _text(value: Any) -> str | None:
@@ -46,8 +46,34 @@ def _pick(items: list[Json], wanted: list[str]) -> Json | None:
     return next((by_uri[u] for u in wanted if u in by_uri), items[0] if items else None)
 
 
-def from_tree(systems: list[Json], chassis: list[Json], managers: list[Json]) -> PlatformIdentity:
-    """Pure: the identity from what the BMC listed (full resources)."""
+def host_cpus(system: Json) -> int | None:
+    """ProcessorSummary.Count: the host's CPUs as the system states them (None: not stated)."""
+    summary = system.get("ProcessorSummary")
+    count = summary.get("Count") if isinstance(summary, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+def device_kind(system: Json, chassis: list[Json], fabrics: int | None) -> DeviceKind:
+    """Pure: what answers as the node, from standard properties only. SystemType DPU is a DPU; a system that
+    states CPUs, or does not say, is a compute node; one that states none is a switch tray where the service
+    has Fabrics with members (an NVLink switch tray), a DPU where a Card chassis carries the system's Model (a
+    BlueField's Card1), else a device."""
+    if system.get("SystemType") == "DPU":
+        return DeviceKind.DPU
+    if host_cpus(system) != 0:
+        return DeviceKind.COMPUTE
+    if fabrics:
+        return DeviceKind.SWITCH
+    model = _text(system.get("Model"))
+    if model and any(c.get("ChassisType") == "Card" and _text(c.get("Model")) == model for c in chassis):
+        return DeviceKind.DPU
+    return DeviceKind.DEVICE
+
+
+def from_tree(systems: list[Json], chassis: list[Json], managers: list[Json],
+              fabrics: int | None = None) -> PlatformIdentity:
+    """Pure: the identity from what the BMC listed (full resources; `fabrics`: how many Fabrics it lists,
+    needed only for a system that states no host CPUs)."""
     system = host_system(systems)
     bmc = _pick(managers, _linked(system, "ManagedBy"))
     return PlatformIdentity(
@@ -55,7 +81,17 @@ def from_tree(systems: list[Json], chassis: list[Json], managers: list[Json]) ->
         chassis=board(_pick(chassis, _linked(system, "Chassis"))),
         bmc=BmcIdentity(uri=_text(bmc.get("@odata.id")), model=_text(bmc.get("Model")),
                         firmware_version=_text(bmc.get("FirmwareVersion"))) if bmc else None,
+        kind=device_kind(system, chassis, fabrics), host_cpus=host_cpus(system),
     )
+
+
+def fabric_count(conn: Connector) -> int:
+    """How many Fabrics the service lists (0 when it has none)."""
+    link = conn.root.get("Fabrics")
+    uri = str(link["@odata.id"]) if isinstance(link, dict) and link.get("@odata.id") else None
+    coll = conn.get_optional(uri) if uri else None
+    members = coll.get("Members") if coll else None
+    return len(members) if isinstance(members, list) else 0
 
 
 def read(conn: Connector, systems: list[Json] | None = None) -> PlatformIdentity:
@@ -66,7 +102,10 @@ def read(conn: Connector, systems: list[Json] | None = None) -> PlatformIdentity
     manager_uri = next(iter(_linked(system, "ManagedBy")), None)
     chassis = [c] if chassis_uri and (c := conn.get_optional(chassis_uri)) else first_member(conn, f"{ROOT}/Chassis")
     managers = [m] if manager_uri and (m := conn.get_optional(manager_uri)) else first_member(conn, f"{ROOT}/Managers")
-    return from_tree(systems, chassis, managers)
+    if host_cpus(system) != 0:  # a compute node (the common case): nothing more to read
+        return from_tree(systems, chassis, managers)
+    every = conn.members(f"{ROOT}/Chassis")  # no host CPUs: what is it (device_kind)?
+    return from_tree(systems, [*chassis, *every], managers, fabric_count(conn))
 
 
 def check(conn: Connector, spec: NodeSpec) -> PlatformIdentity:
@@ -78,17 +117,22 @@ def check(conn: Connector, spec: NodeSpec) -> PlatformIdentity:
 
 
 MANAGER_JOB = "identity:Manager"
+FABRICS_JOB = "identity:Fabrics"
 
 
-def manager_job(conn: Connector, system: Json) -> dict[str, Callable[[], list[Json]]]:
-    """For a gather (Connector.parallel): the host's BMC, the Manager its ManagedBy names, else the first."""
+def identity_jobs(conn: Connector, system: Json) -> dict[str, Callable[[], Any]]:
+    """For a gather (Connector.parallel): the host's BMC, the Manager its ManagedBy names, else the first;
+    and how many Fabrics the service lists, for a system that states no host CPUs (device_kind)."""
     uri = next(iter(_linked(system, "ManagedBy")), None)
 
     def read_manager() -> list[Json]:
         found = conn.get_optional(uri) if uri else None
         return [found] if found else first_member(conn, f"{ROOT}/Managers")
 
-    return {MANAGER_JOB: read_manager}
+    jobs: dict[str, Callable[[], Any]] = {MANAGER_JOB: read_manager}
+    if host_cpus(system) == 0:
+        jobs[FABRICS_JOB] = lambda: fabric_count(conn)
+    return jobs
 
 
 def first_member(conn: Connector, collection: str) -> list[Json]:

@@ -93,15 +93,16 @@ def observe(conn: Connector) -> NodeInventory:
     chassis: list[Json] = top["chassis"]
     system = host_system(systems)
     jobs = _system_jobs(conn, system, [s for s in systems if s is not system]) | _chassis_jobs(conn, chassis)
-    jobs |= platform_identity.manager_job(conn, system)
+    jobs |= platform_identity.identity_jobs(conn, system)
     got = conn.parallel(jobs)
     if not _by_suffix(got, "PCIeDevices") and isinstance(system.get("PCIeDevices"), list):
         got["sys:PCIeDeviceLinks"] = conn.resolve(system["PCIeDevices"])  # ComputerSystem's older link array
     inv = _assemble(conn, system, chassis, top["firmware"], got)
     return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing),
                                   "unreadable": list(conn.stats.unreadable),
-                                  "identity": platform_identity.from_tree(systems, chassis, got.get(
-                                      platform_identity.MANAGER_JOB) or [])})
+                                  "identity": platform_identity.from_tree(
+                                      systems, chassis, got.get(platform_identity.MANAGER_JOB) or [],
+                                      got.get(platform_identity.FABRICS_JOB))})
 
 
 def host_system(systems: list[Json]) -> Json:

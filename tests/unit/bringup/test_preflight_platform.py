@@ -30,8 +30,11 @@ def point_at(inventory: Path, address: str) -> None:
 
 
 @pytest.mark.parametrize(("capture", "platform"), [
-    ("hpe", "an HPE ProLiant DL385 Gen10 Plus v2"),
-    ("nvidia_dpu", "a https://www.mellanox.com BlueField-3 SmartNIC Main Card"),
+    ("hpe", "an HPE ProLiant DL385 Gen10 Plus v2; profile ML-PROD-V4 describes Supermicro SYS-821GE-TNHR"),
+    ("nvidia_dpu", "a https://www.mellanox.com BlueField-3 SmartNIC Main Card, a DPU with no host CPUs; profile "
+                   "ML-PROD-V4 describes compute nodes (Supermicro SYS-821GE-TNHR)"),
+    ("nvidia_gbswitch", "an NVIDIA N5110_LD, a switch tray with no host CPUs; profile ML-PROD-V4 describes compute "
+                        "nodes (Supermicro SYS-821GE-TNHR)"),
 ])
 def test_bringup_stops_at_preflight_on_another_platform(inventory_copy: Path, tmp_path: Path, capture: str,
                                                         platform: str) -> None:
@@ -45,7 +48,7 @@ def test_bringup_stops_at_preflight_on_another_platform(inventory_copy: Path, tm
     [node] = result.nodes
     assert [(s.stage, s.outcome) for s in node.stages] == [("preflight", Outcome.FAILED)]
     assert node.stages[0].error.endswith(
-        f"node01 is {platform}; profile ML-PROD-V4 describes Supermicro SYS-821GE-TNHR: refused, nothing written")
+        f"node01 is {platform}: refused, nothing written")
     writes = [s for s in bmc.seen if s.method not in ("GET", "HEAD") and "/SessionService/Sessions" not in s.path]
     assert writes == []
     assert [r.source for r in kept] == ["preflight"] and kept[0].identity.system.serial_number is not None

@@ -18,11 +18,11 @@ from rf_support import point_at
 from provision.cli import main
 from provision.errors import NotApplicable
 from provision.redfish.ops import firmware as fw
-from provision.redfish.ops.identity import from_tree
+from provision.redfish.ops.identity import device_kind, from_tree
 from provision.redfish.resources import UpdateService
 from provision.redfish.vendors import by_name
 from provision.spec.model import FirmwareComponent
-from provision.spec.platforms import AppliesTo, Board, PlatformIdentity, Platforms, refuse_profile
+from provision.spec.platforms import AppliesTo, Board, DeviceKind, PlatformIdentity, Platforms, refuse_profile
 
 US = "/redfish/v1/UpdateService"
 ALL = ("hpe", "lenovo", "nvidia_gh200", "supermicro", "nvidia_dpu", "nvidia_gbswitch")
@@ -38,9 +38,14 @@ def _members(capture: str, coll: str) -> list[dict[str, Any]]:
     return [tree[m["@odata.id"].rstrip("/")] for m in tree[coll]["Members"] if m["@odata.id"].rstrip("/") in tree]
 
 
+def _fabrics(capture: str) -> int:
+    tree = full_tree(capture)
+    return len(tree.get("/redfish/v1/Fabrics", {}).get("Members", []))
+
+
 def identity_of(capture: str) -> PlatformIdentity:
     return from_tree(_members(capture, "/redfish/v1/Systems"), _members(capture, "/redfish/v1/Chassis"),
-                     _members(capture, "/redfish/v1/Managers"))
+                     _members(capture, "/redfish/v1/Managers"), _fabrics(capture))
 
 
 # capture: (host system, its chassis, its manager), as the capture's own Links name them
@@ -53,6 +58,48 @@ HOSTS = {
                    "/redfish/v1/Managers/Bluefield_BMC"),
     "nvidia_gbswitch": ("/redfish/v1/Systems/System_0", "/redfish/v1/Chassis/BMC_eeprom", "/redfish/v1/Managers/BMC_0"),
 }
+
+
+NOT_COMPUTE = {"nvidia_dpu": DeviceKind.DPU, "nvidia_gbswitch": DeviceKind.SWITCH}
+
+
+@pytest.mark.parametrize("capture", ALL)
+def test_what_answers_as_the_node(capture: str) -> None:
+    """A DPU's BMC and a switch tray are named for what they are; the servers are compute nodes. Expected: the
+    host system's ProcessorSummary.Count as the capture says it (0 on both devices)."""
+    system = _raw(capture, HOSTS[capture][0])
+    got = identity_of(capture)
+    assert got.kind is NOT_COMPUTE.get(capture, DeviceKind.COMPUTE)
+    assert got.host_cpus == system["ProcessorSummary"]["Count"]
+    assert (got.host_cpus == 0) is (capture in NOT_COMPUTE)
+
+
+def test_device_names_and_the_compute_profile_refused() -> None:
+    dpu, switch = identity_of("nvidia_dpu"), identity_of("nvidia_gbswitch")
+    assert switch.described == "NVIDIA N5110_LD, a switch tray with no host CPUs"
+    assert dpu.described == "https://www.mellanox.com BlueField-3 SmartNIC Main Card, a DPU with no host CPUs"
+    for ident in (dpu, switch):  # even a profile for any platform describes a compute node
+        with pytest.raises(NotApplicable, match=r"describes compute nodes \(any platform\): refused"):
+            refuse_profile("node01", "CAT-EPYC-9454P", Platforms.model_validate("any"), ident)
+    # a profile written for the switch's own platform is still a compute spec: refused
+    with pytest.raises(NotApplicable, match=r"^node01 is an NVIDIA N5110_LD, a switch tray with no host CPUs"):
+        refuse_profile("node01", "X", Platforms.model_validate([{"manufacturer": "NVIDIA", "model": "N5110*"}]),
+                       switch)
+
+
+@pytest.mark.parametrize(("system", "chassis", "fabrics", "kind"), [
+    ({"SystemType": "DPU", "ProcessorSummary": {"Count": 8}}, [], 0, DeviceKind.DPU),
+    ({"ProcessorSummary": {"Count": 2}}, [], 3, DeviceKind.COMPUTE),  # an HGX host lists NVLink fabrics too
+    ({}, [], 1, DeviceKind.COMPUTE),  # not stated: not taken for a device
+    ({"ProcessorSummary": {"Count": 0}}, [], 1, DeviceKind.SWITCH),
+    ({"ProcessorSummary": {"Count": 0}, "Model": "BF3"}, [{"ChassisType": "Card", "Model": "BF3"}], 0, DeviceKind.DPU),
+    ({"ProcessorSummary": {"Count": 0}, "Model": "BF3"}, [{"ChassisType": "Card", "Model": "X"}], 0,
+     DeviceKind.DEVICE),
+    ({"ProcessorSummary": {"Count": 0}}, [], None, DeviceKind.DEVICE),
+])
+def test_device_kind_table(system: dict[str, Any], chassis: list[dict[str, Any]], fabrics: int | None,
+                           kind: DeviceKind) -> None:
+    assert device_kind(system, chassis, fabrics) is kind
 
 
 def _or_none(value: Any) -> str | None:
@@ -230,8 +277,9 @@ def test_ml_prod_v4_firmware_plan_is_refused_on_every_other_platform(
     assert rc == 2, err
     errors = [line for line in err.splitlines() if "plain HTTP" not in line]  # the loopback BMC's own warning
     assert len(errors) == 1 and "Traceback" not in err
-    assert re.search(rf"node01 is an? {re.escape(identity_of(capture).name)}; profile ML-PROD-V4 describes "
-                     r"Supermicro SYS-821GE-TNHR: refused", err), err
+    described = "compute nodes (Supermicro SYS-821GE-TNHR)" if capture in NOT_COMPUTE else "Supermicro SYS-821GE-TNHR"
+    assert re.search(rf"node01 is an? {re.escape(identity_of(capture).described)}; profile ML-PROD-V4 describes "
+                     rf"{re.escape(described)}: refused", err), err
     changes = [s for s in bmc.seen if s.method not in ("GET", "HEAD")
                and not (s.method in ("POST", "DELETE") and "/SessionService/Sessions" in s.path)]
     assert changes == []
@@ -322,3 +370,20 @@ def test_supermicro_simple_update_action_info_is_read_and_the_plan_names_its_ent
     comp = _image(tmp_path, "gpu", _smc("gpu"))
     [step] = fw.plan((comp,), state, by_name("supermicro")).steps
     assert step.targets == [f"{FI}/HGX_FW_GPU_SXM_{i}" for i in range(1, 9)]
+
+
+def test_bmc_inventory_names_a_switch_tray_for_what_it_is(inventory_copy: Path, capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPUs, no host CPUs, its own Model; and the compute profile refused on it."""
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    with Served(FakeBmc(tree=full_tree("nvidia_gbswitch"))) as srv:
+        point_at(inventory_copy, srv.address)
+        rc = main(["bmc", "inventory", "node01", "-i", str(inventory_copy), "--json"])
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert rc == 2 and data["profile_fits"] is False
+    assert (data["identity"]["kind"], data["identity"]["host_cpus"]) == ("switch", 0)
+    assert data["inventory"]["cpus"] == [] and data["inventory"]["gpus"] == []
+    assert data["inventory"]["system"]["model"] == _raw("nvidia_gbswitch", "/redfish/v1/Systems/System_0")["Model"]
+    assert "node01 is an NVIDIA N5110_LD, a switch tray with no host CPUs; profile ML-PROD-V4 describes compute" \
+        in captured.err
