@@ -325,7 +325,8 @@ class RedfishHealth:
                 if state.busy:
                     problems.append("an update task is still running")
                 problems += [f"{c.component} is {state.versions.get(c.component)}, expected {c.version}"
-                             for c in components if state.versions.get(c.component) != c.version]
+                             for c in components if c.target.fits(state.identity)  # what is for this node
+                             and state.versions.get(c.component) != c.version]
         return GateResult(ok=not problems, problems=tuple(problems))
 
     def _first_chassis(self, target: Target, node: Node) -> list[str]:

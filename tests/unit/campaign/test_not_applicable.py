@@ -3,6 +3,8 @@ are listed "not applicable" and never touched (no session turn, no update, no re
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,47 @@ def test_applicable_table(identity: PlatformIdentity | None, fits: list[str]) ->
     assert [c.component for c in applicable(cat.ordered(), state)] == fits
     assert [c.component for c in pending(cat.ordered(), state)] == fits
     assert not_applicable(cat.ordered(), state) == ""  # the `any` image fits every node
+
+
+def test_the_redfish_side_reads_and_gates_only_what_is_for_the_node() -> None:
+    """Over the loopback BMC serving the whole Supermicro capture: the image for another platform is neither
+    read nor versioned, and the gate does not hold it against the node."""
+    from provision.campaign.redfish_updater import RedfishHealth, observe_node
+    from provision.campaign.updater import Target
+    from provision.redfish.connector import Connector, ConnectorOptions
+    from provision.redfish.ops.session import node_facts
+    from provision.redfish.retry import RetryPolicy
+    from tests.unit.redfish.full_captures import full_tree
+    from tests.unit.redfish.rf_fakebmc import FakeBmc, Served
+
+    hpe = {"component": "ilo", "version": "2.78", "image": "ilo.bin", "sha256": "0" * 64,
+           "applies_to": {"platforms": [{"manufacturer": "HPE", "model": "ProLiant*"}], "entries": [{"id": "1"}]}}
+    bios = {**BOUND[1], "version": "1.4"}
+    comps = catalog(None, [bios, hpe]).ordered()
+    bmc = FakeBmc(tree=full_tree("supermicro"))
+    with Served(bmc) as srv:
+        opts = ConnectorOptions(address=srv.address, username="admin", password="s3cret-Pa55", name="n1",
+                                insecure_http=True, retry=RetryPolicy(attempts=2, base_delay_s=0.0, timeout_s=5))
+        conn = Connector(opts, sleep=lambda s: None)
+        conn.open()
+        node = node_facts(conn)
+        state = observe_node(node, comps)
+        fetched = {s.path for s in bmc.seen}
+
+        class OneNode:  # the updater side the gate uses: this node's session, no recent observation
+            @contextmanager
+            def node(self, target: Target) -> Iterator[object]:
+                yield node
+
+            def recent(self, target: Target) -> None:
+                return None
+
+        gate = RedfishHealth(OneNode()).check(Target(name="n1"), comps, redfish_health=False,  # type: ignore[arg-type]
+                                              conformance=True)
+        conn.close()
+    assert state.identity is not None and state.identity.name == "Supermicro SYS-821GE-TNHR"
+    assert state.versions == {"bios": "1.4"}
+    assert "/redfish/v1/UpdateService/FirmwareInventory/1" not in fetched
+    assert [c.component for c in applicable(comps, state)] == ["bios"]
+    assert pending(comps, state) == []
+    assert gate.ok, gate.problems  # the HPE image, not for this node, is not "missing"
