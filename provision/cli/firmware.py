@@ -3,8 +3,9 @@
 `update` sends BMC (and other immediate) images first and waits the BMC reset out, stages the
 host-reset images and the BIOS values, resets the host ONCE, then verifies everything.
 Exit 0: at baseline / done (or the plan printed); 1: not at baseline (status) or an update failed;
-2: bad input; 3: a baseline component could not be checked (absent from FirmwareInventory, or its
-version unreadable; one error line each), never reported as at baseline.
+2: bad input, or a node its profile (or an image) does not describe (one line naming node and platform);
+3: a baseline component could not be checked (absent from FirmwareInventory, or its version unreadable; one
+error line each), never reported as at baseline.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from provision.cli.output import Format, OutputOpt, add_row, choose, console, em
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.session import open_host
 from provision.redfish.ops.waiting import Clock
 
@@ -39,7 +41,8 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        rows = fw.status(host.spec.firmware, fw.observe(facts.conn), facts.vendor)
+        known = platform_identity.check(facts.conn, host.spec)  # a node its profile does not describe: refused
+        rows = fw.status(host.spec.firmware, fw.observe(facts.conn, known), facts.vendor)
     if as_json:
         emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
     else:

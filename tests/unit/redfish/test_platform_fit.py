@@ -387,3 +387,14 @@ def test_bmc_inventory_names_a_switch_tray_for_what_it_is(inventory_copy: Path, 
     assert data["inventory"]["system"]["model"] == _raw("nvidia_gbswitch", "/redfish/v1/Systems/System_0")["Model"]
     assert "node01 is an NVIDIA N5110_LD, a switch tray with no host CPUs; profile ML-PROD-V4 describes compute" \
         in captured.err
+
+
+def test_firmware_status_names_a_node_its_profile_does_not_describe(
+        inventory_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not "absent: could not check" for images that were never for this board: the node is named."""
+    with Served(FakeBmc(tree=full_tree("hpe"))) as srv:
+        point_at(inventory_copy, srv.address)
+        rc = main(["firmware", "status", "node01", "-i", str(inventory_copy)])
+    assert rc == 2
+    assert ("node01 is an HPE ProLiant DL385 Gen10 Plus v2; profile ML-PROD-V4 describes Supermicro "
+            "SYS-821GE-TNHR: refused, nothing written") in capsys.readouterr().err
