@@ -5,7 +5,7 @@ Exit 0: ok (no drift); 1: drift found or the BMC failed; 2: bad input.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -17,6 +17,7 @@ from provision.cli.options import (
     JsonOpt,
     NodeArg,
     journal_at,
+    keep_identity,
     load_host,
 )
 from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, show
@@ -25,9 +26,6 @@ from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power as power_ops
 from provision.redfish.ops.session import open_host
 from provision.spec.platforms import Board, PlatformIdentity, refuse_profile
-
-if TYPE_CHECKING:
-    from provision.journal.location import Location
 
 app = typer.Typer(help="BMC inventory, drift against the spec, boot override and virtual media.",
                   no_args_is_help=True)
@@ -124,21 +122,6 @@ def identity_line(ident: PlatformIdentity) -> str:
     if ident.bmc is not None:
         parts.append(f"BMC {ident.bmc.model or '?'} firmware {ident.bmc.firmware_version or '?'}")
     return "; ".join(parts)
-
-
-def keep_identity(where: Location, node: str, ident: PlatformIdentity | None, source: str) -> str:
-    """Keep the reading in the journal where one exists (bring-up creates it); else say it was not kept."""
-    from provision.journal.identities import record_identity
-    from provision.journal.location import recorded
-    from provision.journal.store import Journal
-
-    if ident is None:
-        return ""
-    if not recorded(where):
-        return f"identity not kept: no journal at {where.shown} (bring-up creates it)"
-    with Journal(where) as journal:
-        record_identity(journal, node, ident, source)
-    return ""
 
 
 @app.command("boot-once")

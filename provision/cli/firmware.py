@@ -16,14 +16,25 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    InsecureOpt,
+    InventoryOpt,
+    JsonOpt,
+    NodeArg,
+    journal_at,
+    keep_identity,
+    load_host,
+)
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
+from provision.redfish.connector import Connector
 from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.session import open_host
 from provision.redfish.ops.waiting import Clock
+from provision.spec.platforms import PlatformIdentity
 
 app = typer.Typer(help="Firmware baseline: status, plan and update through the BMC.", no_args_is_help=True)
 DowngradeOpt = Annotated[bool, typer.Option("--allow-downgrade", help="Allow installing older versions")]
@@ -41,7 +52,8 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        known = platform_identity.check(facts.conn, host.spec)  # a node its profile does not describe: refused
+        known = read_identity(facts.conn, inventory, node, "firmware status")
+        platform_identity.check(facts.conn, host.spec, known)  # a node its profile does not describe: refused
         rows = fw.status(host.spec.firmware, fw.observe(facts.conn, known), facts.vendor)
     if as_json:
         emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
@@ -63,6 +75,13 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
         raise CheckFailed(f"{node}: firmware not at baseline: {', '.join(off)}{more}")
     if unchecked:
         raise ChecksIncomplete(f"{node}: firmware could not be checked: {', '.join(r.component for r in unchecked)}")
+
+
+def read_identity(conn: Connector, inventory: Path, node: str, source: str) -> PlatformIdentity:
+    """The node's identity, read from its BMC and kept in the journal where one exists."""
+    found = platform_identity.read(conn)
+    keep_identity(journal_at(None, inventory), node, found, source)
+    return found
 
 
 def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:
@@ -99,7 +118,8 @@ def _plan(node: str, inventory: Path, insecure: bool,
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        return node, converge.make_plan(facts, host.spec, opts=opts)
+        known = read_identity(facts.conn, inventory, node, "firmware plan")
+        return node, converge.make_plan(facts, host.spec, opts=opts, known=known)
 
 
 @app.command("plan")
@@ -131,7 +151,8 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        cplan = converge.make_plan(facts, host.spec, opts=opts)
+        known = read_identity(facts.conn, inventory, node, "firmware update")
+        cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
         if plan_only or (cplan.empty and not cplan.firmware.refused):
             if as_json:
                 emit_json({"node": node, "plan": cplan, "applied": False})

@@ -17,7 +17,7 @@ from provision.redfish.ops import power
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.spec.model import FirmwareComponent, NodeSpec
-from provision.spec.platforms import AppliesTo, EntrySelector, literal
+from provision.spec.platforms import AppliesTo, EntrySelector, PlatformIdentity, literal
 
 
 class ConvergeOptions(BaseModel):
@@ -60,11 +60,11 @@ class ConvergeResult(BaseModel):
 
 
 def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path | None = None,
-              opts: ConvergeOptions | None = None) -> ConvergePlan:
+              opts: ConvergeOptions | None = None, known: PlatformIdentity | None = None) -> ConvergePlan:
     """Observe and plan firmware and BIOS; a spec from load_fleet needs no `inventory_dir` (its images are
     absolute)."""
     opts = opts or ConvergeOptions()
-    known = platform_identity.check(node.conn, spec)  # a node the profile does not describe: refused here
+    known = platform_identity.check(node.conn, spec, known)  # a node the profile does not describe: refused
     fplan = fw.FirmwarePlan()
     if opts.firmware:
         fplan = fw.plan(spec.firmware, fw.observe(node.conn, known), node.vendor, inventory_dir,

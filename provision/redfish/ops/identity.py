@@ -108,10 +108,10 @@ def read(conn: Connector, systems: list[Json] | None = None) -> PlatformIdentity
     return from_tree(systems, [*chassis, *every], managers, fabric_count(conn))
 
 
-def check(conn: Connector, spec: NodeSpec) -> PlatformIdentity:
-    """Read the identity and refuse (NotApplicable, one line, before anything is written) a node whose
-    platform the spec's profile does not describe."""
-    found = read(conn)
+def check(conn: Connector, spec: NodeSpec, known: PlatformIdentity | None = None) -> PlatformIdentity:
+    """The identity (`known`, else read now); NotApplicable (one line, before anything is written) for a node
+    whose platform the spec's profile does not describe."""
+    found = known or read(conn)
     refuse_profile(conn.opts.name or conn.opts.where, spec.profile, spec.described_platforms, found)
     return found
 

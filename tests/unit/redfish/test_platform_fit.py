@@ -398,3 +398,21 @@ def test_firmware_status_names_a_node_its_profile_does_not_describe(
     assert rc == 2
     assert ("node01 is an HPE ProLiant DL385 Gen10 Plus v2; profile ML-PROD-V4 describes Supermicro "
             "SYS-821GE-TNHR: refused, nothing written") in capsys.readouterr().err
+
+
+def test_a_refused_plan_still_keeps_the_identity_it_read(inventory_copy: Path, capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.journal import Journal
+    from provision.journal.identities import identities
+
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    Journal(None).close()
+    with Served(FakeBmc(tree=full_tree("lenovo"))) as srv:
+        point_at(inventory_copy, srv.address)
+        assert main(["firmware", "plan", "node01", "-i", str(inventory_copy)]) == 2
+        assert main(["bios", "apply", "node01", "-i", str(inventory_copy)]) == 2
+    capsys.readouterr()
+    with Journal(None) as j:
+        kept = identities(j, "node01")
+    assert [r.source for r in kept] == ["firmware plan", "bios apply"]
+    assert {r.identity.system.serial_number for r in kept} == {_raw("lenovo", "/redfish/v1/Systems/1")["SerialNumber"]}
