@@ -27,6 +27,7 @@ from provision.campaign.catalog import Component, Match, image_path
 from provision.campaign.evidence import update_evidence
 from provision.campaign.updater import FirmwareState, GateResult, Guard, Refused, Target, UpdateFailed, unguarded
 from provision.errors import ProvisionError
+from provision.redfish import allowable
 from provision.redfish.connector import ROOT, Json, is_expanded
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
@@ -211,7 +212,9 @@ class RedfishUpdater:
             with self.node(target, FLASH_RETRY) as node:
                 service = self._service(target) or UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
                 found = self._found(target, node, flash)
-                steps = [self._step(node, service, c, found[c.component]) for c in flash]
+                offered = allowable.action_values(node.conn, service.actions.get("#UpdateService.SimpleUpdate"),
+                                                  "Targets")  # where the BMC offers Targets, each step names its
+                steps = [self._step(node, service, c, found[c.component], offered) for c in flash]
                 state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service,
                                          tasks=self._tasks_seen(target))
                 for step in steps:
@@ -254,7 +257,7 @@ class RedfishUpdater:
         return matched_entries(node, comps)
 
     def _step(self, node: Node, service: UpdateService, comp: Component,
-              entries: list[SoftwareInventory]) -> fw.FirmwareStep:
+              entries: list[SoftwareInventory], offered: tuple[str, ...] = ()) -> fw.FirmwareStep:
         if not entries:
             raise UpdateFailed(f"{node.conn.opts.name}: {comp.component}: no FirmwareInventory entry matches")
         push = None if comp.is_url else node.vendor.multipart_uri(service)  # a URL image: the BMC fetches it
@@ -266,7 +269,7 @@ class RedfishUpdater:
         return fw.FirmwareStep(
             component=comp.component, version=comp.version, image=image, image_url=comp.image if comp.is_url else None,
             sha256=comp.sha256, method=method, uri=push or simple,
-            targets=node.vendor.update_targets(comp.component, entries),
+            targets=fw.name_targets(node.vendor.update_targets(comp.component, entries), entries, offered),
             apply_time=fw.step_apply_time(offers, method, push or simple, comp.component, comp.apply_time),
             needs_host_reset=comp.needs_host_reset,
             timeout_s=fw.TASK_TIMEOUT_S.get(comp.component, fw.DEFAULT_TASK_TIMEOUT_S),

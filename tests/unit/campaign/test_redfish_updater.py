@@ -514,3 +514,20 @@ def test_a_campaign_step_takes_an_apply_time_the_gh200_offers(tmp_path: Path, ap
         return
     step = up._step(node, service, comp, entries)  # type: ignore[arg-type]
     assert (step.method, step.apply_time) == ("multipart", sent)
+
+
+def test_a_campaign_step_names_the_targets_the_bmc_offers(tmp_path: Path) -> None:
+    """Where SimpleUpdate's Targets are offered, the step names the matched entries offered, even for a plugin
+    that otherwise leaves the choice to the image (HPE); where none is offered, the plugin's choice stands."""
+    from provision.redfish.resources import UpdateService
+
+    up = RedfishUpdater(tmp_path / "c.yml")
+    node = FakeNode(PostRecorder(), vendor=by_name("hpe"))
+    service = UpdateService.parse({"@odata.id": "/redfish/v1/UpdateService", "Actions": {
+        "#UpdateService.SimpleUpdate": {"target": "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"}}})
+    found = matched_entries(FakeNode(PostRecorder()), CAT.ordered())  # type: ignore[arg-type]
+    bios = CAT.component("bios")
+    offered = (f"{INV}/BMC", f"{INV}/BIOS")
+    assert up._step(node, service, bios, found["bios"], offered).targets == [f"{INV}/BIOS"]  # type: ignore[arg-type]
+    assert up._step(node, service, bios, found["bios"]).targets == []  # type: ignore[arg-type]
+    assert up._step(node, service, bios, found["bios"], (f"{INV}/BMC-Backup",)).targets == []  # type: ignore[arg-type]
