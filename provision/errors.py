@@ -19,6 +19,10 @@ class SpecError(InputError):
     """A node spec or inventory that does not validate."""
 
 
+class NotApplicable(InputError):
+    """A profile or a firmware image refused on a node whose platform it does not describe (exit 2)."""
+
+
 class InventoryError(InputError):
     """An inventory that cannot be read or names hosts wrongly."""
 

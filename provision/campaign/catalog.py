@@ -11,6 +11,9 @@
         needs_host_reset: false
         after: []                                     # components that must be applied first
         match: {supermicro: {id: "^BMC$"}, default: {name: "(?i)bmc"}}
+        applies_to:                                   # required: the platforms and entries, or `any`
+          platforms: [{manufacturer: Supermicro, model: SYS-821GE-TNHR}]
+          entries: [{id: BMC, related_item: "/redfish/v1/Managers/*"}]
     policy: {waves: {canary: 1, batch_size: 4}, halt: {max_failures: 1}}
 
 Every problem is one InputError line naming the file and the key.
@@ -29,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from provision.campaign.policy import Policy
 from provision.errors import InputError
 from provision.spec.digests import check_sha256
+from provision.spec.platforms import AppliesTo, entries_named, missing_applies_to
 from provision.spec.strict_yaml import load_strict
 from provision.spec.versions import VersionScheme, check_scheme
 
@@ -104,6 +108,24 @@ class Component(_Frozen):
     match: dict[str, Match] = Field(default_factory=dict, description="vendor (or 'default') -> Match")
     version_scheme: VersionScheme | None = Field(
         default=None, description="dotted, hex-dotted, date or opaque; unset: the scheme both versions read in")
+    applies_to: AppliesTo | None = Field(
+        default=None, validate_default=True,
+        description="The platforms the image is for and the FirmwareInventory entries it updates, or `any` "
+        "(provision/spec/platforms.py); required")
+
+    @field_validator("applies_to")
+    @classmethod
+    def _applies_to(cls, value: AppliesTo | None) -> AppliesTo:
+        return missing_applies_to(value)
+
+    @model_validator(mode="after")
+    def _entries_named(self) -> Component:
+        return entries_named(self, True)
+
+    @property
+    def target(self) -> AppliesTo:
+        """`applies_to`, never None once validated."""
+        return missing_applies_to(self.applies_to)
 
     @field_validator("version")
     @classmethod

@@ -21,6 +21,16 @@ LAB_COMPONENTS: tuple[tuple[str, str, str, str, bool, str], ...] = (
 )
 
 
+LAB_PLATFORM = {"manufacturer": "Supermicro", "model": "SYS-821GE-TNHR"}
+"""The board the lab's BMC simulator serves (provision/lab/data/trees/supermicro: Systems/1)."""
+LAB_ENTRIES: dict[str, list[dict[str, str]]] = {
+    "bmc": [{"id": "BMC", "manufacturer": "Supermicro", "related_item": "/redfish/v1/Managers/*"}],
+    "bios": [{"id": "BIOS", "manufacturer": "Supermicro", "related_item": "/redfish/v1/Systems/*/Bios"}],
+    "gpu": [{"id": "HGX_FW_GPU_SXM_*", "software_id": "0x0020", "manufacturer": "NVIDIA"}],
+}
+"""The FirmwareInventory entries each lab image updates (as the captured board lists them)."""
+
+
 def write_lab_campaign(directory: Path, name: str, policy: dict[str, Any], components: int = 3,
                        group: str = "ml_prod_v4") -> Path:
     """Images in the simulator's format plus a campaign file over them; returns the file."""
@@ -32,6 +42,7 @@ def write_lab_campaign(directory: Path, name: str, policy: dict[str, Any], compo
             "component": comp, "version": version, "image": image.name,
             "sha256": hashlib.sha256(image.read_bytes()).hexdigest(), "apply_time": apply_time,
             "needs_host_reset": reset, "order": 10 * (order + 1), "match": {"supermicro": {"id": rule}},
+            "applies_to": {"platforms": [LAB_PLATFORM], "entries": LAB_ENTRIES[comp]},
         })
     doc = {"name": name, "targets": {"group": group}, "components": comps, "policy": policy}
     path = directory / f"{name}.yml"

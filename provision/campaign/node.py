@@ -41,17 +41,32 @@ class NodeContext:
     """Node leases: a turn holds its node's, so no bring-up (or other campaign) changes it meanwhile."""
 
 
+def applicable(components: Sequence[Component], state: FirmwareState) -> list[Component]:
+    """Pure: the components whose `applies_to` fits the node's identity (none fit an identity not read, but
+    those for `any` platform): the others are never sent to it."""
+    return [c for c in components if c.target.fits(state.identity)]
+
+
+def not_applicable(components: Sequence[Component], state: FirmwareState) -> str:
+    """'' when some component fits the node; else one line naming its platform and what the images are for."""
+    if applicable(components, state):
+        return ""
+    what = state.identity.name if state.identity is not None else "a platform that could not be read"
+    images = "; ".join(sorted({c.target.describe() for c in components}))
+    return f"not applicable: the node is {what}; the campaign's images are for {images}"
+
+
 def pending(components: Sequence[Component], state: FirmwareState) -> list[Component]:
-    """Components whose reported version differs from the catalog's (and can be ordered against it: one that
-    cannot is a problem of the node's plan, never an update)."""
-    return [c for c in components if state.versions.get(c.component) != c.version
+    """Components that apply to the node and whose reported version differs from the catalog's (and can be
+    ordered against it: one that cannot is a problem of the node's plan, never an update)."""
+    return [c for c in applicable(components, state) if state.versions.get(c.component) != c.version
             and c.component not in state.incomparable]
 
 
 def mismatches(components: Sequence[Component], state: FirmwareState) -> list[str]:
     return [
         f"{c.component} is {state.versions.get(c.component) or 'missing'}, expected {c.version}"
-        for c in components
+        for c in applicable(components, state)
         if state.versions.get(c.component) != c.version
     ]
 
@@ -102,8 +117,13 @@ def _turn(ctx: NodeContext, target: Target) -> NodeState:
         ctx.store.node_finished(name, target.name, NodeState.FAILED, {}, f"cannot read firmware: {exc}")
         return NodeState.FAILED
     ctx.store.node_started(name, target.name, before.versions)
-    if before.incomparable:  # nothing says whether an image is older or newer than what runs: nothing is sent
-        why = "; ".join(before.incomparable[c] for c in sorted(before.incomparable))
+    unfit = not_applicable(ctx.catalog.ordered(), before)
+    if unfit:  # never touched: no drain, no update, no reset
+        ctx.store.node_finished(name, target.name, NodeState.DONE, before.versions, unfit)
+        return NodeState.DONE
+    blocked = sorted({c.component for c in applicable(ctx.catalog.ordered(), before)} & set(before.incomparable))
+    if blocked:  # nothing says whether an image is older or newer than what runs: nothing is sent
+        why = "; ".join(before.incomparable[c] for c in blocked)
         ctx.store.node_finished(name, target.name, NodeState.FAILED, before.versions, f"nothing sent: {why}")
         return NodeState.FAILED
     todo = pending(ctx.catalog.ordered(), before)

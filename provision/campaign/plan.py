@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel, ConfigDict
 
 from provision.campaign.catalog import Catalog
-from provision.campaign.node import pending
+from provision.campaign.node import applicable, not_applicable, pending
 from provision.campaign.updater import FirmwareState, NodeUpdater, Target
 from provision.campaign.waves import plan_waves
 from provision.errors import ProvisionError
@@ -32,6 +32,8 @@ class NodePlan(BaseModel):
     """Why the node's firmware could not be read (it could not look: never at baseline)."""
     problems: list[str] = []
     """Running versions that cannot be ordered against the catalog's, naming both: the node is not flashed."""
+    not_applicable: str = ""
+    """Why no image of the campaign fits the node (its platform): it is in no wave and never touched."""
     updates: list[Update] = []
     host_reset: bool = False
 
@@ -56,6 +58,7 @@ class CampaignPlan(BaseModel):
     nodes: list[NodePlan]
     waves: list[list[str]]
     at_baseline: list[str]
+    not_applicable: list[str] = []
 
     @property
     def unread(self) -> list[Unread]:
@@ -97,13 +100,17 @@ def build_plan(catalog: Catalog, observed: dict[str, FirmwareState | str]) -> Ca
     busy = [p.node for p in plans if p.needs_work]
     return CampaignPlan(
         campaign=catalog.name, nodes=plans, waves=plan_waves(busy, catalog.policy.waves),
-        at_baseline=[p.node for p in plans if not p.needs_work],
+        at_baseline=[p.node for p in plans if not p.needs_work and not p.not_applicable],
+        not_applicable=[p.node for p in plans if p.not_applicable],
     )
 
 
 def _node_plan(catalog: Catalog, name: str, state: FirmwareState | str) -> NodePlan:
     if isinstance(state, str):
         return NodePlan(node=name, error=state)
+    unfit = not_applicable(catalog.ordered(), state)
+    if unfit:
+        return NodePlan(node=name, not_applicable=unfit)
     todo = pending(catalog.ordered(), state)
     updates = [
         Update(component=c.component, current=state.versions.get(c.component), target=c.version,
@@ -111,4 +118,5 @@ def _node_plan(catalog: Catalog, name: str, state: FirmwareState | str) -> NodeP
         for c in todo
     ]
     return NodePlan(node=name, updates=updates, host_reset=any(c.needs_host_reset for c in todo),
-                    problems=[state.incomparable[c] for c in sorted(state.incomparable)])
+                    problems=[state.incomparable[c.component] for c in applicable(catalog.ordered(), state)
+                              if c.component in state.incomparable])

@@ -27,15 +27,18 @@ from provision.campaign.catalog import Component, Match, image_path
 from provision.campaign.evidence import update_evidence
 from provision.campaign.updater import FirmwareState, GateResult, Guard, Refused, Target, UpdateFailed, unguarded
 from provision.errors import ProvisionError
+from provision.redfish import allowable
 from provision.redfish.connector import ROOT, Json, is_expanded
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import firmware as fw
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.power import host_reset
 from provision.redfish.ops.session import Node, open_node, options_for
 from provision.redfish.ops.waiting import Clock, Durations
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors.versions import VersionsNotComparable, compare
+from provision.spec.platforms import PlatformIdentity, glob_fits
 
 TASKS = f"{ROOT}/TaskService/Tasks"
 HOST_RESET = "host reset"  # a Durations kind beside the component names
@@ -209,7 +212,9 @@ class RedfishUpdater:
             with self.node(target, FLASH_RETRY) as node:
                 service = self._service(target) or UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
                 found = self._found(target, node, flash)
-                steps = [self._step(node, service, c, found[c.component]) for c in flash]
+                offered = allowable.action_values(node.conn, service.actions.get("#UpdateService.SimpleUpdate"),
+                                                  "Targets")  # where the BMC offers Targets, each step names its
+                steps = [self._step(node, service, c, found[c.component], offered) for c in flash]
                 state = fw.FirmwareState(entries=[e for es in found.values() for e in es], service=service,
                                          tasks=self._tasks_seen(target))
                 for step in steps:
@@ -252,7 +257,7 @@ class RedfishUpdater:
         return matched_entries(node, comps)
 
     def _step(self, node: Node, service: UpdateService, comp: Component,
-              entries: list[SoftwareInventory]) -> fw.FirmwareStep:
+              entries: list[SoftwareInventory], offered: tuple[str, ...] = ()) -> fw.FirmwareStep:
         if not entries:
             raise UpdateFailed(f"{node.conn.opts.name}: {comp.component}: no FirmwareInventory entry matches")
         push = None if comp.is_url else node.vendor.multipart_uri(service)  # a URL image: the BMC fetches it
@@ -264,7 +269,7 @@ class RedfishUpdater:
         return fw.FirmwareStep(
             component=comp.component, version=comp.version, image=image, image_url=comp.image if comp.is_url else None,
             sha256=comp.sha256, method=method, uri=push or simple,
-            targets=node.vendor.update_targets(comp.component, entries),
+            targets=fw.name_targets(node.vendor.update_targets(comp.component, entries), entries, offered),
             apply_time=fw.step_apply_time(offers, method, push or simple, comp.component, comp.apply_time),
             needs_host_reset=comp.needs_host_reset,
             timeout_s=fw.TASK_TIMEOUT_S.get(comp.component, fw.DEFAULT_TASK_TIMEOUT_S),
@@ -323,7 +328,8 @@ class RedfishHealth:
                 if state.busy:
                     problems.append("an update task is still running")
                 problems += [f"{c.component} is {state.versions.get(c.component)}, expected {c.version}"
-                             for c in components if state.versions.get(c.component) != c.version]
+                             for c in components if c.target.fits(state.identity)  # what is for this node
+                             and state.versions.get(c.component) != c.version]
         return GateResult(ok=not problems, problems=tuple(problems))
 
     def _first_chassis(self, target: Target, node: Node) -> list[str]:
@@ -356,11 +362,32 @@ def observe_node(node: Node, components: Sequence[Component],
     return _see(node, components, found).state
 
 
+_IDENTITIES: dict[str, PlatformIdentity] = {}
+_IDENTITIES_LOCK = threading.Lock()
+
+
+def node_identity(node: Node, components: Sequence[Component]) -> PlatformIdentity | None:
+    """The node's identity, read once per BMC per process (a campaign observes each node several times);
+    not read (None) when every component is for `any` platform."""
+    if all(c.target.any_platform for c in components):
+        return None
+    key = node.conn.opts.where
+    with _IDENTITIES_LOCK:
+        known = _IDENTITIES.get(key)
+    if known is None:
+        known = platform_identity.read(node.conn)
+        with _IDENTITIES_LOCK:
+            _IDENTITIES[key] = known
+    return known
+
+
 def _see(node: Node, components: Sequence[Component],
          found: dict[str, list[SoftwareInventory]] | None = None) -> Seen:
     # the tasks first: an update that ends while the inventory is read then shows in the inventory (read after
     # it), where read the other way round it would show in neither (an old version, and a task already over)
     tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
+    identity = node_identity(node, components)
+    components = [c for c in components if c.target.fits(identity)]  # the others are never read nor sent
     found = found if found is not None else matched_entries(node, components)
     read = {c.component: _version(node, found[c.component], c) for c in components}
     versions = {c: v for c, (v, _) in read.items()}
@@ -369,7 +396,8 @@ def _see(node: Node, components: Sequence[Component],
     system = node.conn.get(node.system.uri)
     power = system.get("PowerState")
     state = FirmwareState(versions=versions, busy=evidence.busy or power in TRANSITIONS, staged=evidence.staged,
-                          running=evidence.running, incomparable={c: why for c, (_, why) in read.items() if why})
+                          running=evidence.running, incomparable={c: why for c, (_, why) in read.items() if why},
+                          identity=identity)
     return Seen(state, found, system, frozenset(t.id for t in tasks))
 
 
@@ -382,14 +410,24 @@ def matched_entries(node: Node, components: Sequence[Component]) -> dict[str, li
     inline = {str(m.get("@odata.id")).rstrip("/"): m for m in members if is_expanded(m)}
     uris = [str(m.get("@odata.id")).rstrip("/") for m in members]
     rules: dict[str, Match | None] = {c.component: c.matcher(node.vendor.name) for c in components}
-    wanted = [u for u in uris if any(r is None or r.id_may_match(u.rsplit("/", 1)[-1]) for r in rules.values())]
+
+    def may_match(comp: Component, member_id: str) -> bool:
+        if comp.target.entries:  # the image names its entries (applies_to.entries): by their Id
+            return any(glob_fits(s.id, member_id) for s in comp.target.entries)
+        rule = rules[comp.component]
+        return rule is None or rule.id_may_match(member_id)
+
+    wanted = [u for u in uris if any(may_match(c, u.rsplit("/", 1)[-1]) for c in components)]
     bodies: dict[str, Json | None] = {u: inline[u] for u in wanted if u in inline}
     bodies |= node.conn.get_many([u for u in wanted if u not in inline])
     entries = [SoftwareInventory.parse(bodies[u]) for u in wanted if bodies.get(u)]
     out: dict[str, list[SoftwareInventory]] = {}
     for comp in components:
         rule = rules[comp.component]
-        if rule is None:
+        if comp.target.entries:
+            out[comp.component] = [e for e in entries if node.vendor.is_running(e) and any(
+                s.matches(e.id, e.software_id, e.manufacturer, e.related) for s in comp.target.entries)]
+        elif rule is None:
             out[comp.component] = node.vendor.match_firmware(comp.component, entries)
         else:
             out[comp.component] = [e for e in entries if rule.matches(e.id, e.name or "")]

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from provision.campaign.catalog import Component
 from provision.errors import ProvisionError
 from provision.spec.model import BmcEndpoint
+from provision.spec.platforms import PlatformIdentity
 
 
 class UpdateFailed(ProvisionError):
@@ -53,6 +54,8 @@ class FirmwareState(BaseModel):
     incomparable: dict[str, str] = Field(
         default_factory=dict, description="component -> the line naming its running version and the catalog's, "
         "which cannot be ordered (versions.compare): the node is not flashed")
+    identity: PlatformIdentity | None = Field(
+        default=None, description="What the node is; None: not read (then only `applies_to: any` images fit)")
 
 
 class GateResult(BaseModel):

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from provision.cli.firmware import read_identity
 from provision.cli.options import (
     DEFAULT_INVENTORY,
     InsecureOpt,
@@ -94,7 +95,8 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        cplan = converge.make_plan(facts, host.spec, opts=opts)
+        known = read_identity(facts.conn, inventory, node, "bios apply")
+        cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
         assert cplan.bios is not None
         if plan_only or (not cplan.bios.changes and not cplan.bios.invalid):
             if as_json:

@@ -10,12 +10,22 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, NodeArg, load_host
+from provision.cli.options import (
+    DEFAULT_INVENTORY,
+    InsecureOpt,
+    InventoryOpt,
+    JsonOpt,
+    NodeArg,
+    journal_at,
+    keep_identity,
+    load_host,
+)
 from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power as power_ops
 from provision.redfish.ops.session import open_host
+from provision.spec.platforms import Board, PlatformIdentity, refuse_profile
 
 app = typer.Typer(help="BMC inventory, drift against the spec, boot override and virtual media.",
                   no_args_is_help=True)
@@ -32,11 +42,17 @@ def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_jso
     with open_host(entry, insecure) as (host, facts):  # within the command's deadline
         inv = inv_ops.observe(facts.conn)
     report = inv_ops.drift(host.spec, inv)
+    kept = keep_identity(journal_at(None, inventory), node, inv.identity, "bmc inventory")
+    fits = host.spec.described_platforms.fits(inv.identity)
     if fmt is Format.JSON:
-        emit_json({"node": node, "vendor": inv.vendor, "requests": inv.requests, "inventory": summary(inv),
+        emit_json({"node": node, "vendor": inv.vendor, "requests": inv.requests, "identity": inv.identity,
+                   "profile_fits": fits, "inventory": summary(inv),
                    "drift": report.items, "drifted": len(report.drifted), "unreadable": inv.unreadable})
     else:
         render(node, inv, report, fmt)
+        if kept:
+            console.print(f"  {kept}", markup=False, highlight=False)
+    refuse_profile(node, host.spec.profile, host.spec.described_platforms, inv.identity)
     problems = []
     if report.drifted:
         problems.append(f"{len(report.drifted)} figure(s) differ from the spec: "
@@ -88,12 +104,28 @@ def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport, f
     console.print(Text.assemble((node, "bold"), f": {s.manufacturer} {s.model} (serial {s.serial_number}), "
                                 f"vendor plugin {inv.vendor}, power {s.power_state}, {inv.requests} requests"),
                   soft_wrap=True)
+    if inv.identity is not None:
+        console.print(identity_line(inv.identity), markup=False, highlight=False, soft_wrap=True)
     console.print(f"  CPUs {len(inv.cpus)}, GPUs {len(inv.gpus)}, DIMMs {len([m for m in inv.memory if m.populated])}, "
                   f"drives {len(inv.drives)}, adapters {len(inv.adapters)}, NIC ports ({inv.ports.shown()}), "
                   f"firmware entries {len(inv.firmware)}")
     show(table, fmt)
     for u in inv.unreadable:
         console.print(Text.assemble("  ", ("unreadable", "red"), f" {u.uri}: {u.reason}"), highlight=False)
+
+
+def identity_line(ident: PlatformIdentity) -> str:
+    """`  platform: Supermicro SYS-821GE-TNHR, SKU ..., part ..., serial ..., UUID ...; chassis ...; BMC ...`."""
+    def board(b: Board) -> str:
+        return ", ".join(f"{k} {v}" for k, v in (("SKU", b.sku), ("part", b.part_number),
+                                                ("serial", b.serial_number), ("UUID", b.uuid)) if v)
+    parts = [f"  platform: {ident.described}" + (f" ({board(ident.system)})" if board(ident.system) else "")]
+    if ident.chassis is not None:
+        parts.append(f"chassis {ident.chassis.manufacturer or '?'} {ident.chassis.model or '?'}"
+                     + (f" ({board(ident.chassis)})" if board(ident.chassis) else ""))
+    if ident.bmc is not None:
+        parts.append(f"BMC {ident.bmc.model or '?'} firmware {ident.bmc.firmware_version or '?'}")
+    return "; ".join(parts)
 
 
 @app.command("boot-once")

@@ -134,8 +134,12 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
         with _images(catalog, image_bind, image_advertise) as images:
             updater = _updater(resolved.source, insecure, poll_seconds, images)
             planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
+            for p in planned.nodes:
+                if p.not_applicable:
+                    console.print(f"{p.node}: {p.not_applicable} (never touched)", markup=False, soft_wrap=True)
             if not planned.waves:
-                console.print(f"campaign {catalog.name}: every target is at the baseline; nothing to do", markup=False)
+                console.print(f"campaign {catalog.name}: every target is at the baseline or not applicable; "
+                              "nothing to do", markup=False)
                 return
             engine = _engine(jr, catalog, store, targets, updater, poll_seconds, lease_seconds)
             outcome = engine.start(resolved.source, planned.waves)
@@ -374,6 +378,9 @@ def _print_plan(result: CampaignPlan, fmt: Format) -> None:
             what = cell("; ".join(updates + [f"not planned: {line}" for line in p.problems]),
                         "red" if p.problems else "")
         add_row(table, p.node, wave_of.get(p.node, "-"), what, "yes" if p.host_reset else "no")
+    for p in result.nodes:
+        if p.not_applicable:
+            add_row(table, p.node, "-", cell(p.not_applicable, "yellow"), "no")
     show(table, fmt)
     for u in shared:
         _say(fmt, f"error: could not read {len(u.nodes)} node(s) ({_names(u.nodes)}): {u.cause}")
@@ -382,7 +389,10 @@ def _print_plan(result: CampaignPlan, fmt: Format) -> None:
     counts = [f"waves: {sizes}"] + ([f"could not read: {unread}"] if unread else [])
     counts += [f"versions not comparable: {len(result.with_problems)}"] if result.with_problems else []
     counts += [f"already at baseline: {len(result.at_baseline)}"] if result.at_baseline or not counts[1:] else []
-    _say(fmt, "; ".join(counts))
+    summary = "; ".join(counts)
+    if result.not_applicable:
+        summary += f"; not applicable (never touched): {len(result.not_applicable)}"
+    _say(fmt, summary)
 
 
 def _say(fmt: Format, line: str) -> None:

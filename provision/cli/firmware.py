@@ -3,9 +3,10 @@
 `update` sends BMC (and other immediate) images first and waits the BMC reset out, stages the
 host-reset images and the BIOS values, resets the host ONCE, then verifies everything.
 Exit 0: at baseline / done (or the plan printed); 1: not at baseline (status) or an update failed;
-2: bad input; 3: a baseline component could not be checked (absent from FirmwareInventory, its
-version unreadable, or not comparable with the baseline's: one error line each, naming both versions),
-never reported as at baseline, newer or older; `plan` exits 3 too when the node's BMC could not be read.
+2: bad input, or a node its profile (or an image) does not describe (one line naming node and platform);
+3: a baseline component could not be checked (absent from FirmwareInventory, its version unreadable, or not
+comparable with the baseline's: one error line each, naming both versions), never reported as at baseline,
+newer or older; `plan` exits 3 too when the node's BMC could not be read.
 """
 
 from __future__ import annotations
@@ -22,15 +23,20 @@ from provision.cli.options import (
     InventoryOpt,
     JsonOpt,
     NodeArg,
+    journal_at,
+    keep_identity,
     load_host,
     reading,
 )
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
+from provision.redfish.connector import Connector
 from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.session import open_host
 from provision.redfish.ops.waiting import Clock
+from provision.spec.platforms import PlatformIdentity
 
 app = typer.Typer(help="Firmware baseline: status, plan and update through the BMC.", no_args_is_help=True)
 DowngradeOpt = Annotated[bool, typer.Option("--allow-downgrade", help="Allow installing older versions")]
@@ -48,7 +54,9 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        rows = fw.status(host.spec.firmware, fw.observe(facts.conn), facts.vendor)
+        known = read_identity(facts.conn, inventory, node, "firmware status")
+        platform_identity.check(facts.conn, host.spec, known)  # a node its profile does not describe: refused
+        rows = fw.status(host.spec.firmware, fw.observe(facts.conn, known), facts.vendor)
     if as_json:
         emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
     else:
@@ -87,6 +95,13 @@ def _unchecked_why(row: fw.ComponentStatus) -> str:
     return f"listed Absent in FirmwareInventory: {listed}"
 
 
+def read_identity(conn: Connector, inventory: Path, node: str, source: str) -> PlatformIdentity:
+    """The node's identity, read from its BMC and kept in the journal where one exists."""
+    found = platform_identity.read(conn)
+    keep_identity(journal_at(None, inventory), node, found, source)
+    return found
+
+
 def raise_unchecked(node: str, cplan: converge.ConvergePlan) -> None:
     """ChecksIncomplete (exit 3) when a baseline component or BIOS key could not be checked (absent, or its
     running version cannot be compared with the baseline's)."""
@@ -122,7 +137,8 @@ def _plan(node: str, inventory: Path, insecure: bool,
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        return node, converge.make_plan(facts, host.spec, opts=opts)
+        known = read_identity(facts.conn, inventory, node, "firmware plan")
+        return node, converge.make_plan(facts, host.spec, opts=opts, known=known)
 
 
 @app.command("plan")
@@ -155,7 +171,8 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        cplan = converge.make_plan(facts, host.spec, opts=opts)
+        known = read_identity(facts.conn, inventory, node, "firmware update")
+        cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
         if plan_only or (cplan.empty and not cplan.firmware.refused):
             if as_json:
                 emit_json({"node": node, "plan": cplan, "applied": False})

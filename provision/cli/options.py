@@ -17,6 +17,7 @@ from provision.redfish.ops.session import CredentialsMissing
 from provision.spec import HostEntry, load_fleet
 from provision.spec.journal_url import journal_url
 from provision.spec.patterns import HostPatterns
+from provision.spec.platforms import PlatformIdentity
 
 
 @contextmanager
@@ -100,3 +101,18 @@ def strategy_of(value: str) -> Strategy:
     if value == "mitogen":
         return "mitogen"
     raise InputError(f"--strategy: {value!r} is not one of linear, mitogen")
+
+
+def keep_identity(where: Location, node: str, ident: PlatformIdentity | None, source: str) -> str:
+    """Keep the reading in the journal where one exists (bring-up creates it); else say it was not kept."""
+    from provision.journal.identities import record_identity
+    from provision.journal.location import recorded
+    from provision.journal.store import Journal
+
+    if ident is None:
+        return ""
+    if not recorded(where):
+        return f"identity not kept: no journal at {where.shown} (bring-up creates it)"
+    with Journal(where) as journal:
+        record_identity(journal, node, ident, source)
+    return ""

@@ -141,6 +141,18 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE campaigns ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE campaign_nodes ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
     """,
+    # 8: each node's platform identity every time it is read from its BMC (provision.journal.identities): what
+    # the node was when a profile or an image was judged against it, and when a board was swapped
+    """
+    CREATE TABLE platform_identities (
+        id INTEGER PRIMARY KEY,
+        node TEXT NOT NULL,
+        at REAL NOT NULL,
+        source TEXT NOT NULL,
+        identity TEXT NOT NULL
+    );
+    CREATE INDEX platform_identities_node ON platform_identities(node, at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -38,6 +38,7 @@ from provision.lab.simproc import SIM_CONFIG, SIM_OUT
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.lab.vm import lab_up
 from provision.lab.vm.lab_up import VmLabNode
+from provision.spec.platforms import literal
 
 STATE = "lab.json"
 # A twin fault that takes a part out of the server, and the BMC fault that shows the same part gone.
@@ -345,6 +346,8 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     if group_vars.is_dir():
         shutil.copytree(group_vars, inv / "group_vars")
         absolute_images(inv / "group_vars", group_vars.parent)
+        # the simulator makes each tree's board a node of the profile (as captured, it does not): say so
+        describe_lab_boards(inv / "group_vars", [lab_board(n.tree) for n in cfg.nodes if not n.as_captured])
     hosts = {"all": {"children": {profile: {"hosts": {n.name: None for n in state.nodes}}}}}
     (inv / "hosts.yml").write_text("---\n# Written by `provision lab up`; removed by `provision lab down`.\n"
                                    + yaml.safe_dump(hosts, sort_keys=False))
@@ -378,6 +381,51 @@ def absolute_images(copy: Path, source_base: Path) -> None:
                     changed = True
         if changed:
             path.write_text(f"---\n# Copied by `provision lab up` from {source_base}; image paths made absolute.\n"
+                            + yaml.safe_dump(data, sort_keys=False))
+
+
+def lab_board(tree: Path) -> dict[str, str] | None:
+    """The board a tree's first ComputerSystem names ({manufacturer, model} as platform globs), or None."""
+    for root in (tree / "redfish" / "v1", tree):
+        systems = root / "Systems" / "index.json"
+        members = json.loads(systems.read_text()).get("Members") or [] if systems.is_file() else []
+        for member in members:
+            body = root / "Systems" / str(member.get("@odata.id", "")).rstrip("/").rsplit("/", 1)[-1] / "index.json"
+            system = json.loads(body.read_text()) if body.is_file() else {}
+            if system.get("Manufacturer") and system.get("Model"):
+                return {"manufacturer": literal(str(system["Manufacturer"])), "model": literal(str(system["Model"]))}
+    return None
+
+
+def describe_lab_boards(copy: Path, found: list[dict[str, str] | None]) -> None:
+    """The copied profiles describe the board the lab simulates as their node (its tree's Manufacturer and
+    Model), and their lab images fit it: a profile that does not name it yet gains it in `platforms`; an image
+    bound to other platforms says `applies_to: any` (an image in the simulator's format fits the simulated board
+    whatever its vendor; the vendor plugin's rules find its entries). As captured, nothing is changed: a
+    capture of another platform is then refused as a real node would be."""
+    boards = [b for i, b in enumerate(found) if b is not None and b not in found[:i]]
+    if not boards:
+        return
+    for path in sorted(copy.rglob("*.y*ml")):
+        data = yaml.safe_load(path.read_text())
+        if not isinstance(data, dict):
+            continue
+        changed = False
+        for var, spec in data.items():
+            if not (str(var).startswith("provision_profile_") and isinstance(spec, dict)):
+                continue
+            platforms = spec.get("platforms")
+            if isinstance(platforms, list) and any(b not in platforms for b in boards):
+                spec["platforms"] = [*platforms, *(b for b in boards if b not in platforms)]
+                changed = True
+            for fw in spec.get("firmware") or []:
+                target = fw.get("applies_to") if isinstance(fw, dict) else None
+                if isinstance(target, dict) and any(b not in (target.get("platforms") or []) for b in boards):
+                    fw["applies_to"] = "any"
+                    changed = True
+        if changed:
+            named = ", ".join(f"{b['manufacturer']} {b['model']}" for b in boards)
+            path.write_text(f"---\n# Copied by `provision lab up`: the profiles describe the lab's simulated {named}.\n"
                             + yaml.safe_dump(data, sort_keys=False))
 
 

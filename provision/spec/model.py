@@ -20,6 +20,7 @@ from provision.spec.containers import Containers
 from provision.spec.digests import check_sha256
 from provision.spec.nfs import NfsMount, unique_mounts
 from provision.spec.patterns import HostPatterns
+from provision.spec.platforms import AppliesTo, Platforms, entries_named, missing_applies_to
 from provision.spec.versions import VersionScheme, check_apt_version, check_scheme, check_version
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -550,6 +551,10 @@ class FirmwareComponent(Frozen):
     version_scheme: VersionScheme | None = Field(
         default=None, description="How the running and baseline versions are ordered (dotted, hex-dotted, date, "
         "opaque); unset: the scheme both read in; versions of no common scheme are never ordered")
+    applies_to: AppliesTo | None = Field(
+        default=None, validate_default=True,
+        description="The platforms the image is for and the FirmwareInventory entries it updates, or `any` "
+        "(provision/spec/platforms.py); required")
 
     @field_validator("version")
     @classmethod
@@ -565,6 +570,20 @@ class FirmwareComponent(Frozen):
     @classmethod
     def _sha(cls, value: str) -> str:
         return check_sha256(value)
+
+    @field_validator("applies_to")
+    @classmethod
+    def _applies_to(cls, value: AppliesTo | None) -> AppliesTo:
+        return missing_applies_to(value)
+
+    @model_validator(mode="after")
+    def _entries_named(self) -> FirmwareComponent:
+        return entries_named(self, self.updated_by == "bmc")
+
+    @property
+    def target(self) -> AppliesTo:
+        """`applies_to`, never None once validated."""
+        return missing_applies_to(self.applies_to)
 
 
 class Pin(Frozen):
@@ -731,6 +750,9 @@ class NodeSpec(Frozen):
 
     profile: str = Field(min_length=1, description="Human name of the class, e.g. ML-PROD-V4")
     description: str = ""
+    platforms: Platforms | None = Field(
+        default=None, validate_default=True,
+        description="The platforms (Manufacturer + Model or SKU globs) the profile describes, or `any`; required")
     form_factor: str
     cpu: Cpu
     memory: Memory
@@ -750,6 +772,21 @@ class NodeSpec(Frozen):
         default_factory=dict,
         description="Per drift figure, exact or minimum; figures not named keep the default kind (COMPARISONS)",
     )
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, value: Platforms | None) -> Platforms:
+        if value is None:
+            raise ValueError("missing: name the platforms the profile describes ([{manufacturer, model or sku}]), "
+                             "or `platforms: any`")
+        return value
+
+    @property
+    def described_platforms(self) -> Platforms:
+        """`platforms`, never None once validated."""
+        if self.platforms is None:
+            raise SpecError("spec key platforms is absent")
+        return self.platforms
 
     @field_validator("nfs_mounts")
     @classmethod

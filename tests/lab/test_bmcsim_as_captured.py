@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -31,6 +32,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.firmware import FirmwareStage
 from provision.campaign.evidence import Evidence
+from provision.campaign.labkit import SimLog
 from provision.conformance.model import Outcome
 from provision.journal import Journal
 from provision.lab import manager
@@ -130,6 +132,20 @@ def sushy_static(tree: Path, work: Path) -> Iterator[str]:
         log.close()
 
 
+def _for_any_platform(inventory: Path) -> Path:
+    """The inventory's profiles for any platform and their images for any platform: these tests judge how each
+    capture is read, not whether ML-PROD-V4 describes it (it describes the SYS-821GE-TNHR only: that refusal is
+    test_the_example_profile_is_refused_on_another_platform's, and tests/unit/redfish/test_platform_fit.py's)."""
+    for path in sorted((inventory.parent / "group_vars").rglob("profile_*.yml")):
+        data = yaml.safe_load(path.read_text())
+        for spec in data.values():
+            spec["platforms"] = "any"
+            for fw in spec.get("firmware") or []:
+                fw["applies_to"] = "any"
+        path.write_text("---\n" + yaml.safe_dump(data, sort_keys=False))
+    return inventory
+
+
 def _peer_inventory(work: Path, address: str) -> Path:
     """An inventory with one ml_prod_v4 node whose BMC is `address` (the project's specs, copied)."""
     inv = work / "inventory"
@@ -148,7 +164,7 @@ def _peer_inventory(work: Path, address: str) -> Path:
 def peer(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     work = tmp_path_factory.mktemp(f"sushy-{request.param}")
     with sushy_static(FULL / request.param, work) as address:
-        yield request.param, _peer_inventory(work, address)
+        yield request.param, _for_any_platform(_peer_inventory(work, address))
 
 
 @pytest.fixture(scope="module", params=CAPTURES)
@@ -156,7 +172,35 @@ def sim(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         lab_factory: Any) -> Iterator[tuple[str, Any]]:
     with lab_factory(tmp_path_factory.mktemp(f"lab-{request.param}"), nodes=1, bmc_tree=FULL / request.param,
                      as_captured=True) as lab:
+        example = tmp_path_factory.mktemp(f"example-{request.param}") / "inventory"
+        shutil.copytree(lab.state.inventory.parent, example)  # the lab's own copy, as `lab up` wrote it
+        _for_any_platform(lab.state.inventory)
+        EXAMPLE_COPY[request.param] = example / "hosts.yml"
         yield request.param, lab
+
+
+EXAMPLE_COPY: dict[str, Path] = {}
+"""Per capture, the lab's inventory as `lab up` wrote it (the example profiles unchanged)."""
+
+
+def test_the_example_profile_is_refused_on_another_platform(sim: tuple[str, Any]) -> None:
+    """`firmware plan` and `firmware update` of the ML-PROD-V4 baseline on a capture that is not a SYS-821GE-TNHR:
+    one line naming node, platform and profile, exit 2, and the simulator's log shows nothing sent."""
+    name, lab = sim
+    if name == "supermicro":
+        pytest.skip("the SYS-821GE-TNHR itself: ML-PROD-V4 describes it")
+    start = time.time()
+    for args in (("firmware", "plan"), ("firmware", "update"), ("bios", "apply", "--no-reset")):
+        proc = subprocess.run([*CLI, *args, "node01", "-i", str(EXAMPLE_COPY[name])], capture_output=True,
+                              text=True, timeout=180, check=False, cwd=REPO)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-1000:]
+        assert re.search(r"^error: node01 is an? .+; profile ML-PROD-V4 describes Supermicro SYS-821GE-TNHR: "
+                         r"refused, nothing written$", lines[0]), lines[0]
+    log = SimLog(lab.state.lab_dir / manager.SIM_LOG)
+    changes = ("task.start", "bios.staged", "system.patch")
+    assert [e for e in log.events if e["t"] >= start and e["event"] in changes] == []
+    assert any(e["t"] >= start and e["event"] == "login" for e in log.events)  # it did reach the BMC
 
 
 # --- the CLI ---------------------------------------------------------------------------------

@@ -190,6 +190,23 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("nfs-bad-vers", _edit(PROFILE, "  form_factor:", "  nfs_mounts:\n    - {name: ckpt, server: 10.0.0.5, export: /x, "
                                                  "mountpoint: /mnt/c, options: 'vers=5,hard'}\n  form_factor:"),
      [PROFILE, "node01", r"nfs_mounts\.0\.options", "vers=5", "bad value"]),
+    # a profile names the platforms it describes, and every image the platforms (and entries) it is for
+    ("no-platforms", _edit(PROFILE, "  platforms:\n    - {manufacturer: Supermicro, model: SYS-821GE-TNHR}\n", ""),
+     [PROFILE, "node01", r"ml_prod_v4\.platforms: missing: name the platforms"]),
+    ("platform-bad-glob", _edit(PROFILE, "    - {manufacturer: Supermicro, model: SYS-821GE-TNHR}\n  form_factor",
+                                "    - {manufacturer: Supermicro, model: 'SYS-[821GE'}\n  form_factor"),
+     [PROFILE, r"platforms\.patterns\.0\.model", "never closed"]),
+    ("platform-without-model", _edit(PROFILE, "    - {manufacturer: Supermicro, model: SYS-821GE-TNHR}\n  form_factor",
+                                     "    - {manufacturer: Supermicro}\n  form_factor"),
+     [PROFILE, r"platforms\.patterns\.0", "needs a model or a sku"]),
+    ("image-without-applies-to", _edit(PROFILE, "      order: 10\n      applies_to:\n", "      order: 10\n      x_applies_to:\n"),
+     [PROFILE, r"firmware\.0\.(applies_to|x_applies_to)"]),
+    ("image-applies-to-missing", _edit(
+        PROFILE, "      applies_to:\n        platforms: [{manufacturer: Supermicro, model: SYS-821GE-TNHR}]\n"
+        "        entries: [{id: BMC, manufacturer: Supermicro, related_item: \"/redfish/v1/Managers/*\"}]\n", ""),
+     [PROFILE, r"firmware\.0\.applies_to: missing: say which platforms the image is for"]),
+    ("image-bad-entry-glob", _edit(PROFILE, "entries: [{id: BMC,", "entries: [{id: 'BMC[',"),
+     [PROFILE, r"firmware\.0\.applies_to\.entries\.0\.id", "never closed"]),
     ("nfs-soft-unacknowledged", _edit(PROFILE, "  form_factor:", "  nfs_mounts:\n    - {name: ckpt, server: nfs1, "
                                                             "export: /x, mountpoint: /mnt/c, options: soft}\n  form_factor:"),
      [PROFILE, "node01", r"nfs_mounts\.0", "soft mounts can cut checkpoints short"]),

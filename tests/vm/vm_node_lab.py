@@ -42,6 +42,7 @@ def spec(tree: InstallerTree, boot_drive_mib: int, memory_mib: int) -> dict[str,
     return {
         "profile": "LAB-QEMU-VM",
         "description": "LAB ONLY: a qemu q35 VM lab node, 2 NVMe boot drives as md RAID1, no GPU",
+        "platforms": "any",  # the VM's BMC is the simulator's captured board; the profile names no platform
         "form_factor": "virtual machine",
         "cpu": {"vendor": "amd", "model": "QEMU Virtual CPU version 2.5+", "sockets": 1, "cores_per_socket": 2,
                 "threads_per_core": 1, "base_clock_ghz": 2.0, "l3_cache_mb_per_socket": 16,

@@ -5,14 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pydantic import BaseModel, ConfigDict
+
 from provision.bringup.model import StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.errors import CheckFailed
+from provision.journal.identities import record_identity
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops.session import Node, options_for, session
 from provision.redfish.ops.waiting import Clock
 from provision.spec import HostEntry
+from provision.spec.platforms import PlatformIdentity, refuse_profile
 
 
 @contextmanager
@@ -34,17 +39,38 @@ class BmcStage:
         self.clock = Clock(poll_s=opts.poll_s)
 
 
+class PreflightObserved(BaseModel):
+    """What preflight read: the node's identity and the drift of its hardware against the spec."""
+
+    model_config = ConfigDict(frozen=True)
+
+    identity: PlatformIdentity | None
+    drift: inv_ops.DriftReport | None
+    """None: not read (the node is not a platform its profile describes)."""
+
+
 class PreflightStage(BmcStage):
-    """BMC reachable, credentials good, hardware matches the spec; else stop and show the drift."""
+    """BMC reachable, credentials good, the node the platform its profile describes, hardware matches the
+    spec; else stop (before anything is written) and say why."""
 
     name = "preflight"
 
-    def observe(self, ctx: StageContext) -> inv_ops.DriftReport:
+    def observe(self, ctx: StageContext) -> PreflightObserved:
+        """The identity first (a few GETs): a node of another platform is not inventoried against a spec that
+        does not describe it."""
         with bmc(ctx, self.opts) as node:
-            return inv_ops.drift(ctx.host.spec, inv_ops.observe(node.conn))
+            found = platform_identity.read(node.conn)
+            if ctx.journal is not None:  # each reading is kept (journal.identities)
+                record_identity(ctx.journal, ctx.host.name, found, "preflight")
+            if not ctx.host.spec.described_platforms.fits(found):
+                return PreflightObserved(identity=found, drift=None)
+            inv = inv_ops.observe(node.conn)
+        return PreflightObserved(identity=found, drift=inv_ops.drift(ctx.host.spec, inv))
 
-    def plan(self, host: HostEntry, observed: inv_ops.DriftReport) -> StagePlan:
-        bad = observed.drifted
+    def plan(self, host: HostEntry, observed: PreflightObserved) -> StagePlan:
+        spec = host.spec
+        refuse_profile(host.name, spec.profile, spec.described_platforms, observed.identity)
+        bad = observed.drift.drifted if observed.drift is not None else []
         if bad:
             shown = "; ".join(f"{i.key}: expected {i.expected}, found {i.observed}" for i in bad[:6])
             raise CheckFailed(f"{host.name}: hardware does not match the spec: {shown}")

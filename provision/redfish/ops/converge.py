@@ -12,10 +12,12 @@ from provision.redfish.errors import RedfishError, RedfishOperationFailed, Redfi
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import firmware as fw
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import power
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.spec.model import FirmwareComponent, NodeSpec
+from provision.spec.platforms import AppliesTo, EntrySelector, PlatformIdentity, literal
 
 
 class ConvergeOptions(BaseModel):
@@ -58,13 +60,15 @@ class ConvergeResult(BaseModel):
 
 
 def make_plan(node: Node, spec: NodeSpec, inventory_dir: Path | None = None,
-              opts: ConvergeOptions | None = None) -> ConvergePlan:
+              opts: ConvergeOptions | None = None, known: PlatformIdentity | None = None) -> ConvergePlan:
     """Observe and plan firmware and BIOS; a spec from load_fleet needs no `inventory_dir` (its images are
     absolute)."""
     opts = opts or ConvergeOptions()
+    known = platform_identity.check(node.conn, spec, known)  # a node the profile does not describe: refused
     fplan = fw.FirmwarePlan()
     if opts.firmware:
-        fplan = fw.plan(spec.firmware, fw.observe(node.conn), node.vendor, inventory_dir, opts.allow_downgrade)
+        fplan = fw.plan(spec.firmware, fw.observe(node.conn, known), node.vendor, inventory_dir,
+                        opts.allow_downgrade)
     bplan = None
     if opts.bios:
         bplan = bios_ops.plan(spec.bios, bios_ops.observe(node), node.vendor)
@@ -126,8 +130,10 @@ def send_step(node: Node, step: fw.FirmwareStep, server: ImageServer | None, opt
 
 
 def _baseline_of(node: Node, step: fw.FirmwareStep) -> tuple[FirmwareComponent, ...]:
+    """The step as a baseline line for verify(): the very entries it was planned for, by their Id."""
+    entries = tuple(EntrySelector(id=literal(i)) for i in step.entries)
     return (FirmwareComponent(component=step.component, version=step.version, image=str(step.image),
-                              sha256=step.sha256),)
+                              sha256=step.sha256, applies_to=AppliesTo(any_platform=True, entries=entries)),)
 
 
 def wait_bmc_reset(node: Node, opts: ConvergeOptions, clock: Clock) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provision.errors import InputError
+from provision.errors import InputError, NotApplicable
 from provision.redfish import allowable
 from provision.redfish.connector import ROOT, Connector, Response
 from provision.redfish.errors import (
@@ -25,12 +26,14 @@ from provision.redfish.errors import (
 )
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import adopt
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.vendors import VendorPlugin
 from provision.redfish.vendors.versions import VersionsNotComparable, compare
 from provision.spec.model import FirmwareComponent
+from provision.spec.platforms import PlatformIdentity, a_platform
 
 LOG = logging.getLogger("provision.redfish")
 TASK_TIMEOUT_S = {"bmc": 1200.0, "bios": 1200.0, "gpu": 2400.0, "nvswitch": 2400.0}
@@ -52,6 +55,10 @@ class FirmwareState(BaseModel):
     """The node's BMC, for messages (ConnectorOptions.where)."""
     tasks: frozenset[str] | None = None
     """The ids of the tasks the BMC listed when observed (None: not read); see send()."""
+    identity: PlatformIdentity | None = None
+    """What the node is (identity.read); None: not read, and then only an image for `any` platform fits."""
+    offered_targets: tuple[str, ...] = ()
+    """SimpleUpdate's `Targets` AllowableValues, inline or in its ActionInfo (): the BMC does not say."""
 
 
 class EntryStatus(BaseModel):
@@ -131,12 +138,58 @@ class FirmwarePlan(BaseModel):
         return absent + list(self.incomparable.values())
 
 
-def observe(conn: Connector) -> FirmwareState:
+def observe(conn: Connector, known: PlatformIdentity | None = None) -> FirmwareState:
+    """The FirmwareInventory, the UpdateService, the tasks and the node's identity (`known`, else read)."""
     link = (conn.root.get("UpdateService") or {}).get("@odata.id") or f"{ROOT}/UpdateService"
     service = UpdateService.parse(conn.get(str(link)))
     inv = f"{str(link).rstrip('/')}/FirmwareInventory"
+    offered = allowable.action_values(conn, service.actions.get("#UpdateService.SimpleUpdate"), "Targets")
     return FirmwareState(entries=[SoftwareInventory.parse(e) for e in conn.members(inv)], service=service,
-                         where=conn.opts.where, tasks=adopt.task_ids(conn))
+                         where=conn.opts.where, tasks=adopt.task_ids(conn),
+                         identity=known or platform_identity.read(conn), offered_targets=offered)
+
+
+def name_targets(planned: list[str], matched: list[SoftwareInventory], offered: tuple[str, ...]) -> list[str]:
+    """Pure: where the BMC offers `Targets`, the update names the matched entries it offers (their URIs; an
+    offered value may be a pattern, as Supermicro's `CPLD_Backplane_(\\d+)`); else the plugin's targets."""
+    if not offered:
+        return planned
+    named = [e.uri for e in matched if any(_offers(value, e.uri) for value in offered)]
+    return named or planned
+
+
+def _offers(value: str, uri: str) -> bool:
+    if value.rstrip("/").lower() == uri.rstrip("/").lower():
+        return True
+    if not any(c in value for c in "()\\[]"):
+        return False
+    try:
+        return re.fullmatch(value.rstrip("/"), uri.rstrip("/")) is not None
+    except re.error:
+        return False
+
+
+def select_entries(comp: FirmwareComponent, entries: list[SoftwareInventory],
+                   vendor: VendorPlugin) -> list[SoftwareInventory]:
+    """The running FirmwareInventory entries an image updates: those its `applies_to.entries` select (by Id,
+    and SoftwareId, Manufacturer and RelatedItem where the BMC gives them); for an image that says
+    `applies_to: any` and names none, the vendor plugin's rules (and the spec's `match`)."""
+    selectors = comp.target.entries
+    if not selectors:
+        return vendor.match_firmware(comp.component, entries, comp.match)
+    return [e for e in entries if vendor.is_running(e)
+            and any(s.matches(e.id, e.software_id, e.manufacturer, e.related) for s in selectors)]
+
+
+def refuse_unfit(baseline: tuple[FirmwareComponent, ...], state: FirmwareState) -> None:
+    """Pure: NotApplicable, one line naming the node, its platform and the images, when any image of the
+    baseline is not for this node's platform (or the platform could not be read): nothing is planned."""
+    unfit = [c for c in baseline if not c.target.fits(state.identity)]
+    if not unfit:
+        return
+    what = a_platform(state.identity.name) if state.identity is not None else "a platform that could not be read"
+    images = ", ".join(f"{c.component} ({Path(c.image).name}, for {c.target.describe()})" for c in unfit)
+    raise NotApplicable(f"{state.where} is {what}: firmware {images} does not fit it: refused, nothing sent")
 
 
 def status(
@@ -148,7 +201,7 @@ def status(
     """
     out = []
     for comp in (c for c in baseline if c.updated_by == "bmc"):
-        entries = vendor.match_firmware(comp.component, state.entries, comp.match)
+        entries = select_entries(comp, state.entries, vendor)
         rows = [_entry_status(e, vendor.parse_version(e.version), comp) for e in entries]
         rows = rows or _absent_rows(comp, state.entries, vendor)
         out.append(ComponentStatus(component=comp.component, target=comp.version, entries=rows))
@@ -176,7 +229,7 @@ def _absent_rows(comp: FirmwareComponent, entries: list[SoftwareInventory], vend
     state, verdict absent (nothing running to check), never "not in FirmwareInventory"."""
     absent = [e for e in entries if e.status and e.status.state == "Absent" and e.version]
     as_listed = {e.uri: e for e in absent}
-    found = vendor.match_firmware(comp.component, [e.model_copy(update={"status": None}) for e in absent], comp.match)
+    found = select_entries(comp, [e.model_copy(update={"status": None}) for e in absent], vendor)
     return [EntryStatus(id=e.id, uri=e.uri, raw_version=as_listed[e.uri].version, version=None, verdict="absent",
                         state="Absent") for e in found]
 
@@ -187,6 +240,7 @@ def plan(baseline: tuple[FirmwareComponent, ...], state: FirmwareState, vendor: 
 
     A spec from load_fleet has absolute image paths; `inventory_dir` is only for a baseline built by hand."""
     baseline = tuple(c for c in baseline if c.updated_by == "bmc")
+    refuse_unfit(baseline, state)
     by_name = {c.component: c for c in baseline}
     ordered = sorted(baseline, key=lambda c: (c.order, RANK.get(c.component, 9), c.component))
     statuses = {s.component: s for s in status(baseline, state, vendor)}
@@ -240,7 +294,8 @@ def _step(comp: FirmwareComponent, matched: list[SoftwareInventory], state: Firm
     uri = push or service.simple_update_target or f"{ROOT}/UpdateService/Actions/UpdateService.SimpleUpdate"
     return FirmwareStep(
         component=comp.component, version=comp.version, image=image.resolve(), sha256=comp.sha256,
-        method=method, uri=uri, targets=vendor.update_targets(comp.component, matched),
+        method=method, uri=uri,
+        targets=name_targets(vendor.update_targets(comp.component, matched), matched, state.offered_targets),
         apply_time=step_apply_time(state, method, uri, comp.component, comp.apply_time),
         needs_host_reset=comp.needs_host_reset,
         timeout_s=TASK_TIMEOUT_S.get(comp.component, DEFAULT_TASK_TIMEOUT_S), downgrade=downgrade,

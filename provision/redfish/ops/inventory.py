@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from provision.redfish.connector import ROOT, Connector, Json, Unreadable, is_expanded
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.counting import (
     PortTally,
     drives_by_identity,
@@ -39,6 +40,7 @@ from provision.redfish.vendors import GpuView
 from provision.redfish.vendors.registry import detect
 from provision.spec.model import Comparison, NodeSpec
 from provision.spec.model import Storage as StorageSpec
+from provision.spec.platforms import PlatformIdentity
 
 
 class Adapter(BaseModel):
@@ -86,6 +88,7 @@ class NodeInventory(BaseModel):
     unreadable: list[Unreadable] = Field(default_factory=list, description="Linked URIs the BMC did not give "
                                          "(HTTP error after retries, HTML, malformed JSON), with why")
     requests: int = 0
+    identity: PlatformIdentity | None = Field(default=None, description="What the node is (ops/identity.py)")
 
     @property
     def ports(self) -> PortTally:
@@ -116,12 +119,16 @@ def observe(conn: Connector) -> NodeInventory:
     if not any(isinstance(c.get("NetworkAdapters"), dict) for c in chassis) and isinstance(link, dict) \
             and link.get("@odata.id"):  # no NetworkAdapters: the host's interfaces are the ports there are
         jobs["sys:EthernetInterfaces"] = (lambda u=str(link["@odata.id"]): conn.members_or_unreadable(u))
+    jobs |= platform_identity.identity_jobs(conn, system)
     got = conn.parallel(jobs)
     if not _by_suffix(got, "PCIeDevices") and isinstance(system.get("PCIeDevices"), list):
         got["sys:PCIeDeviceLinks"] = conn.resolve(system["PCIeDevices"])  # ComputerSystem's older link array
     inv = _assemble(conn, system, chassis, top["firmware"], got)
     return inv.model_copy(update={"requests": conn.stats.requests - start, "missing": list(conn.stats.missing),
-                                  "unreadable": list(conn.stats.unreadable)})
+                                  "unreadable": list(conn.stats.unreadable),
+                                  "identity": platform_identity.from_tree(
+                                      systems, chassis, got.get(platform_identity.MANAGER_JOB) or [],
+                                      got.get(platform_identity.FABRICS_JOB))})
 
 
 def host_system(systems: list[Json]) -> Json:

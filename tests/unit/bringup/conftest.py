@@ -11,9 +11,11 @@ import pytest
 from provision.spec import HostEntry, load_fleet
 from provision.spec.model import Bios as BiosSpec
 from provision.spec.model import FirmwareComponent
+from provision.spec.platforms import AppliesTo
 from tests.conftest import EXAMPLE_INVENTORY
 
 IMAGE = b"firmware image bytes"
+ANY = AppliesTo(any_platform=True)
 SHA = hashlib.sha256(IMAGE).hexdigest()
 _HOSTS: dict[str, HostEntry] = {}
 
@@ -21,7 +23,7 @@ _HOSTS: dict[str, HostEntry] = {}
 def component(tmp: Path, name: str, version: str, immediate: bool = False) -> FirmwareComponent:
     image = tmp / f"{name}-{version}.bin"
     image.write_bytes(IMAGE)
-    return FirmwareComponent(component=name, version=version, image=str(image), sha256=SHA,
+    return FirmwareComponent(component=name, version=version, image=str(image), sha256=SHA, applies_to=ANY,
                              apply_time="Immediate" if immediate else "OnReset", needs_host_reset=not immediate)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from provision.campaign.catalog import Catalog, Component
 from provision.campaign.updater import FirmwareState, GateResult, Guard, Target, UpdateFailed, unguarded
 from provision.errors import RedfishError
+from provision.spec.platforms import PlatformIdentity
 
 SHA = "0" * 64
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,6 +45,7 @@ def catalog(policy: dict | None = None, components: list[dict] | None = None) ->
          "needs_host_reset": False, "apply_time": "Immediate"},
         {"component": "bios", "version": "3.0", "image": "bios.bin", "sha256": SHA, "order": 20},
     ]
+    comps = [{"applies_to": "any", **c} for c in comps]  # a test that means a platform says so
     return Catalog.model_validate({"name": "test", "components": comps, "policy": policy or {}})
 
 
@@ -63,6 +65,8 @@ class FakeBmcs:
         self.prepared: list[str] = []
         self.sessions: list[tuple[str, bool]] = []  # (node, afresh) per turn
         self.released = 0
+        self.identities: dict[str, PlatformIdentity] = {}  # what each node's BMC says it is (unset: not read)
+        self.observed: Counter[str] = Counter()
         self.lock = threading.Lock()
 
     def flashed(self, target: Target, comp: Component) -> None:
@@ -86,11 +90,13 @@ class FakeBmcs:
         if self.faults.get(target.name) == "unreadable":
             raise UpdateFailed(f"{target.name}: BMC unreachable")
         with self.lock:
+            self.observed[target.name] += 1
             busy = self.busy_until.get(target.name, 0) > time.monotonic()
             return FirmwareState(
                 versions={c.component: self.versions[target.name].get(c.component) for c in components},
                 busy=busy, staged=dict(self.staged.get(target.name, {})),
                 incomparable=dict(self.incomparable.get(target.name, {})),
+                identity=self.identities.get(target.name),
             )
 
     def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:

@@ -29,11 +29,12 @@ def test_example_loads_in_dependency_order() -> None:
     cat = load_catalog(EXAMPLE)
     assert cat.name == "ml_prod_v4_2026q4"
     assert [c.component for c in cat.ordered()] == ["bmc", "bios", "gpu", "nvswitch", "ib_nic"]
-    gpu = cat.component("gpu")
-    rule = gpu.matcher("Supermicro")
-    assert rule is not None and rule.matches("HGX_FW_GPU_SXM_3", "Software Inventory")
-    assert not rule.matches("HGX_InfoROM_GPU_SXM_3", "Software Inventory")
-    assert gpu.matcher("hpe") is None
+    gpu = cat.component("gpu").target  # each image names its platform and its FirmwareInventory entries
+    assert [str(p) for p in gpu.platforms] == ["Supermicro SYS-821GE-TNHR"]
+    [sel] = gpu.entries
+    assert sel.matches("HGX_FW_GPU_SXM_3", "0x0020", "NVIDIA", ())
+    assert not sel.matches("HGX_InfoROM_GPU_SXM_3", "0x0020", "NVIDIA", ())
+    assert not sel.matches("HGX_FW_GPU_SXM_3", "0x0070", "NVIDIA", ())  # an NVSwitch's SoftwareId
 
 
 def test_after_overrides_order() -> None:
@@ -44,6 +45,7 @@ def test_after_overrides_order() -> None:
         {"component": "b", "version": "1", "image": "b", "sha256": "0" * 64, "order": 9},
         {"component": "c", "version": "1", "image": "c", "sha256": "0" * 64, "order": 5},
     ]
+    comps = [{**c, "applies_to": "any"} for c in comps]
     cat = Catalog.model_validate({"name": "x", "components": comps})
     assert [c.component for c in cat.ordered()] == ["c", "b", "a"]
 
@@ -87,8 +89,23 @@ BAD = [
     (lambda d: _comp(d, "bmc").update(after=["ib_nic"]) or _comp(d, "ib_nic").update(after=["bmc"]),
      r"cycle"),
     (lambda d: d["components"].append(dict(_comp(d, "bmc"))), r"listed twice: \['bmc'\]"),
-    (lambda d: _comp(d, "gpu")["match"].update(supermicro={"id": "(["}), r"components\.gpu\.match\.supermicro"),
-    (lambda d: _comp(d, "gpu")["match"].update(supermicro={}), r"give an id, name or either pattern"),
+    (lambda d: _comp(d, "gpu").update(match={"supermicro": {"id": "(["}}), r"components\.gpu\.match\.supermicro"),
+    (lambda d: _comp(d, "gpu").update(match={"supermicro": {}}), r"give an id, name or either pattern"),
+    # every image says what it is for: refused when the file loads, one line naming the file and the key
+    (lambda d: _comp(d, "gpu").pop("applies_to"), r"components\.gpu\.applies_to: missing: say which platforms"),
+    (lambda d: _comp(d, "gpu").update(applies_to={}), r"components\.gpu\.applies_to: applies_to needs platforms"),
+    (lambda d: _comp(d, "gpu").update(applies_to="some"), r"components\.gpu\.applies_to"),
+    (lambda d: _comp(d, "gpu")["applies_to"].update(platforms=[{"manufacturer": "Supermicro"}]),
+     r"components\.gpu\.applies_to\.platforms\.0: a platform needs a model or a sku"),
+    (lambda d: _comp(d, "gpu")["applies_to"].update(platforms=[{"manufacturer": "Supermicro", "model": "SYS-[82"}]),
+     r"components\.gpu\.applies_to\.platforms\.0\.model: pattern 'SYS-\[82': '\[' is never closed"),
+    (lambda d: _comp(d, "gpu")["applies_to"].update(platforms=[{"manufacturer": "", "model": "X"}]),
+     r"components\.gpu\.applies_to\.platforms\.0\.manufacturer: empty pattern"),
+    (lambda d: _comp(d, "gpu")["applies_to"].update(platforms=[{"manufacturer": "S", "model": "X", "kind": "Y"}]),
+     r"components\.gpu\.applies_to\.platforms\.0\.kind: unknown key"),
+    (lambda d: _comp(d, "gpu")["applies_to"].pop("entries"), r"components\.gpu: applies_to\.entries: name the"),
+    (lambda d: _comp(d, "gpu")["applies_to"].update(entries=[{"software_id": "0x0020"}]),
+     r"components\.gpu\.applies_to\.entries\.0\.id: Field required"),
     (lambda d: d.update(name="bad name!"), r"name: String should match"),
     (lambda d: d.pop("components"), r"components: Field required"),
     (lambda d: d.update(components=[]), r"components: .*at least 1"),

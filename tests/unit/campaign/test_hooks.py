@@ -68,7 +68,7 @@ def test_allow_list_error_is_one_line_through_the_catalog_loader(tmp_path: Path)
     path = tmp_path / "c.yml"
     path.write_text(
         "name: c\ncomponents:\n  - {component: bmc, version: '2', image: bmc.bin, sha256: "
-        f"{hashlib.sha256(b'x').hexdigest()}, order: 10}}\n"
+        f"{hashlib.sha256(b'x').hexdigest()}, order: 10, applies_to: any}}\n"
         "policy:\n  hooks:\n    env_allow: [PROVISION_BMC_PASSWORD]\n")
     with pytest.raises(InputError) as err:
         load_catalog(path)

@@ -592,3 +592,20 @@ def test_the_redfish_health_gate_reads_system_manager_and_chassis(system: dict[s
     node = FakeNode(conn)  # type: ignore[arg-type]
     body = {"@odata.id": "/redfish/v1/Systems/1", "Status": system}
     assert _health_problems(node, body, ["/redfish/v1/Chassis/1"]) == problems  # type: ignore[arg-type]
+
+
+def test_a_campaign_step_names_the_targets_the_bmc_offers(tmp_path: Path) -> None:
+    """Where SimpleUpdate's Targets are offered, the step names the matched entries offered, even for a plugin
+    that otherwise leaves the choice to the image (HPE); where none is offered, the plugin's choice stands."""
+    from provision.redfish.resources import UpdateService
+
+    up = RedfishUpdater(tmp_path / "c.yml")
+    node = FakeNode(PostRecorder(), vendor=by_name("hpe"))
+    service = UpdateService.parse({"@odata.id": "/redfish/v1/UpdateService", "Actions": {
+        "#UpdateService.SimpleUpdate": {"target": "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"}}})
+    found = matched_entries(FakeNode(PostRecorder()), CAT.ordered())  # type: ignore[arg-type]
+    bios = CAT.component("bios")
+    offered = (f"{INV}/BMC", f"{INV}/BIOS")
+    assert up._step(node, service, bios, found["bios"], offered).targets == [f"{INV}/BIOS"]  # type: ignore[arg-type]
+    assert up._step(node, service, bios, found["bios"]).targets == []  # type: ignore[arg-type]
+    assert up._step(node, service, bios, found["bios"], (f"{INV}/BMC-Backup",)).targets == []  # type: ignore[arg-type]

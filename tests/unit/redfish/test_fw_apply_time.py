@@ -20,6 +20,7 @@ from provision.redfish.ops.session import node_facts
 from provision.redfish.resources import UpdateService
 from provision.redfish.vendors import by_name
 from provision.spec.model import FirmwareComponent
+from provision.spec.platforms import AppliesTo
 
 US = "/redfish/v1/UpdateService"
 
@@ -28,7 +29,8 @@ def _baseline(tmp_path: Path, component: str, apply_time: str | None) -> tuple[F
     image = tmp_path / f"{component}.bin"
     image.write_bytes(b"image")
     return (FirmwareComponent(component=component, version="999.0.0", image=str(image),
-                              sha256=hashlib.sha256(b"image").hexdigest(), apply_time=apply_time),)  # type: ignore[arg-type]
+                              sha256=hashlib.sha256(b"image").hexdigest(), apply_time=apply_time,
+                              applies_to=AppliesTo(any_platform=True)),)  # type: ignore[arg-type]
 
 
 def _state(capture: str, service: dict[str, Any] | None = None) -> fw.FirmwareState:
@@ -108,7 +110,7 @@ def test_a_baseline_without_apply_time_leaves_it_to_the_bmc() -> None:
     """The spec's default is None (the BMC's choice), not OnReset: only an explicit value is ever refused."""
     from provision.spec.model import FirmwareComponent as Fc
 
-    comp = Fc(component="gpu", version="1.0", image="gpu.bin", sha256="0" * 64)
+    comp = Fc(component="gpu", version="1.0", image="gpu.bin", sha256="0" * 64, applies_to=AppliesTo(any_platform=True))
     assert comp.apply_time is None
 
 

@@ -18,7 +18,8 @@ from provision.redfish.retry import RetryPolicy
 
 ROOT = "/redfish/v1"
 SYS = f"{ROOT}/Systems/1"
-STALL_S = 4.0  # the loopback BMC sleeps this long before answering; the command's deadline is 0.6 s
+STALL_S = 4.0  # the loopback BMC sleeps this long before answering; the command's deadline is 1.2 s (the
+# reads before the stalled one, the node's identity among them, fit in it on a loaded machine)
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def options_for(*args: object, **kw: object):  # type: ignore[no-untyped-def]
         opts = real(*args, **kw)  # type: ignore[arg-type]
-        return opts.model_copy(update={"deadline_s": 0.6, "retry": RetryPolicy(attempts=3, base_delay_s=0.01)})
+        return opts.model_copy(update={"deadline_s": 1.2, "retry": RetryPolicy(attempts=3, base_delay_s=0.01)})
 
     monkeypatch.setattr(session, "options_for", options_for)
 

@@ -22,7 +22,8 @@ SHA = hashlib.sha256(b"x").hexdigest()
 
 def comp(name: str, version: str, order: int = 50, **kw: object) -> FirmwareComponent:
     return FirmwareComponent.model_validate(
-        {"component": name, "version": version, "image": f"{name}.bin", "sha256": SHA, "order": order, **kw})
+        {"component": name, "version": version, "image": f"{name}.bin", "sha256": SHA, "order": order,
+         "applies_to": "any", **kw})
 
 
 def sm_state() -> fw.FirmwareState:
