@@ -226,8 +226,8 @@ class Served:
         self.server.server_close()
 
 
-def make_cert(tmp: Path) -> tuple[Path, Path, Path]:
-    """A throwaway CA and a server cert for 127.0.0.1 signed by it: (ca, cert, key)."""
+def make_cert(tmp: Path, ips: tuple[str, ...] = ("127.0.0.1",)) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server cert for `ips` (default 127.0.0.1) signed by it: (ca, cert, key)."""
     import ipaddress
 
     from cryptography import x509
@@ -248,7 +248,7 @@ def make_cert(tmp: Path) -> tuple[Path, Path, Path]:
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]),
                            critical=False)
             .sign(ca_key, hashes.SHA256()))
     paths = (tmp / "ca.pem", tmp / "cert.pem", tmp / "key.pem")
