@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from provision.discover.match import Standing, Verdict
+from provision.discover.match import Standing, Verdict, meaningful
 from provision.errors import InputError, InventoryError, ProvisionError
 from provision.spec.strict_yaml import load_strict
 
@@ -89,8 +89,11 @@ def plan(verdicts: list[Verdict], pattern: str, *, existing: set[str], groups: d
     hosts: list[NewHost] = []
     skipped: list[Skipped] = []
     index = start
+    twins = _shared_identities(verdicts)
     for v in sorted(verdicts, key=lambda v: _sort_key(v.found.ip, v.found.address)):
         why, chosen = _eligible(v, profile, chooses)
+        if not why and v.found.address in twins:
+            why = twins[v.found.address]
         if why:
             skipped.append(Skipped(address=v.found.address, why=why))
             continue
@@ -107,6 +110,23 @@ def plan(verdicts: list[Verdict], pattern: str, *, existing: set[str], groups: d
     return EnrollPlan(hosts=tuple(hosts), skipped=tuple(skipped))
 
 
+def _shared_identities(verdicts: list[Verdict]) -> dict[str, str]:
+    """address -> why, for BMCs that give the same serial or UUID as another one found (which is which could
+    never be told later)."""
+    out: dict[str, str] = {}
+    for key in ("serial", "uuid"):
+        by: dict[str, list[str]] = {}
+        for v in verdicts:
+            value = meaningful(getattr(v.found, key))
+            if value is not None:
+                by.setdefault(value.casefold(), []).append(v.found.address)
+        for value, addresses in by.items():
+            if len(addresses) > 1:
+                for a in addresses:
+                    out.setdefault(a, f"{key} {value} is given by {len(addresses)} BMCs ({', '.join(addresses)})")
+    return out
+
+
 def _eligible(v: Verdict, profile: str | None,
               chooses: Callable[[str, Verdict], bool] | None) -> tuple[str, str | None]:
     """('', profile) for a BMC to enroll; (why not, None) otherwise."""
@@ -119,7 +139,7 @@ def _eligible(v: Verdict, profile: str | None,
         return v.note, None
     if f.identity is None:
         return f"not identified: {f.outcome.value}", None
-    if not (f.serial or f.uuid):
+    if not (meaningful(f.serial) or meaningful(f.uuid)):
         return "the BMC gives neither a serial nor a UUID (it could not be told apart later)", None
     if f.address.startswith("http://"):
         return "plain HTTP (the password would travel in clear): not enrolled", None

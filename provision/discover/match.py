@@ -64,8 +64,23 @@ def fitting_profiles(found: Found, profiles: Mapping[str, Platforms]) -> tuple[s
     return tuple(sorted(n for n, p in profiles.items() if not p.any_platform and p.fits(found.identity)))
 
 
+# What boards and BMCs say when nobody wrote a serial or UUID (SMBIOS defaults of AMI and OEM firmware): never
+# an identity, or every such board would be the same one.
+PLACEHOLDERS = frozenset(v.casefold() for v in (
+    "To be filled by O.E.M.", "Default string", "System Serial Number", "Not Specified", "Not Applicable", "N/A",
+    "None", "0", "0123456789", "1234567890", "Unknown", "00000000-0000-0000-0000-000000000000",
+    "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "03000200-0400-0500-0006-000700080009"))
+
+
+def meaningful(value: str | None) -> str | None:
+    """The value, or None when it is empty or a placeholder (PLACEHOLDERS)."""
+    text = (value or "").strip()
+    return text if text and text.casefold() not in PLACEHOLDERS else None
+
+
 def _same(a: str | None, b: str | None) -> bool:
-    return bool(a) and bool(b) and str(a).strip().casefold() == str(b).strip().casefold()
+    a, b = meaningful(a), meaningful(b)
+    return a is not None and b is not None and a.casefold() == b.casefold()
 
 
 def _norm(address: str) -> str:
