@@ -105,6 +105,8 @@ def discover(targets: list[Target], settings: Settings, leases: dict[str, Lease]
 
     if not targets:
         return []
+    if not settings.verify_tls:  # said once by the command (--insecure), not once per address by urllib3
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     with ThreadPoolExecutor(max_workers=min(settings.concurrency, len(targets))) as pool:
         return [f for f in pool.map(one, targets) if f is not None]
 

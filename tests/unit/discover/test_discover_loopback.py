@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,8 +43,11 @@ def bmcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, 
     try:
         yield port, ca, fakes
     finally:
-        for s in served:
-            s.__exit__(None, None, None)
+        stops = [threading.Thread(target=s.__exit__, args=(None, None, None)) for s in served]
+        for t in stops:
+            t.start()
+        for t in stops:
+            t.join()
 
 
 @pytest.fixture
@@ -65,7 +69,8 @@ def inv(inventory_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _discover(inv: Path, port: int, ca: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
-    rc = main(["-q", "discover", "-r", f"{NET}:{port}", "-i", str(inv), "--ca-file", str(ca), "--json", *extra])
+    source = list(extra) if "-f" in extra else ["-r", f"{NET}:{port}", *extra]
+    rc = main(["-q", "discover", *source, "-i", str(inv), "--ca-file", str(ca), "--json"])
     got = capsys.readouterr()
     assert got.out, got.err
     return rc, json.loads(got.out)
@@ -103,6 +108,22 @@ def test_discover_finds_exactly_the_bmcs_that_answer_with_identity_and_profile(
     assert factory["outcome"] == "password change required" and factory["manufacturer"] is None
     assert rc == 1  # a BMC that could not be identified is not a clean discovery
     assert _snapshot(inv.parent) == before  # nothing written
+
+
+def test_discover_from_a_dnsmasq_lease_file(bmcs: tuple[int, Path, dict[str, FakeBmc]], inv: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    port, ca, fakes = bmcs
+    leases = tmp_path / "dnsmasq.leases"
+    leases.write_text(f"1733389262 3c:ec:ef:9a:10:01 {IPS['hpe']} ilo-a *\n"
+                      "1733389270 b8:83:03:5a:aa:02 127.0.5.3 * *\n"  # nobody there
+                      f"1733389280 b8:83:03:5a:aa:03 {IPS['lenovo']} XCC-7Z23 *\n")
+    asked = len(fakes["supermicro"].seen)
+    rc, out = _discover(inv, port, ca, capsys, "-f", str(leases), "--port", str(port))
+    assert rc == 0 and out["scanned"] == 3
+    assert [(r["address"], r["serial"], r["file"]["mac"]) for r in out["found"]] == [
+        (f"https://{IPS['hpe']}:{port}", "MXQ302099S", "3c:ec:ef:9a:10:01"),
+        (f"https://{IPS['lenovo']}:{port}", "J105958B", "b8:83:03:5a:aa:03")]
+    assert len(fakes["supermicro"].seen) == asked  # only the file's addresses were asked
 
 
 def test_known_bmc_matched_by_serial_and_reported_moved_with_both_addresses(
@@ -225,3 +246,16 @@ def test_a_pattern_that_gives_two_bmcs_one_name_is_refused_before_anything_is_wr
     err = capsys.readouterr().err
     assert "gpu-127.0.5. for both" in err and "nothing written" in err and err.count("\n") == 1
     assert _snapshot(inv.parent) == files
+
+
+def test_a_certificate_that_does_not_verify_is_said_and_insecure_reads_through(
+        bmcs: tuple[int, Path, dict[str, FakeBmc]], inv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    port, _, fakes = bmcs
+    asked = len(fakes["hpe"].seen)
+    assert main(["-q", "discover", "-r", f"{IPS['hpe']}:{port}", "-i", str(inv), "--json"]) == 1
+    [row] = json.loads(capsys.readouterr().out)["found"]
+    assert row["outcome"] == "certificate not verified" and "--ca-file" in row["detail"]
+    assert len(fakes["hpe"].seen) == asked  # the handshake failed: no request, no password sent
+    assert main(["-q", "discover", "-r", f"{IPS['hpe']}:{port}", "-i", str(inv), "--insecure", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["found"]
+    assert (row["outcome"], row["serial"]) == ("identified", "MXQ302099S")
