@@ -38,7 +38,8 @@ CaOpt = Annotated[Path | None, typer.Option("--ca-file", help="CA bundle the BMC
                                             "against (enroll records it as each host's provision_bmc_ca_file)")]
 InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify BMC TLS certificates (warns)")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per request (connect + read)")]
-ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="Addresses asked at once")]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="Addresses asked at once for their service "
+                                              "root (then at most 16 BMCs identified at once)")]
 
 
 def _targets(range_: str | None, from_file: Path | None, fmt: LeaseFormat | None, port: int,
@@ -108,8 +109,12 @@ def _settings(site: SiteDefaults, ca_file: Path | None, insecure: bool, timeout:
         raise InputError(f"--ca-file {ca_file}: no such file; nothing sent")
     if insecure:
         note("warning: TLS certificate verification is OFF (--insecure)")
+    if not 1 <= concurrency <= 1024:
+        raise InputError(f"--concurrency {concurrency}: must be 1..1024")
+    if not 0 < timeout <= 120:
+        raise InputError(f"--timeout {timeout}: must be more than 0 and at most 120 seconds")
     return Settings(username=site.username, password=site.password, ca_file=ca_file, verify_tls=not insecure,
-                    timeout_s=timeout, concurrency=concurrency)
+                    timeout_s=timeout, concurrency=concurrency, identify_concurrency=min(16, concurrency))
 
 
 def _run(inventory: Path, targets: list[Target], leases: dict[str, Lease], settings: Settings,
@@ -174,7 +179,7 @@ def _unidentified(verdicts: list[Verdict]) -> None:
 def discover_command(range_: RangeOpt = None, from_file: FileOpt = None, file_format: FormatOpt = None,
                      port: PortOpt = DEFAULT_PORT, max_addresses: MaxOpt = DEFAULT_MAX,
                      inventory: InventoryOpt = DEFAULT_INVENTORY, ca_file: CaOpt = None, insecure: InsecureOpt = False,
-                     timeout: TimeoutOpt = 3.0, concurrency: ConcurrencyOpt = 64, as_json: JsonOpt = False,
+                     timeout: TimeoutOpt = 3.0, concurrency: ConcurrencyOpt = 256, as_json: JsonOpt = False,
                      output: OutputOpt = None) -> None:
     """Find Redfish BMCs (a range or a file): each one's identity, the profile it fits, whether the inventory
     has it already (by serial or UUID). Writes nothing."""
@@ -203,7 +208,7 @@ def enroll_command(name: NameOpt, range_: RangeOpt = None, from_file: FileOpt = 
                    file_format: FormatOpt = None, port: PortOpt = DEFAULT_PORT, max_addresses: MaxOpt = DEFAULT_MAX,
                    inventory: InventoryOpt = DEFAULT_INVENTORY, profile: ProfileOpt = None, group: GroupOpt = None,
                    rack: RackOpt = None, start: StartOpt = 1, ca_file: CaOpt = None, insecure: InsecureOpt = False,
-                   timeout: TimeoutOpt = 3.0, concurrency: ConcurrencyOpt = 64, plan_only: PlanOpt = False,
+                   timeout: TimeoutOpt = 3.0, concurrency: ConcurrencyOpt = 256, plan_only: PlanOpt = False,
                    as_json: JsonOpt = False, output: OutputOpt = None) -> None:
     """Discover (as `provision discover`), then write a host for each new BMC: host_vars/NAME.yml and the host
     under its profile's group in hosts.yml. Existing hosts are never changed."""

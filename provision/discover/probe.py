@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import ssl
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
@@ -55,7 +54,8 @@ class Settings(BaseModel):
     verify_tls: bool = True
     timeout_s: float = Field(default=3.0, gt=0, description="Per request: connect + read")
     deadline_s: float = Field(default=30.0, gt=0, description="One BMC's whole conversation")
-    concurrency: int = Field(default=64, ge=1, le=1024)
+    concurrency: int = Field(default=256, ge=1, le=1024, description="Service roots asked at once")
+    identify_concurrency: int = Field(default=16, ge=1, le=256, description="BMCs identified at once")
 
 
 class Found(BaseModel):
@@ -88,40 +88,42 @@ class Found(BaseModel):
         return self.identity.bmc.firmware_version if self.identity and self.identity.bmc else None
 
 
-def discover(targets: list[Target], settings: Settings, leases: dict[str, Lease] | None = None,
-             progress: Callable[[int], None] | None = None) -> list[Found]:
-    """Every target that answers as a Redfish service, in the targets' order."""
+def discover(targets: list[Target], settings: Settings, leases: dict[str, Lease] | None = None) -> list[Found]:
+    """Every target that answers as a Redfish service, in the targets' order. Two rounds: every address's
+    service root (`concurrency` at once: mostly waiting on silent addresses), then the identity of those that
+    answered (`identify_concurrency` at once: that round is CPU, TLS and JSON, on one GIL)."""
     leases = leases or {}
-    done = 0
-
-    def one(target: Target) -> Found | None:
-        nonlocal done
-        try:
-            return probe(target, settings, leases.get(target.host))
-        finally:
-            done += 1
-            if progress is not None:
-                progress(done)
-
     if not targets:
         return []
     if not settings.verify_tls:  # said once by the command (--insecure), not once per address by urllib3
         urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     with ThreadPoolExecutor(max_workers=min(settings.concurrency, len(targets))) as pool:
-        return [f for f in pool.map(one, targets) if f is not None]
+        roots = list(pool.map(lambda t: answer(t, settings, leases.get(t.host)), targets))
+    answered = [(t, r) for t, r in zip(targets, roots, strict=True) if r is not None]
+    if not answered:
+        return []
+    with ThreadPoolExecutor(max_workers=min(settings.identify_concurrency, len(answered))) as pool:
+        return list(pool.map(lambda pair: identified(pair[0], pair[1], settings), answered))
 
 
-def probe(target: Target, settings: Settings, lease: Lease | None = None) -> Found | None:
-    """One target: None when no Redfish service answers there."""
+def answer(target: Target, settings: Settings, lease: Lease | None = None) -> Found | None:
+    """Round one for one target: None when no Redfish service answers there; else a Found not yet
+    identified (or one whose certificate does not verify, which nothing further is sent to)."""
     try:
         root = service_root(target, settings)
     except RedfishTlsError as exc:
         return Found(address=target.url, ip=target.host, outcome=Outcome.TLS, detail=_short(exc), lease=lease)
     if root is None:
         return None
-    base = Found(address=target.url, ip=target.host, outcome=Outcome.FAILED, lease=lease,
+    return Found(address=target.url, ip=target.host, outcome=Outcome.FAILED, lease=lease,
                  service_uuid=_str(root.get("UUID")), product=_str(root.get("Product")),
                  redfish_version=_str(root.get("RedfishVersion")))
+
+
+def identified(target: Target, base: Found, settings: Settings) -> Found:
+    """Round two: the identity with credentials, or why it could not be read."""
+    if base.outcome is Outcome.TLS:
+        return base
     try:
         ident, mac, outcome = identify(target, settings)
     except RedfishPasswordChangeRequired as exc:
