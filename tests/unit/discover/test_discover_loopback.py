@@ -259,3 +259,21 @@ def test_a_certificate_that_does_not_verify_is_said_and_insecure_reads_through(
     assert main(["-q", "discover", "-r", f"{IPS['hpe']}:{port}", "-i", str(inv), "--insecure", "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)["found"]
     assert (row["outcome"], row["serial"]) == ("identified", "MXQ302099S")
+
+
+def test_a_host_known_by_the_journals_identity_reading(
+        bmcs: tuple[int, Path, dict[str, FakeBmc]], inv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """node01's host_vars record no identity, but `bmc inventory` once kept its reading in the journal."""
+    from provision.cli.options import journal_at
+    from provision.journal.identities import record_identity
+    from provision.journal.store import Journal
+    from provision.spec.platforms import Board, PlatformIdentity
+
+    port, ca, _ = bmcs
+    with Journal(journal_at(None, inv)) as journal:
+        record_identity(journal, "node01", PlatformIdentity(system=Board(serial_number="J105958B")), "test")
+    _, out = _discover(inv, port, ca, capsys)
+    rows = {r["address"]: r for r in out["found"]}
+    lenovo = rows[f"https://{IPS['lenovo']}:{port}"]
+    assert (lenovo["inventory"], lenovo["host"], lenovo["inventory_address"]) == (
+        "in inventory, address moved", "node01", "https://bmc-node01.oob.example.net")
