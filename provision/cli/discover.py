@@ -152,7 +152,8 @@ def render(verdicts: list[Verdict], fmt: Format, scanned: int) -> None:
         emit_json({"scanned": scanned, "found": [row(v) for v in verdicts]})
         return
     table = new_table("address", "state", "manufacturer", "model", "serial", "uuid", "bmc mac", "bmc firmware",
-                      "profile", "inventory", title=f"{len(verdicts)} Redfish service(s) at {scanned} address(es)")
+                      "profile", "inventory", "note",
+                      title=f"{len(verdicts)} Redfish service(s) at {scanned} address(es)")
     for v in verdicts:
         r = row(v)
         state = v.found.outcome.value
@@ -160,7 +161,7 @@ def render(verdicts: list[Verdict], fmt: Format, scanned: int) -> None:
         if v.standing is Standing.MOVED:
             inv += f" (was {v.inventory_address})"
         add_row(table, r["address"], state, r["manufacturer"], r["model"], r["serial"], r["uuid"], r["bmc_mac"],
-                r["bmc_firmware"], _profile_cell(v), inv)
+                r["bmc_firmware"], _profile_cell(v), inv, v.note or None)
     show(table, fmt)
     if fmt is Format.TABLE:
         for v in verdicts:

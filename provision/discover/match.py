@@ -88,8 +88,28 @@ def _norm(address: str) -> str:
 
 
 def judge(found: Found, profiles: Mapping[str, Platforms], hosts: list[Known]) -> Verdict:
-    """One BMC: its fitting profiles and its standing in the inventory."""
-    fits = fitting_profiles(found, profiles)
+    """One BMC: its fitting profiles, its standing in the inventory, and where the file it came from (a CSV,
+    a lease) says another serial or MAC than the BMC does."""
+    verdict = _standing(found, fitting_profiles(found, profiles), hosts)
+    differs = file_differs(found)
+    return verdict.model_copy(update={"note": "; ".join(n for n in (verdict.note, differs) if n)}) if differs \
+        else verdict
+
+
+def file_differs(found: Found) -> str:
+    """`the file says serial X, the BMC Y` (and for the MAC), or ''."""
+    lease = found.lease
+    if lease is None:
+        return ""
+    out = []
+    if meaningful(lease.serial) and meaningful(found.serial) and not _same(lease.serial, found.serial):
+        out.append(f"the file says serial {lease.serial}, the BMC {found.serial}")
+    if lease.mac and found.bmc_mac and lease.mac != found.bmc_mac:
+        out.append(f"the file says MAC {lease.mac}, the BMC {found.bmc_mac}")
+    return "; ".join(out)
+
+
+def _standing(found: Found, fits: tuple[str, ...], hosts: list[Known]) -> Verdict:
     by_identity = next((h for h in hosts if _same(h.serial, found.serial) or _same(h.uuid, found.uuid)), None)
     if by_identity is not None:
         if _norm(by_identity.address) == _norm(found.address):

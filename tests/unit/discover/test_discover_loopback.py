@@ -277,3 +277,20 @@ def test_a_host_known_by_the_journals_identity_reading(
     lenovo = rows[f"https://{IPS['lenovo']}:{port}"]
     assert (lenovo["inventory"], lenovo["host"], lenovo["inventory_address"]) == (
         "in inventory, address moved", "node01", "https://bmc-node01.oob.example.net")
+
+
+def test_plain_output_from_a_csv_notes_a_serial_the_bmc_does_not_give(
+        bmcs: tuple[int, Path, dict[str, FakeBmc]], inv: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    port, ca, _ = bmcs
+    shipping = tmp_path / "shipping.csv"
+    shipping.write_text(f"Serial Number,BMC IP\nMXQ302099S,{IPS['hpe']}\nJ999,{IPS['lenovo']}\n")
+    assert main(["-q", "discover", "-f", str(shipping), "--port", str(port), "-i", str(inv), "--ca-file", str(ca),
+                 "-o", "plain"]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split("\t") == ["address", "state", "manufacturer", "model", "serial", "uuid", "bmc mac",
+                                   "bmc firmware", "profile", "inventory", "note"]
+    rows = {ln.split("\t")[0]: ln.split("\t") for ln in lines}
+    assert rows[f"https://{IPS['hpe']}:{port}"][-1] == "-"
+    assert rows[f"https://{IPS['lenovo']}:{port}"][-1] == "the file says serial J999, the BMC J105958B"
+    assert rows[f"https://{IPS['lenovo']}:{port}"][8:10] == ["ml_cost_v3", "new"]

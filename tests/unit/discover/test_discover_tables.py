@@ -134,3 +134,14 @@ def test_bad_patterns_are_refused_before_anything_is_sent(pattern: str, says: st
 def test_good_patterns() -> None:
     for pattern in ("gpu{rack}-{index:02}", "{serial}", "{model}-{mac}", "n{index:03d}.{rack}"):
         check_pattern(pattern)
+
+
+def test_a_file_that_says_another_serial_or_mac_is_noted() -> None:
+    from provision.discover.leases import Lease
+
+    f = found("10.0.0.1", serial="S1").model_copy(update={"lease": Lease(ip="10.0.0.1", serial="S9",
+                                                                         mac="3c:ec:ef:00:00:09")})
+    assert judge(f, PROFILES, []).note == ("the file says serial S9, the BMC S1; "
+                                           "the file says MAC 3c:ec:ef:00:00:09, the BMC 3c:ec:ef:00:00:01")
+    same = f.model_copy(update={"lease": Lease(ip="10.0.0.1", serial="s1", mac="3c:ec:ef:00:00:01")})
+    assert judge(same, PROFILES, []).note == ""
