@@ -17,7 +17,7 @@ import os
 import re
 import string
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +248,12 @@ def apply(inventory: Path, enroll: EnrollPlan, *, rack: str | None, ca_file: Pat
         for p in (hv_dir / f"{h.name}.yml", hv_dir / f"{h.name}.yaml", hv_dir / h.name):
             if p.exists():
                 raise InventoryError(f"{p}: already exists (host {h.name}); nothing written")
+    with _locked(base):  # two enrolls at once: the second reads the hosts file the first wrote
+        return _write(inventory, enroll, hosts_path, hv_dir, rack=rack, ca_file=ca_file, validate=validate)
+
+
+def _write(inventory: Path, enroll: EnrollPlan, hosts_path: Path, hv_dir: Path, *, rack: str | None,
+           ca_file: Path | None, validate: Callable[[Path], object]) -> list[Path]:
     original = hosts_path.read_bytes()
     new_hosts = add_hosts(original.decode("utf-8"), [(h.group, h.name) for h in enroll.hosts], str(hosts_path))
     when = datetime.datetime.now(datetime.UTC)
@@ -334,6 +340,19 @@ def _find_group(top: Any, group: str) -> Any:
             if isinstance(children, dict):
                 queue.append(children)
     return None
+
+
+@contextlib.contextmanager
+def _locked(base: Path) -> Iterator[None]:
+    """An exclusive flock on the inventory directory itself (no lock file left in it for Ansible to read)."""
+    import fcntl
+
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _create(path: Path, text: str) -> Path:

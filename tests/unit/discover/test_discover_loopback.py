@@ -294,3 +294,32 @@ def test_plain_output_from_a_csv_notes_a_serial_the_bmc_does_not_give(
     assert rows[f"https://{IPS['hpe']}:{port}"][-1] == "-"
     assert rows[f"https://{IPS['lenovo']}:{port}"][-1] == "the file says serial J999, the BMC J105958B"
     assert rows[f"https://{IPS['lenovo']}:{port}"][8:10] == ["ml_cost_v3", "new"]
+
+
+def test_day_zero_an_inventory_of_profiles_and_no_host_yet(
+        bmcs: tuple[int, Path, dict[str, FakeBmc]], inv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    port, ca, _ = bmcs
+    inv.write_text("---\n# The site's racks, empty until enroll.\nall:\n  children:\n    gpu_nodes:\n      children:\n"
+                   "        ml_cost_v3:\n")
+    for f in (inv.parent / "host_vars").iterdir():
+        f.unlink()
+    assert main(["-q", "enroll", "-r", f"{IPS['lenovo']}:{port}", "-i", str(inv), "--ca-file", str(ca),
+                 "--name", "{serial}", "--json"]) == 0
+    assert [h["host"] for h in json.loads(capsys.readouterr().out)["hosts"]] == ["J105958B"]
+    assert inv.read_text().startswith("---\n# The site's racks, empty until enroll.\n")
+    assert yaml.safe_load(inv.read_text())["all"]["children"]["gpu_nodes"]["children"]["ml_cost_v3"] == {
+        "hosts": {"J105958B": None}}
+    assert main(["-q", "spec", "validate", "-i", str(inv)]) == 0
+
+
+def test_enroll_plan_shows_the_hosts_and_writes_nothing(
+        bmcs: tuple[int, Path, dict[str, FakeBmc]], inv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    port, ca, _ = bmcs
+    files = _snapshot(inv.parent)
+    assert main(["-q", "enroll", "-r", f"{IPS['hpe']},{IPS['lenovo']}", "--port", str(port), "-i", str(inv),
+                 "--ca-file", str(ca), "--name", "n{index}", "--plan", "-o", "plain"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split("\t") == ["host", "profile", "group", "address", "serial", "uuid"]
+    assert [ln.split("\t")[:3] for ln in out[1:]] == [["n1", "ml_density_v2", "ml_density_v2"],
+                                                      ["n2", "ml_cost_v3", "ml_cost_v3"]]
+    assert _snapshot(inv.parent) == files
