@@ -8,6 +8,7 @@ verified, no ComputerSystem); 2 bad input (nothing sent, or nothing written).
 from __future__ import annotations
 
 import datetime
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -42,11 +43,21 @@ ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="Addresses as
                                               "root (then at most 16 BMCs identified at once)")]
 
 
-def _targets(range_: str | None, from_file: Path | None, fmt: LeaseFormat | None, port: int,
-             max_addresses: int) -> tuple[list[Target], dict[str, Lease]]:
-    """Before anything is sent: the range or the file, exactly one of them."""
-    if (range_ is None) == (from_file is None):
-        raise InputError("give exactly one of --range RANGE or --from-file FILE")
+SsdpOpt = Annotated[str | None, typer.Option(
+    "--ssdp", metavar="IFACE[,IFACE]", help="Find BMCs by SSDP (DSP0266 M-SEARCH for redfish-rest), sent only on "
+    "these interfaces")]
+SsdpWaitOpt = Annotated[float, typer.Option("--ssdp-wait", help="Seconds to wait for SSDP answers")]
+
+
+def _targets(range_: str | None, from_file: Path | None, ssdp_ifaces: str | None, fmt: LeaseFormat | None,
+             port: int, max_addresses: int) -> tuple[list[Target], dict[str, Lease]]:
+    """Before anything is sent: the range, the file or the SSDP interfaces, exactly one of them (SSDP's
+    targets come later, from its answers: `_ssdp_targets`)."""
+    if sum(x is not None for x in (range_, from_file, ssdp_ifaces)) != 1:
+        raise InputError("give exactly one of --range RANGE, --from-file FILE or --ssdp IFACE[,IFACE]")
+    if ssdp_ifaces is not None:
+        _interfaces(ssdp_ifaces)
+        return [], {}
     if range_ is not None:
         return parse_range(range_, port=port, max_addresses=max_addresses), {}
     assert from_file is not None
@@ -54,6 +65,30 @@ def _targets(range_: str | None, from_file: Path | None, fmt: LeaseFormat | None
     if len(leases) > max_addresses:
         raise InputError(f"{from_file}: {len(leases)} addresses, more than --max {max_addresses}; nothing sent")
     return [Target(host=lease.ip, port=port) for lease in leases], {lease.ip: lease for lease in leases}
+
+
+def _interfaces(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputError("--ssdp: name at least one network interface")
+    for name in names:
+        try:
+            socket.if_nametoindex(name)
+        except OSError:
+            raise InputError(f"--ssdp {name}: no such network interface; nothing sent") from None
+    return names
+
+
+def _ssdp_targets(text: str, wait_s: float, max_addresses: int) -> list[Target]:
+    from provision.discover import ssdp
+
+    if not 0 < wait_s <= 60:
+        raise InputError(f"--ssdp-wait {wait_s}: must be more than 0 and at most 60 seconds")
+    note(f"SSDP M-SEARCH on {text} ({wait_s:g} s)")
+    answers = ssdp.search(_interfaces(text), wait_s)
+    if len(answers) > max_addresses:
+        raise InputError(f"--ssdp {text}: {len(answers)} services answered, more than --max {max_addresses}")
+    return [a.target for a in answers]
 
 
 def _known(hosts: list[HostEntry], inventory: Path) -> list[Known]:
@@ -177,7 +212,8 @@ def _unidentified(verdicts: list[Verdict]) -> None:
                           + ", ".join(f"{v.found.address} ({v.found.outcome.value})" for v in bad))
 
 
-def discover_command(range_: RangeOpt = None, from_file: FileOpt = None, file_format: FormatOpt = None,
+def discover_command(range_: RangeOpt = None, from_file: FileOpt = None, ssdp_ifaces: SsdpOpt = None,
+                     ssdp_wait: SsdpWaitOpt = 3.0, file_format: FormatOpt = None,
                      port: PortOpt = DEFAULT_PORT, max_addresses: MaxOpt = DEFAULT_MAX,
                      inventory: InventoryOpt = DEFAULT_INVENTORY, ca_file: CaOpt = None, insecure: InsecureOpt = False,
                      timeout: TimeoutOpt = 3.0, concurrency: ConcurrencyOpt = 256, as_json: JsonOpt = False,
@@ -185,9 +221,11 @@ def discover_command(range_: RangeOpt = None, from_file: FileOpt = None, file_fo
     """Find Redfish BMCs (a range or a file): each one's identity, the profile it fits, whether the inventory
     has it already (by serial or UUID). Writes nothing."""
     fmt = choose(output, as_json)
-    targets, leases = _targets(range_, from_file, file_format, port, max_addresses)
+    targets, leases = _targets(range_, from_file, ssdp_ifaces, file_format, port, max_addresses)
     site = site_defaults(inventory)
     settings = _settings(site, ca_file, insecure, timeout, concurrency)
+    if ssdp_ifaces is not None:
+        targets = _ssdp_targets(ssdp_ifaces, ssdp_wait, max_addresses)
     verdicts = _run(inventory, targets, leases, settings, site)
     render(verdicts, fmt, len(targets))
     _unidentified(verdicts)
@@ -206,7 +244,8 @@ PlanOpt = Annotated[bool, typer.Option("--plan", help="Show what would be writte
 
 
 def enroll_command(name: NameOpt, range_: RangeOpt = None, from_file: FileOpt = None,
-                   file_format: FormatOpt = None, port: PortOpt = DEFAULT_PORT, max_addresses: MaxOpt = DEFAULT_MAX,
+                   ssdp_ifaces: SsdpOpt = None, ssdp_wait: SsdpWaitOpt = 3.0, file_format: FormatOpt = None,
+                   port: PortOpt = DEFAULT_PORT, max_addresses: MaxOpt = DEFAULT_MAX,
                    inventory: InventoryOpt = DEFAULT_INVENTORY, profile: ProfileOpt = None, group: GroupOpt = None,
                    rack: RackOpt = None, start: StartOpt = 1, ca_file: CaOpt = None, insecure: InsecureOpt = False,
                    timeout: TimeoutOpt = 3.0, concurrency: ConcurrencyOpt = 256, plan_only: PlanOpt = False,
@@ -215,7 +254,7 @@ def enroll_command(name: NameOpt, range_: RangeOpt = None, from_file: FileOpt = 
     under its profile's group in hosts.yml. Existing hosts are never changed."""
     fmt = choose(output, as_json)
     enroll_ops.check_pattern(name)
-    targets, leases = _targets(range_, from_file, file_format, port, max_addresses)
+    targets, leases = _targets(range_, from_file, ssdp_ifaces, file_format, port, max_addresses)
     hosts_path = enroll_ops.hosts_file(inventory)
     site = site_defaults(inventory)
     if profile is not None and profile not in site.profiles:
@@ -226,6 +265,8 @@ def enroll_command(name: NameOpt, range_: RangeOpt = None, from_file: FileOpt = 
     if group is not None:
         groups = {p: group for p in site.profiles}
     existing = {h.name for h in _inventory_hosts(inventory)}
+    if ssdp_ifaces is not None:
+        targets = _ssdp_targets(ssdp_ifaces, ssdp_wait, max_addresses)
     verdicts = _run(inventory, targets, leases, settings, site)
     chosen = site.profiles[profile].described_platforms if profile else None
     the_plan = enroll_ops.plan(

@@ -171,3 +171,47 @@ def test_unreadable_file_is_one_line(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00lease")
     with pytest.raises(InputError, match=r"binary\.leases: cannot read the lease file"):
         read_leases(binary)
+
+
+# -- SSDP answers -------------------------------------------------------------------------------------------
+def _ssdp(al: str, st: str = "urn:dmtf-org:service:redfish-rest:1", status: str = "HTTP/1.1 200 OK") -> bytes:
+    return (f"{status}\r\nCACHE-CONTROL: max-age=1800\r\nST: {st}\r\n"
+            f"USN: uuid:1e90aa6e-6d05-9589-2253-ce7672d02d26::{st}\r\nAL: {al}\r\nEXT:\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize(("data", "source", "url"), [
+    (_ssdp("https://10.20.0.11/redfish/v1/"), "10.20.0.11", "https://10.20.0.11"),
+    (_ssdp("<https://10.20.0.11:8443/redfish/v1/>"), "10.20.0.11", "https://10.20.0.11:8443"),
+    (_ssdp("https://10.20.0.99/redfish/v1/"), "10.20.0.11", None),  # AL names a third address
+    (_ssdp("https://10.20.0.11/redfish/v1/", st="urn:schemas-upnp-org:device:MediaServer:1"), "10.20.0.11", None),
+    (_ssdp("https://10.20.0.11/redfish/v1/", status="HTTP/1.1 404 Not Found"), "10.20.0.11", None),
+    (_ssdp("https://10.20.0.11:99999/redfish/v1/"), "10.20.0.11", None),
+    (b"\xff\xfe garbage", "10.20.0.11", None),
+])
+def test_ssdp_answers(data: bytes, source: str, url: str | None) -> None:
+    from provision.discover.ssdp import parse_answer
+
+    answer = parse_answer(data, source)
+    assert (answer.target.url if answer else None) == url
+    if answer is not None:
+        assert answer.uuid == "1e90aa6e-6d05-9589-2253-ce7672d02d26"
+
+
+def test_the_msearch_is_dsp0266s() -> None:
+    from provision.discover.ssdp import msearch
+
+    assert msearch(2) == (b'M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nMAN: "ssdp:discover"\r\nMX: 2\r\n'
+                          b"ST: urn:dmtf-org:service:redfish-rest:1\r\n\r\n")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--ssdp", "no-such-if0"], "--ssdp no-such-if0: no such network interface; nothing sent"),
+    (["--ssdp", "lo", "-r", "127.0.5.1"], "give exactly one of --range RANGE, --from-file FILE or --ssdp"),
+    ([], "give exactly one of"),
+])
+def test_ssdp_and_source_usage_is_one_line(args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from provision.cli import main
+
+    assert main(["discover", *args, "-i", "/nonexistent/hosts.yml"]) == 2
+    err = capsys.readouterr().err
+    assert says in " ".join(err.split()) and err.count("\n") == 1
