@@ -256,6 +256,9 @@ def test_a_certificate_that_does_not_verify_is_said_and_insecure_reads_through(
     [row] = json.loads(capsys.readouterr().out)["found"]
     assert row["outcome"] == "certificate not verified" and "--ca-file" in row["detail"]
     assert len(fakes["hpe"].seen) == asked  # the handshake failed: no request, no password sent
+    assert main(["-q", "discover", "-r", f"{IPS['hpe']}:{port}", "-i", str(inv), "-o", "table"]) == 1
+    table = capsys.readouterr().out
+    assert "certificate not verified" in table and "give --ca-file, or --insecure" in " ".join(table.split())
     assert main(["-q", "discover", "-r", f"{IPS['hpe']}:{port}", "-i", str(inv), "--insecure", "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)["found"]
     assert (row["outcome"], row["serial"]) == ("identified", "MXQ302099S")
