@@ -53,6 +53,8 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("firmware", "provision.cli.firmware"),
     ("power", "provision.cli.power:power_command"),
     ("sel", "provision.cli.sel:sel_command"),
+    ("discover", "provision.cli.discover:discover_command"),
+    ("enroll", "provision.cli.discover:enroll_command"),
     ("completion", "provision.cli.completion:completion_command"),
 ]
 

@@ -103,6 +103,12 @@ def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = Fal
     show(table, fmt)
 
 
+def errors_of(inventory: Path, fleet: Fleet) -> list[str]:
+    """The error lines `spec validate` would print for this loaded fleet (warnings left out)."""
+    problems = _population_problems(inventory, fleet) + _rack_problems(inventory, fleet)
+    return [p["line"] for p in problems if p["severity"] == Severity.ERROR]
+
+
 def _scalar(value: object) -> str:
     """A leaf as it is written in YAML: null, true/false, numbers and strings as they are, {} and []."""
     if value is None:

@@ -50,6 +50,7 @@ from provision.redfish.errors import (
     RedfishNoAnswer,
     RedfishNotFound,
     RedfishPagingError,
+    RedfishPasswordChangeRequired,
     RedfishTimeout,
     RedfishTlsError,
     RedfishUnavailable,
@@ -290,7 +291,7 @@ class Connector:
                     f"{self.opts.where}: credentials for user {self.opts.username!r} refused ({mode} auth)"
                 ) from None
             except RedfishPasswordChangeRequiredError:
-                raise RedfishAuthError(
+                raise RedfishPasswordChangeRequired(
                     f"{self.opts.where}: user {self.opts.username!r} must make a password change on the BMC first"
                 ) from None
             self._auth_mode = mode
@@ -560,6 +561,8 @@ class Connector:
 
     def record(self, uri: str, exc: RedfishHttpError) -> bool:
         """Note a resource that could not be read; False when `exc` is not about the resource itself."""
+        if isinstance(exc, RedfishPasswordChangeRequired):
+            return False  # the account, not the resource: nothing else will read either
         if isinstance(exc, RedfishNotFound):
             with self._record_lock:
                 self.stats.missing.append(uri)

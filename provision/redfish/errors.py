@@ -33,6 +33,12 @@ class RedfishAuthError(RedfishHttpError):
     """The BMC refused the credentials (401/403 after one re-login)."""
 
 
+class RedfishPasswordChangeRequired(RedfishAuthError):
+    """The account must change its password before the BMC answers anything else: a login or a request
+    answered with the Base registry's `PasswordChangeRequired` (DSP0266 "Password management"; a factory
+    account on first login). It is about the account, never about the resource asked for."""
+
+
 class RedfishNotFound(RedfishHttpError):
     """The resource does not exist on this BMC (404)."""
 
@@ -84,6 +90,24 @@ def extended_messages(body: Any) -> list[str]:
     return out
 
 
+def message_ids(body: Any) -> list[str]:
+    """The `MessageId`s of an error body's (or a success body's) `@Message.ExtendedInfo`, as given."""
+    if not isinstance(body, dict):
+        return []
+    out: list[str] = []
+    for holder in (body, body.get("error")):
+        infos = holder.get("@Message.ExtendedInfo") if isinstance(holder, dict) else None
+        out += [str(i["MessageId"]) for i in infos or [] if isinstance(i, dict) and i.get("MessageId")] \
+            if isinstance(infos, list) else []
+    return out
+
+
+def password_change_required(body: Any) -> bool:
+    """Whether the body carries `PasswordChangeRequired` of the Base registry (any version: `Base.1.8.`...)."""
+    return any(m.split(".")[0] == "Base" and m.rsplit(".", 1)[-1] == "PasswordChangeRequired"
+               for m in message_ids(body))
+
+
 def _message(message: Any, message_id: Any) -> str:
     msg = " ".join(str(message or "").split())
     mid = " ".join(str(message_id or "").split())
@@ -100,7 +124,7 @@ def raise_for_status(method: str, uri: str, status: int, body: Any, where: str) 
     text = scrub(f"{where}: {method} {uri} -> HTTP {status}" + (f": {detail}" if detail else ""))
     kind: type[RedfishHttpError] = RedfishBadRequest
     if status in (401, 403):
-        kind = RedfishAuthError
+        kind = RedfishPasswordChangeRequired if password_change_required(body) else RedfishAuthError
     elif status == 404:
         kind = RedfishNotFound
     elif status >= 500 and status != 501:

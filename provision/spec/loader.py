@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from provision.errors import InputError, InventoryError, SpecError
 from provision.redfish.redact import register_secret
@@ -24,6 +24,7 @@ from provision.spec.model import (
     LabDeclaration,
     NodeSpec,
     Rack,
+    RecordedIdentity,
     SshEndpoint,
     Waiver,
 )
@@ -67,6 +68,35 @@ def load_fleet(inventory: Path) -> Fleet:
     return fleet
 
 
+class SiteDefaults(BaseModel):
+    """What a host not yet in the inventory would get from group `all` (discovery's view of the site): the
+    profiles and the BMC credentials (group vars, vaulted, else PROVISION_BMC_USERNAME/PASSWORD)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profiles: dict[str, NodeSpec]
+    username: str
+    password: SecretStr
+
+
+def site_defaults(inventory: Path) -> SiteDefaults:
+    """SiteDefaults read through Ansible's own loader with a host added in memory only (nothing written);
+    works on an inventory with no host yet. InputError (one line) as load_fleet."""
+    inventory = Path(inventory)
+    if not inventory.exists():
+        raise InventoryError(f"{inventory}: inventory path does not exist")
+    _precheck_yaml(inventory)
+    probe = "provision-discover-defaults"
+    hosts_vars, _ = _ansible_host_vars(inventory, extra_host=probe)
+    groups, hv = hosts_vars[probe]
+    base = inventory_dir(inventory)
+    profiles = _all_profiles(base, {probe: (groups, hv)})
+    user = hv.get("provision_bmc_username") or os.environ.get(CREDENTIAL_ENV[0]) or ""
+    password = hv.get("provision_bmc_password") or os.environ.get(CREDENTIAL_ENV[1]) or ""
+    register_secret(str(password))
+    return SiteDefaults(profiles=profiles, username=str(user), password=SecretStr(str(password)))
+
+
 def inventory_dir(inventory: Path) -> Path:
     """The directory relative paths of an inventory are taken from: one rule for a file or a directory."""
     inventory = Path(inventory)
@@ -97,8 +127,10 @@ def _precheck_yaml(inventory: Path) -> None:
         load_strict(path)
 
 
-def _ansible_host_vars(inventory: Path) -> tuple[dict[str, tuple[tuple[str, ...], dict[str, Any]]], Any]:
-    """Every host's groups and variables, and the InventoryManager that read them."""
+def _ansible_host_vars(inventory: Path, extra_host: str | None = None
+                       ) -> tuple[dict[str, tuple[tuple[str, ...], dict[str, Any]]], Any]:
+    """Every host's groups and variables, and the InventoryManager that read them (`extra_host`: a host
+    added in memory, in group all only: what any new host would get)."""
     os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "True")
     os.environ.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "True")
     ansible_env()
@@ -112,6 +144,8 @@ def _ansible_host_vars(inventory: Path) -> tuple[dict[str, tuple[tuple[str, ...]
     _setup_vault(loader)
     try:
         inv = InventoryManager(loader=loader, sources=[str(inventory)])
+        if extra_host is not None:
+            inv.add_host(extra_host, group="all")
         vm = VariableManager(loader=loader, inventory=inv)
         result: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
         for host in inv.get_hosts():
@@ -167,7 +201,19 @@ def _host_entry(
         lab=_lab_declaration(inventory, name, hv),
         slurm=_slurm_settings(inventory, name, hv),
         rack=_rack_of(inventory, name, hv),
+        identity=_recorded_identity(inventory, name, hv),
     )
+
+
+IDENTITY_VAR = "provision_bmc_identity"
+
+
+def _recorded_identity(inventory: Path, host: str, hv: dict[str, Any]) -> RecordedIdentity | None:
+    """`provision_bmc_identity` (what enroll recorded), None when unset."""
+    raw = hv.get(IDENTITY_VAR)
+    if raw is None:
+        return None
+    return _validated(RecordedIdentity, raw, f"{inventory}: host {host}", IDENTITY_VAR, InventoryError)
 
 
 def _rack_of(inventory: Path, host: str, hv: dict[str, Any]) -> str | None:

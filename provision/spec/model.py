@@ -960,6 +960,20 @@ class Rack(BaseModel):
     power_budget_w: PositiveInt = Field(description="The most its nodes may draw together (their peak_draw_w summed)")
 
 
+class RecordedIdentity(BaseModel):
+    """`provision_bmc_identity`: what the BMC said it was when `provision enroll` wrote the host (so a later
+    discovery knows it by serial or UUID wherever its address moves)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    manufacturer: str | None = None
+    model: str | None = None
+    serial: str | None = None
+    uuid: str | None = None
+    bmc_mac: str | None = None
+    bmc_firmware: str | None = None
+
+
 class HostEntry(BaseModel):
     """One inventory host with its resolved spec and endpoints."""
 
@@ -975,6 +989,7 @@ class HostEntry(BaseModel):
     lab: LabDeclaration = LabDeclaration()
     slurm: SlurmSettings | None = Field(default=None, description="provision_slurm: drain/resume in Slurm")
     rack: str | None = Field(default=None, description="provision_rack: the rack (of provision_racks) it sits in")
+    identity: RecordedIdentity | None = Field(default=None, description="provision_bmc_identity (enroll writes it)")
 
 
 class Fleet(BaseModel):

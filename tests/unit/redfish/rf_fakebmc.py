@@ -37,6 +37,7 @@ class FakeBmc:
     password: str = "s3cret-Pa55"
     sessions: bool = True
     password_change: bool = False  # logins succeed with Base.PasswordChangeRequired (a factory-default account)
+    change_first: bool = False  # every request but the root and a login answers 403 PasswordChangeRequired
     session_401: bool = False  # session logins refused with 401 whatever the credentials; basic still works
     expand: bool = True
     refuse_expand: int | None = None  # answer every GET carrying `$expand` with this status (sushy-static: 404)
@@ -123,6 +124,13 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
             if not bmc.authorised(headers):
                 self._reply(401, {"error": {"message": "unauthorised"}})
                 return
+            if bmc.change_first:
+                info = [{"MessageId": "Base.1.8.1.PasswordChangeRequired",
+                         "Message": "The password provided for this account must be changed before access is "
+                                    "granted.", "MessageArgs": [f"{ROOT}/AccountService/Accounts/2"]}]
+                self._reply(403, {"error": {"code": "Base.1.8.1.PasswordChangeRequired",
+                                            "message": "Password change required", "@Message.ExtendedInfo": info}})
+                return
             if method == "GET":
                 self._get(path, parts.query)
             elif method == "PATCH":
@@ -191,9 +199,11 @@ class _Server(ThreadingHTTPServer):
 class Served:
     """Context manager: serve a FakeBmc on 127.0.0.1:0 (optionally TLS)."""
 
-    def __init__(self, bmc: FakeBmc, tls: tuple[Path, Path] | None = None) -> None:
+    def __init__(self, bmc: FakeBmc, tls: tuple[Path, Path] | None = None, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
         self.bmc = bmc
-        self.server = _Server(("127.0.0.1", 0), _handler(bmc))
+        self.host = host
+        self.server = _Server((host, port), _handler(bmc))
         self.server.daemon_threads = True
         if tls:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -204,7 +214,7 @@ class Served:
 
     @property
     def address(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
+        return f"{self.scheme}://{self.host}:{self.server.server_address[1]}"
 
     def __enter__(self) -> Served:
         self.thread.start()
@@ -216,8 +226,8 @@ class Served:
         self.server.server_close()
 
 
-def make_cert(tmp: Path) -> tuple[Path, Path, Path]:
-    """A throwaway CA and a server cert for 127.0.0.1 signed by it: (ca, cert, key)."""
+def make_cert(tmp: Path, ips: tuple[str, ...] = ("127.0.0.1",)) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server cert for `ips` (default 127.0.0.1) signed by it: (ca, cert, key)."""
     import ipaddress
 
     from cryptography import x509
@@ -238,7 +248,7 @@ def make_cert(tmp: Path) -> tuple[Path, Path, Path]:
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]),
                            critical=False)
             .sign(ca_key, hashes.SHA256()))
     paths = (tmp / "ca.pem", tmp / "cert.pem", tmp / "key.pem")

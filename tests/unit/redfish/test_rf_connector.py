@@ -12,7 +12,12 @@ from rf_support import connect, options, tree
 
 from provision.redfish import transport_warnings
 from provision.redfish.connector import Connector
-from provision.redfish.errors import RedfishAuthError, RedfishTlsError, RedfishUnavailable
+from provision.redfish.errors import (
+    RedfishAuthError,
+    RedfishPasswordChangeRequired,
+    RedfishTlsError,
+    RedfishUnavailable,
+)
 from provision.redfish.ops.inventory import observe
 
 SYS = "/redfish/v1/Systems/1"
@@ -46,6 +51,23 @@ def test_wrong_password_is_auth_error() -> None:
 def test_a_bmc_that_wants_a_new_password_is_an_auth_error_naming_the_user() -> None:
     bmc = FakeBmc(tree=tree("supermicro"), password_change=True)
     with Served(bmc) as srv, pytest.raises(RedfishAuthError, match=r"'admin'.*password change"):
+        connect(srv)
+
+
+def test_a_bmc_that_answers_every_request_403_password_change_required_says_so() -> None:
+    """Not "no ComputerSystem" (the Systems collection read as merely unreadable), and for basic auth too."""
+    from provision.redfish.ops.session import open_node
+
+    for sessions in (True, False):
+        bmc = FakeBmc(tree=tree("supermicro"), change_first=True, sessions=sessions)
+        with Served(bmc) as srv, pytest.raises(RedfishPasswordChangeRequired) as err:
+            open_node(options(srv.address))
+        assert "PasswordChangeRequired" in str(err.value) and "ComputerSystem" not in str(err.value)
+
+
+def test_a_login_answered_password_change_required_is_that_error() -> None:
+    bmc = FakeBmc(tree=tree("supermicro"), password_change=True)
+    with Served(bmc) as srv, pytest.raises(RedfishPasswordChangeRequired):
         connect(srv)
 
 
