@@ -69,6 +69,7 @@ UPDATER = tuple(f"tests/unit/campaign/test_redfish_updater.py::{t}" for t in (
     "test_the_conformance_gate_names_every_problem", "test_the_redfish_health_gate_reads_system_manager_and_chassis"))
 PLANS = "tests/unit/redfish/test_rf_plans.py"
 CLI = ("tests/unit/test_cli_conventions.py", "tests/unit/conformance/test_outcomes.py")
+OUTCOMES = "tests/unit/conformance/test_outcomes.py"
 VERDICT = ("tests/unit/conformance/test_outcomes.py", "tests/unit/conformance/test_reports.py")
 TRANSPORT = (PLAIN, "tests/unit/test_transport_tls.py", "tests/unit/redfish/test_rf_auth_modes.py")
 
@@ -202,6 +203,11 @@ SITES: tuple[Site, ...] = (
     Site("raise-for-incomplete-silent", "provision/cli/verify.py", "    if code == EXIT_INCOMPLETE:\n",
          "    if code == EXIT_INCOMPLETE and run.nodes[0].error:\n", VERDICT,
          "verify raises nothing (exit 0) when checks could not be made on reachable nodes"),
+    Site("threshold-limit-fails", "provision/conformance/model.py",
+         "return value > limit if self.above", "return value >= limit if self.above", (OUTCOMES,),
+         "a reading at its limit fails (max_percentage_used 80 refuses 80)"),
+    Site("threshold-below-limit-fails", "provision/conformance/model.py",
+         "else value < limit", "else value <= limit", (OUTCOMES,), "an available spare at its threshold fails"),
     Site("cli-errors-exit-1", "provision/cli/__init__.py",
          "        return exc.exit_code\n    except KeyboardInterrupt:",
          "        return 1\n    except KeyboardInterrupt:", CLI,
