@@ -68,6 +68,8 @@ FIRMWARE = (FW, RESOURCES, "tests/unit/bringup/test_stage_plans.py", "tests/unit
 UPDATER = tuple(f"tests/unit/campaign/test_redfish_updater.py::{t}" for t in (
     "test_the_conformance_gate_names_every_problem", "test_the_redfish_health_gate_reads_system_manager_and_chassis"))
 PLANS = "tests/unit/redfish/test_rf_plans.py"
+CLI = ("tests/unit/test_cli_conventions.py", "tests/unit/conformance/test_outcomes.py")
+OUTCOMES = "tests/unit/conformance/test_outcomes.py"
 VERDICT = ("tests/unit/conformance/test_outcomes.py", "tests/unit/conformance/test_reports.py")
 TRANSPORT = (PLAIN, "tests/unit/test_transport_tls.py", "tests/unit/redfish/test_rf_auth_modes.py")
 
@@ -150,6 +152,13 @@ SITES: tuple[Site, ...] = (
          "        problems += self.gate.run(late, self.catalog)\n", "",
          (f"{ENGINE}::test_a_node_done_before_a_crash_is_gated_on_resume",),
          "a node done before a crash (resumed) is never gated: the next wave starts without its health"),
+    Site("claims-token-not-reread", "provision/journal/claims.py",
+         'if row is None or row["token"] != self.term or row["owner"] != self.owner:', "if row is None:",
+         (FENCE,), "a leader decision is written without re-reading the lease's token (another took it)"),
+    Site("claims-fresh-to-the-end", "provision/journal/claims.py",
+         "return self.term is not None and self.expires_at - self.clock() > self.ttl_s * FENCE_SHARE",
+         "return self.term is not None and self.expires_at - self.clock() > 0", (FENCE,),
+         "a leader decides until its lease's last instant (no margin for a pause or a clock ahead)"),
     # -- plain HTTP (issue 42) -----------------------------------------------------------------------------
     Site("ini-flag-truthy", "provision/spec/loader.py",
          'return str(value).strip().lower() in ("true", "yes", "1")', "return bool(value)",
@@ -194,6 +203,20 @@ SITES: tuple[Site, ...] = (
     Site("raise-for-incomplete-silent", "provision/cli/verify.py", "    if code == EXIT_INCOMPLETE:\n",
          "    if code == EXIT_INCOMPLETE and run.nodes[0].error:\n", VERDICT,
          "verify raises nothing (exit 0) when checks could not be made on reachable nodes"),
+    Site("threshold-limit-fails", "provision/conformance/model.py",
+         "return value > limit if self.above", "return value >= limit if self.above", (OUTCOMES,),
+         "a reading at its limit fails (max_percentage_used 80 refuses 80)"),
+    Site("threshold-below-limit-fails", "provision/conformance/model.py",
+         "else value < limit", "else value <= limit", (OUTCOMES,), "an available spare at its threshold fails"),
+    Site("cli-errors-exit-1", "provision/cli/__init__.py",
+         "        return exc.exit_code\n    except KeyboardInterrupt:",
+         "        return 1\n    except KeyboardInterrupt:", CLI,
+         "every ProvisionError exits 1: bad input (2) and could-not-check (3) are not told apart"),
+    Site("cli-bug-exits-0", "provision/cli/__init__.py",
+         "            soft_wrap=True,\n        )\n        return 1\n",
+         "            soft_wrap=True,\n        )\n        return 0\n", CLI, "an internal error (a bug) exits 0"),
+    Site("cli-interrupt-exits-0", "provision/cli/__init__.py", "        return 130\n", "        return 0\n", CLI,
+         "Ctrl-C exits 0, as if the command had done its work"),
     # -- secrets in logs ------------------------------------------------------------------------------------
     Site("redact-password-to-first-space", "provision/redfish/redact.py",
          """re.compile(r\"\"\"(?i)(["']?password["']?\\s*[:=]\\s*(["']))(?:\\\\.|(?!\\2).)*\"\"\"),""",

@@ -284,3 +284,48 @@ def test_a_pipe_is_a_pipe_even_when_rich_is_told_to_colour(monkeypatch: pytest.M
     assert output.console.is_terminal
     assert main(["inventory", "list", "-i", INV]) == 0
     assert any(line.split("\t")[3:4] == [BMC01] for line in capsys.readouterr().out.splitlines())
+
+
+@pytest.mark.parametrize(("raised", "code", "line"), [
+    (KeyError("sku"), 1, "internal error: KeyError: 'sku' (set PROVISION_DEBUG=1 for a traceback)"),  # a bug of ours
+    (KeyboardInterrupt(), 130, None),
+])
+def test_what_the_library_did_not_mean_to_raise_exits_non_zero_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raised: BaseException, code: int,
+        line: str | None) -> None:
+    import provision.cli.verify as verify_cli
+
+    def boom(*_a: object, **_k: object) -> None:
+        raise raised
+
+    monkeypatch.delenv("PROVISION_DEBUG", raising=False)
+    monkeypatch.setattr(verify_cli, "load_hosts", boom)
+    assert main(["verify", "node01", "-i", "inventory/hosts.yml"]) == code
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and (line is None or err.splitlines() == [line])
+
+
+def test_provision_debug_lets_a_bug_raise_with_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import provision.cli.verify as verify_cli
+
+    def boom(*_a: object, **_k: object) -> None:
+        raise KeyError("sku")
+
+    monkeypatch.setenv("PROVISION_DEBUG", "1")
+    monkeypatch.setattr(verify_cli, "load_hosts", boom)
+    with pytest.raises(KeyError, match="sku"):
+        main(["verify", "node01", "-i", "inventory/hosts.yml"])
+
+
+def test_an_interrupt_outside_any_command_exits_130(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Inside a command typer turns Ctrl-C into exit 130 itself (above); main() does the same for one that
+    comes before or after the command runs (while the app is built, or its options parsed)."""
+    import provision.cli as cli
+
+    def interrupted(*_a: object, **_k: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "app", interrupted)
+    assert main(["verify", "node01"]) == 130
+    assert "interrupted" in capsys.readouterr().err

@@ -116,7 +116,9 @@ def test_verify_help_documents_the_exit_codes() -> None:
         (Threshold(fail=80), 81, F),
         (Threshold(warn=35, fail=35), 36, F),         # equal tiers: the failure wins
         (Threshold(warn=20, fail=10, above=False), 50, P),  # smaller is worse: NVMe available spare
+        (Threshold(warn=20, fail=10, above=False), 20, P),  # at its limits: spare 20% is not below 20%
         (Threshold(warn=20, fail=10, above=False), 19, W),
+        (Threshold(warn=20, fail=10, above=False), 10, W),  # ... nor 10% below the drive's threshold of 10%
         (Threshold(warn=20, fail=10, above=False), 9, F),
     ],
 )
