@@ -74,6 +74,17 @@ VERDICT = ("tests/unit/conformance/test_outcomes.py", "tests/unit/conformance/te
 TRANSPORT = (PLAIN, "tests/unit/test_transport_tls.py", "tests/unit/redfish/test_rf_auth_modes.py")
 
 SITES: tuple[Site, ...] = (
+    # -- versions by scheme (issues 38, 42) -----------------------------------------------------------------
+    Site("version-drops-trailing-parts", "provision/spec/versions.py",
+         "    ka, kb = ka + (0,) * (width - len(ka)), kb + (0,) * (width - len(kb))\n",
+         "    ka, kb = ka[:min(len(ka), len(kb))], kb[:min(len(ka), len(kb))]\n",
+         ("tests/unit/redfish/test_version_schemes.py",),
+         "a compare that drops trailing parts instead of padding them: 2.1 equals 2.1.1, an older node at baseline"),
+    Site("version-opaque-ordered", "provision/spec/versions.py",
+         "        if not shared:\n            raise VersionsNotComparable(a, b, _why(a, b))\n",
+         "        if not shared:\n            return (a > b) - (a < b)\n",
+         ("tests/unit/redfish/test_version_schemes.py",),
+         "two versions of no common scheme (a build id against 2.1) ordered as strings: 'newer', downgrade refused"),
     # -- firmware tasks (issue 42) --------------------------------------------------------------------------
     Site("task-completed-critical", "provision/redfish/resources/task.py",
          'return self.task_state == "Completed" and self.task_status in (None, "OK", "Warning")',

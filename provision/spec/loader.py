@@ -418,7 +418,7 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             username=str(user),
             password=str(password),
             ca_file=ca_path,
-            verify_tls=bool(hv.get("provision_bmc_verify_tls", True)),
+            verify_tls=_verify_tls(inventory, host, hv.get("provision_bmc_verify_tls", True)),
             insecure_http=insecure_http,
             auth=auth,
             deadline_s=_deadline(inventory, host, hv),
@@ -457,6 +457,19 @@ def _flag(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     return str(value).strip().lower() in ("true", "yes", "1")
+
+
+def _verify_tls(inventory: Path, host: str, value: Any) -> bool:
+    """`provision_bmc_verify_tls`: off only when said so ('false', 'no', '0', 'off' from an INI inventory too);
+    a value that is neither yes nor no is refused, never read as off."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("true", "yes", "1", "on"):
+        return True
+    if word in ("false", "no", "0", "off"):
+        return False
+    raise InventoryError(f"{inventory}: host {host}: provision_bmc_verify_tls: {value!r} is not true or false")
 
 
 def _ssh_endpoint(host: str, hv: dict[str, Any]) -> SshEndpoint | None:

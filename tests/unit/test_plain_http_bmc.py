@@ -145,3 +145,28 @@ def test_an_ini_no_is_no_opt_in_to_plain_http(inventory_copy: Path, flag: str, w
 def test_an_ini_yes_opts_in_to_plain_http(inventory_copy: Path, flag: str, where: str) -> None:
     bmc = load_fleet(_ini_inventory(inventory_copy, flag, where)).hosts["node02"].bmc
     assert bmc.insecure_http and bmc.address == "http://bmc-node02.oob.example.net"
+
+
+def _ini_verify_tls(inv: Path, flag: str) -> Path:
+    """The example inventory as INI with provision_bmc_verify_tls given as INI text on node02's line."""
+    hosts = "\n".join(f"node{i:02d}" + (f" provision_bmc_verify_tls={flag}" if i == 2 else "") for i in range(1, 9))
+    ini = inv.parent / "hosts.ini"
+    ini.write_text(f"[ml_prod_v4]\n{hosts}\n\n[gpu_nodes:children]\nml_prod_v4\n")
+    return ini
+
+
+@pytest.mark.parametrize(("flag", "verified"), [
+    ("true", True), ("yes", True), ("1", True), ("on", True), ("True", True),
+    ("false", False), ("no", False), ("0", False), ("off", False), ("False", False),
+])
+def test_an_ini_verify_tls_reads_yes_and_no(inventory_copy: Path, flag: str, verified: bool) -> None:
+    """INI gives text: 'false' turns verification off as a YAML false does, and 'true' keeps it on."""
+    fleet = load_fleet(_ini_verify_tls(inventory_copy, flag))
+    assert (fleet.hosts["node02"].bmc.verify_tls, fleet.hosts["node01"].bmc.verify_tls) == (verified, True)
+
+
+@pytest.mark.parametrize("flag", ["", "maybe", "2"])
+def test_an_ini_verify_tls_neither_yes_nor_no_is_refused(inventory_copy: Path, flag: str) -> None:
+    """An empty or unknown value is refused in one line naming host and key, never read as 'off'."""
+    with pytest.raises(InputError, match=r"host node02: provision_bmc_verify_tls: .* is not true or false"):
+        load_fleet(_ini_verify_tls(inventory_copy, flag))
