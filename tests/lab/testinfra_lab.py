@@ -68,12 +68,16 @@ def ssh_config(info: TwinInfo, directory: Path) -> Path:
 
 def run_testinfra(inventory: Path, info: TwinInfo, directory: Path, level: str = "full") -> TestinfraRun:
     """`pytest tests/testinfra --hosts=ssh://<node> --spec-inventory=<inventory>` in a subprocess; its outcomes."""
-    junit = directory / "testinfra.xml"
+    junit, config = directory / "testinfra.xml", ssh_config(info, directory)
     argv = [sys.executable, "-m", "pytest", "tests/testinfra", "-p", "no:cacheprovider", "-q", "-rA",
-            f"--hosts=ssh://{info.name}", f"--ssh-config={ssh_config(info, directory)}",
+            f"--hosts=ssh://{info.name}", f"--ssh-config={config}",
             f"--spec-inventory={inventory}", f"--verify-level={level}",
             f"--junitxml={junit}", "-o", "junit_logging=system-out"]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    finally:  # testinfra leaves its multiplexing master for 60 s (ControlPersist): stop it now
+        subprocess.run(["ssh", "-F", str(config), "-O", "exit", info.name], capture_output=True, timeout=30,
+                       check=False)
     output = proc.stdout + proc.stderr
     if not junit.exists():
         raise AssertionError(f"testinfra wrote no report (exit {proc.returncode}):\n{output[-3000:]}")
