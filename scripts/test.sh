@@ -7,6 +7,9 @@
 # when the run so far took less than PROVISION_HEAVY_START_BUDGET seconds (default 1800), so that the
 # whole command stays well inside CI's limit on a slow machine; PROVISION_TEST_HEAVY=1 forces it,
 # PROVISION_TEST_HEAVY=0 skips it. Either way the skip is printed.
+# The tests that need no lab run first, over PROVISION_TEST_WORKERS pytest-xdist workers (default 2; 0 runs them
+# in this process), each test file on one worker; then the lab tier, one test at a time (its tests share twins,
+# simulators, network slots and the lab's ports). Each tier prints its time at its end ("== unit tier: 312 s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -35,8 +38,41 @@ committed_matrix=$(mktemp)
 trap 'rm -f "$committed_matrix"' EXIT
 cp docs/fault-matrix.md "$committed_matrix"
 
-echo "== tests: unit and lab tiers"
-python -m pytest "${pytest_args[@]}" -m "not heavy and not vm"
+# tier NAME PYTEST-ARGS...: run one tier, print its time at its end (passed or not), exit with its status if it
+# failed. With bound set (seconds), the tier gets SIGTERM when it runs that long, SIGKILL 60 s later.
+bound=""
+tier() {
+  local name=$1 began rc=0 limit=()
+  shift
+  [ -z "$bound" ] || limit=(timeout -k 60 "$bound")
+  began=$(date +%s)
+  "${limit[@]}" python -m pytest "${pytest_args[@]}" "$@" || rc=$?
+  [ "$rc" -ne 124 ] || [ -z "$bound" ] || echo "== ${name} STOPPED after ${bound} s: the run would have gone past its limit"
+  echo "== ${name}: $(( $(date +%s) - began )) s (exit ${rc}; elapsed so far $(( $(date +%s) - started )) s)"
+  [ "$rc" -eq 0 ] || exit "$rc"
+}
+
+# With PROVISION_RUN_LIMIT set (seconds; .ci/run sets 5100, 85 min, CI's limit being 90), the heavy and vm tiers
+# are stopped when the whole run reaches it (SIGTERM, so every fixture's teardown runs, tests/conftest.py; SIGKILL
+# 60 s later): a slow machine fails the run with its simulators, twins and VMs torn down rather than run past CI's
+# limit. Unset, nothing is stopped.
+run_limit=${PROVISION_RUN_LIMIT:-}
+limit_tier() {
+  bound=""
+  [ -n "$run_limit" ] || return 0
+  bound=$(( run_limit - ($(date +%s) - started) ))
+  [ "$bound" -gt 0 ] || bound=1
+  echo "== stopped if it runs past ${bound} s (PROVISION_RUN_LIMIT=${run_limit})"
+}
+
+# The unit and lab tiers: together exactly the tests marked neither heavy nor vm.
+workers=${PROVISION_TEST_WORKERS:-2}
+xdist=()
+[ "$workers" = "0" ] || xdist=(-n "$workers" --dist loadfile)
+echo "== tests: unit tier (${workers} workers)"
+tier "unit tier" "${xdist[@]}" -m "not lab and not heavy and not vm"
+echo "== tests: lab tier"
+tier "lab tier" -m "lab and not heavy and not vm"
 
 elapsed=$(( $(date +%s) - started ))
 budget=${PROVISION_HEAVY_START_BUDGET:-1800}
@@ -45,20 +81,23 @@ if [ "$heavy" = "0" ] || { [ "$heavy" = "auto" ] && [ "$elapsed" -ge "$budget" ]
   echo "== heavy tier SKIPPED (elapsed ${elapsed}s, budget ${budget}s, PROVISION_TEST_HEAVY=${heavy})"
 else
   echo "== tests: heavy tier (elapsed so far ${elapsed}s)"
-  python -m pytest "${pytest_args[@]}" -m "heavy and not vm"
+  limit_tier
+  tier "heavy tier" -m "heavy and not vm"
   echo "== generated documents in step"
   python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$started"
 fi
 
 # The vm tier (qemu VMs under TCG: boot_raid1 on a real md RAID1, an OS install then the whole bring-up; ~19 min here) runs last: always with
 # PROVISION_TEST_VM=1, never with 0, and with `auto` when the run so far took less than
-# PROVISION_VM_START_BUDGET seconds (default 3720: started by 62 min, it ends by about 82, inside CI's 90).
+# PROVISION_VM_START_BUDGET seconds (default 3720: started by 62 min, it ends by about 82, inside CI's 90; and
+# PROVISION_RUN_LIMIT stops it at 85 min whatever happens).
 elapsed=$(( $(date +%s) - started ))
 vm=${PROVISION_TEST_VM:-0}
 vm_budget=${PROVISION_VM_START_BUDGET:-3720}
 if [ "$vm" = "1" ] || { [ "$vm" = "auto" ] && [ "$elapsed" -lt "$vm_budget" ]; }; then
   echo "== tests: vm tier (elapsed so far ${elapsed}s)"
-  python -m pytest "${pytest_args[@]}" -m vm tests/vm
+  limit_tier
+  tier "vm tier" -m vm tests/vm
 else
     echo "== vm tier SKIPPED (elapsed ${elapsed}s, budget ${vm_budget}s, PROVISION_TEST_VM=${vm})"
 fi

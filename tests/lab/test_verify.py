@@ -6,6 +6,7 @@ stand-in packages + holds + services + zpool create; not the Ansible roles), the
   what the lab cannot present is WAIVED with the reason, never passed);
 - each twin fault fails exactly the checks it should and no other (FAIL, or ERROR where the fact is
   gone), and clearing it restores a pass;
+- the testinfra path (tests/testinfra) gives the same outcome per check as `provision verify` on the twin;
 - the BMC-side checks read the simulated BMC: BIOS checks flip from fail to pass after
   `provision bios apply`; the seed's internal ambient (37 C) is a WARNING; an unreachable BMC or a wrong
   password makes them ERROR rows and `provision verify` exits 3, never passed.
@@ -302,3 +303,56 @@ def test_a_twin_with_an_nfs_mount_in_its_spec_fails_verify_not_mounted(lab: tupl
     assert {nfs[f"nfs.ckpt.{k}"].outcome for k in ("options", "free", "consistency")} == {Outcome.ERROR}
     assert nfs["nfs.ckpt.cross_node"].outcome is Outcome.WAIVED and "only node01" in nfs["nfs.ckpt.cross_node"].detail
     assert "nfs.ckpt.mounted" in failing(report)
+
+
+# The testinfra path (tests/testinfra) against the same twin, next to `provision verify`: a converged twin, a
+# fault that fails checks (FAIL, and ERROR where the port's rate is gone), and a GPU fault.
+TESTINFRA_CASES = [None, "ib_port_down", "gpu_xid"]
+
+
+@pytest.mark.parametrize("kind", TESTINFRA_CASES, ids=lambda k: k or "converged")
+def test_testinfra_path_gives_the_same_outcome_per_check_as_verify(
+    lab: tuple[Path, Path, Path, TwinInfo], tmp_path: Path, kind: str | None
+) -> None:
+    from tests.lab.testinfra_lab import VERIFY_ONLY, run_testinfra, verify_only
+
+    inventory, twin_dir, _, info = lab
+    report = tmp_path / "report.json"
+    if kind is not None:
+        twins.fault(twin_dir, NODE, kind, False)
+    try:
+        proc = cli("verify", NODE, "-i", str(inventory), "--level", "full", "--no-bmc", "--json", str(report))
+        ti = run_testinfra(inventory, info, tmp_path)
+    finally:
+        if kind is not None:
+            twins.fault(twin_dir, NODE, kind, True)
+    node = json.loads(report.read_text())["nodes"][0]
+    by_verify = {r["id"]: r["outcome"] for r in node["results"]}
+    areas = {r["id"]: r["area"] for r in node["results"]}
+
+    # The same checks on both paths, but for the listed exceptions (each still present on verify's side)
+    only_verify = {i for i in by_verify if i not in ti.checks}
+    assert set(ti.checks) - set(by_verify) == set(), "checks testinfra has and verify has not"
+    assert {i for i in only_verify if not verify_only(i)} == set(), "checks verify has and testinfra has not"
+    assert {i for i in ti.checks if verify_only(i)} == set(), "an exception that testinfra does check"
+    assert all(any(fnmatch.fnmatchcase(i, p) for i in only_verify) for p in VERIFY_ONLY), "a stale exception"
+    # ... each with the same outcome
+    differ = {i: (o, ti.checks[i]) for i, o in by_verify.items() if i in ti.checks and ti.checks[i] != o}
+    assert not differ, differ
+    assert "waived" in ti.checks.values() and "pass" in ti.checks.values()
+
+    # A testinfra test (one per area) fails exactly when verify has an unaccepted check of that area
+    failing_verify = {i for i, o in by_verify.items() if o in ("fail", "error")}
+    failing_areas = {areas[i] for i in failing_verify}
+    assert {a for a, ok in ti.areas.items() if not ok} == failing_areas, ti.output[-3000:]
+    assert set(ti.areas) >= {areas[i] for i in ti.checks}
+    if kind is None:
+        assert proc.returncode == 0 and ti.returncode == 0, proc.stderr[-2000:] + ti.output[-3000:]
+        assert failing_verify == set()
+    else:
+        assert proc.returncode == 1 and ti.returncode == 1, proc.stderr[-2000:] + ti.output[-3000:]
+        assert failing_verify == EXPECTED[kind]
+    if kind == "ib_port_down":  # a port with no rate: the rate could not be checked on either path
+        assert ti.checks["infiniband.mlx5_1/1.rate"] == "error"
+    if kind in GPU_FAULTS:
+        assert failing_areas == {"gpu"} and all(i.startswith(f"gpu.{GPU_FAULTS[kind]}.") for i in failing_verify)
