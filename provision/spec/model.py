@@ -56,7 +56,7 @@ class Cpu(Frozen):
     isa_flags: tuple[str, ...] = Field(description="Flags required in /proc/cpuinfo, e.g. avx512f, amx_tile")
     pcie_generation: PositiveInt
     pcie_lanes: PositiveInt
-    """PCIe lanes of all sockets together, as the seed writes them ("112 Lanes Total")."""
+    """PCIe lanes of one socket, as the part's data sheet counts them (`spec validate` holds it against the part)."""
 
     @property
     def total_cores(self) -> int:
