@@ -68,6 +68,10 @@ def test_twin_of_the_profile_verifies_with_exit_0(profile: str, tmp_path: Path) 
                     "nvme.count"):
             assert ids[key]["outcome"] == "pass", ids[key]
         assert ids["cpu.threads"]["found"] == str(spec.cpu.total_threads)
+        # SMBIOS as the twin's dmidecode presents the spec: base clock, L3 per socket, the DIMMs' kind
+        assert ids["cpu.base_clock"]["found"] == f"{round(spec.cpu.base_clock_ghz * 1000)} MHz", ids["cpu.base_clock"]
+        assert ids["cpu.l3_cache"]["found"] == f"{spec.cpu.l3_cache_mb_per_socket} MB", ids["cpu.l3_cache"]
+        assert ids["memory.module"]["found"] == spec.memory.module, ids["memory.module"]
         if spec.gpu is None:
             assert not [i for i in ids if i.startswith("gpu.") or "nvidia" in i]
         else:
