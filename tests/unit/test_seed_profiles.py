@@ -96,3 +96,11 @@ def test_a_module_kind_other_than_rdimm_or_udimm_is_refused() -> None:
     assert Memory.model_validate(raw).module is None
     with pytest.raises(ValidationError):
         Memory.model_validate({**raw, "module": "SODIMM"})
+
+
+def test_the_lab_twin_table_has_one_profile_per_distinct_catalogue_cpu(profiles: dict[str, NodeSpec]) -> None:
+    from tests.lab.test_profiles_lab import PROFILES as TWINS
+
+    cpus = {profiles[name].cpu.model for name, *_ in CATALOGUE}
+    assert len(cpus) == 11 and len(TWINS) == 11
+    assert {profiles[name].cpu.model for name in TWINS} == cpus
