@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -22,10 +23,12 @@ from provision.cli.output import (
     show,
 )
 from provision.spec import load_fleet
+from provision.spec.findings import Finding, Severity
 from provision.spec.loader import PROFILE_PREFIX, profile_file
-from provision.spec.memory_population import Finding, Severity, check_profile
-from provision.spec.model import Fleet
-from provision.spec.power_budget import check_power
+from provision.spec.memory_population import check_profile
+from provision.spec.model import Fleet, NodeSpec
+from provision.spec.parts import part_findings
+from provision.spec.power_budget import budget_findings, check_power
 
 app = typer.Typer(help="Show and validate node specs.", no_args_is_help=True)
 
@@ -71,26 +74,40 @@ def export(
     print(NodeSpecFile.of(host).to_json(), end="")
 
 
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 1 when there are findings (figures that differ "
+                                          "from the parts table, a power budget that does not hold)")]
+_COLOURS = {Severity.ERROR: "red", Severity.FINDING: "magenta", Severity.WARNING: "yellow"}
+
+
 @app.command("validate")
-def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False, output: OutputOpt = None) -> None:
-    """Validate the spec of every host in the inventory (exit 2 on a problem).
+def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = False, output: OutputOpt = None,
+             strict: StrictOpt = False) -> None:
+    """Validate the spec of every host and profile in the inventory (exit 2 on an error; with --strict, 1 on a
+    finding).
 
     Past the schema: every profile's memory population against its CPU (provision/spec/memory_population.py);
-    a spec that cannot be true is an error line, a CPU the table does not know a warning line. Each rack of
-    provision_racks against its nodes' summed peak_draw_w (provision/spec/racks.py): over budget is an error."""
+    a spec that cannot be true is an error line, a CPU the table does not know a warning line. Every profile's
+    CPU and GPU figures against the parts table (provision/spec/parts.yml) and its power budget (the GPUs' power
+    limits + the CPUs' TDP + power.platform_allowance_w) against its peak draw, its PSUs under their redundancy and
+    its cooling limit (provision/spec/power_budget.py): each a finding line naming the profile's figure, the
+    part's and the source; findings do not fail validation unless --strict. Each rack of provision_racks against
+    its nodes' summed peak_draw_w (provision/spec/racks.py): over budget is an error."""
     fmt = choose(output, as_json)
     fleet = load_fleet(inventory)
     rows = [{"host": h.name, "profile": h.profile, "spec": h.spec.profile} for h in fleet.hosts.values()]
     problems = _population_problems(inventory, fleet) + _rack_problems(inventory, fleet)
     errors = [p for p in problems if p["severity"] == Severity.ERROR]
+    findings = [p for p in problems if p["severity"] == Severity.FINDING]
+    code = 2 if errors else 1 if strict and findings else 0
     if fmt is Format.JSON:
         emit_json({"inventory": str(inventory), "valid": not errors, "profiles": sorted(fleet.profiles),
+                   "classes": {name: spec.profile for name, spec in sorted(fleet.profiles.items())},
                    "hosts": rows, "problems": problems})
-        if errors:
-            raise typer.Exit(2)
+        if code:
+            raise typer.Exit(code)
         return
     for p in problems:
-        colour = "red" if p["severity"] == Severity.ERROR else "yellow"
+        colour = _COLOURS[Severity(p["severity"])]
         err_console.print(f"[{colour}]{p['severity']}:[/{colour}] {escape(p['line'])}", highlight=False,
                           soft_wrap=True)
     if errors:
@@ -98,9 +115,15 @@ def validate(inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: JsonOpt = Fal
     table = new_table("host", "profile", "class", title=f"{inventory}: {len(rows)} host(s) valid")
     for row in rows:
         add_row(table, row["host"], row["profile"], row["spec"])
+    summary = (f"{len(fleet.profiles)} profiles valid ({len(findings)} finding(s)): "
+               f"{', '.join(f'{name} ({spec.profile})' for name, spec in sorted(fleet.profiles.items()))}")
     if fmt is Format.TABLE:
-        print_wide(Text(f"profiles valid: {', '.join(sorted(fleet.profiles))}"))
+        print_wide(Text(summary))
+    else:  # plain: stdout stays the host table alone
+        err_console.print(escape(summary), highlight=False, soft_wrap=True)
     show(table, fmt)
+    if code:
+        raise typer.Exit(code)
 
 
 def errors_of(inventory: Path, fleet: Fleet) -> list[str]:
@@ -137,12 +160,24 @@ def _population_problems(inventory: Path, fleet: Fleet) -> list[dict[str, str]]:
         where = profile_file(inventory, profile)
         unused = [Finding(Severity.WARNING, pin, "pinned, but the profile has no hardware that uses it (not installed)")
                   for pin in spec.unused_pins()]
-        for finding in check_profile(spec) + check_power(spec) + unused:
+        for finding in _profile_findings(spec) + unused:
             key = f"{PROFILE_PREFIX}{profile}.{finding.key}"
             out.append({"severity": finding.severity, "file": where, "key": key, "message": finding.message,
                         "hosts": users, "line": f"{where}: {key}: {finding.message} ({users})"})
     return out
 
+
+
+def _profile_findings(spec: NodeSpec) -> list[Finding]:
+    """Memory population, PSUs, the parts table and the power budget; a part the tables do not know is warned of
+    once per key."""
+    found: list[Finding] = []
+    for finding in check_profile(spec) + check_power(spec) + part_findings(spec) + budget_findings(spec):
+        if finding.severity is Severity.WARNING and any(f.severity is Severity.WARNING and f.key == finding.key
+                                                         for f in found):
+            continue
+        found.append(finding)
+    return found
 
 
 def _rack_problems(inventory: Path, fleet: Fleet) -> list[dict[str, str]]:

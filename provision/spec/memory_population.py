@@ -1,11 +1,12 @@
 """Memory population: can a spec's DIMM count, channels and speed be true together for its CPU?
 
-A small table of CPU parts: memory channels per socket, the memory type, and the speed the vendor
-rates at one and two DIMMs per channel (DPC). `check_profile` is pure: a spec in, findings out
+The CPU parts' memory figures come from the parts table (provision/spec/parts.yml, one row per part with its
+source): memory channels per socket, the memory type, and the speed the vendor rates at one and two DIMMs per
+channel (DPC). `check_profile` is pure: a spec in, findings out
 (errors: the spec cannot be true; warnings: the table cannot judge). `provision spec validate`
 prints them, one line each, naming the file, the profile variable and the key.
 
-Sources (vendor data, not measured here):
+Sources of those figures (vendor data, not measured here; parts.yml names each row's):
 - Intel Xeon Platinum 8592+ (5th Gen Xeon Scalable, Emerald Rapids): Intel ARK "Max # of Memory
   Channels 8", "Memory Types DDR5-5600"; Intel's 5th Gen Xeon product brief and server vendors'
   population guides rate 2DPC at DDR5-4400.
@@ -33,11 +34,13 @@ Sources (vendor data, not measured here):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from enum import StrEnum
 
+from provision.spec.findings import Finding, Severity
 from provision.spec.model import NodeSpec
+from provision.spec.parts import CpuPart, cpu_part, parts
+
+__all__ = ["CPU_MEMORY", "CpuMemory", "Finding", "Severity", "check_profile", "lookup"]
 
 
 @dataclass(frozen=True)
@@ -51,50 +54,19 @@ class CpuMemory:
     source: str
 
 
-_SPR = ("Sapphire Rapids, 4th Gen Xeon Scalable", 8, "DDR5", (4800, 4400), "Intel ARK; Intel 4th Gen DPC guidance")
-_EMR = ("Emerald Rapids, 5th Gen Xeon Scalable", 8, "DDR5", (5600, 4400), "Intel ARK; Intel 5th Gen product brief")
-
-# Keys: the part number as it appears in the model name, after _normalise.
-CPU_MEMORY: dict[str, CpuMemory] = {
-    "xeon platinum 8592+": CpuMemory(*_EMR),
-    "xeon platinum 8480+": CpuMemory(*_SPR),
-    "xeon platinum 8462y+": CpuMemory(*_SPR),
-    "epyc 9454p": CpuMemory("Genoa, 4th Gen EPYC", 12, "DDR5", (4800, 3600),
-                            "AMD product page; AMD EPYC 9004 memory population guidance"),
-    "epyc 7502p": CpuMemory("Rome, 2nd Gen EPYC", 8, "DDR4", (3200, 2933),
-                            "AMD product page; EPYC 7002 server vendors' population guides"),
-    "core i5-13500": CpuMemory("Raptor Lake, 13th Gen Core", 2, "DDR5", (4800, 4000),
-                               "Intel ARK; Intel 13th Gen Core desktop datasheet vol. 1"),
-    "core i9-9900k": CpuMemory("Coffee Lake Refresh, 9th Gen Core", 2, "DDR4", (2666, 2666),
-                               "Intel ARK (one speed stated, taken for 1 and 2 DPC)"),
-    "ryzen 9 7950x": CpuMemory("Raphael, Ryzen 7000 (Zen 4)", 2, "DDR5", (5200, 3600),
-                               "AMD product page; AMD AM5 memory support (4 DIMMs: DDR5-3600)"),
-}
+def _memory(part: CpuPart) -> CpuMemory:
+    m = part.memory
+    return CpuMemory(part.family, m.channels, m.type, m.mts_by_dpc, part.source)
 
 
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    key: str  # under the profile, e.g. memory.channels_per_socket
-    message: str
-
-
-def _normalise(model: str) -> str:
-    text = re.sub(r"\((?:R|TM)\)|®|™", "", model, flags=re.I)
-    text = re.sub(r"\b(?:Intel|AMD|CPU|Processor)\b|@.*$|\d+-Core", " ", text, flags=re.I)
-    return " ".join(text.lower().split())
+CPU_MEMORY: dict[str, CpuMemory] = {p.key: _memory(p) for p in parts().cpus}
+"""By part number (the key of provision/spec/parts.yml): the memory figures of the parts table."""
 
 
 def lookup(model: str) -> CpuMemory | None:
     """The table entry for a model name as lscpu or Redfish prints it, or None."""
-    name = _normalise(model)
-    return next((entry for key, entry in CPU_MEMORY.items() if re.search(rf"(?<!\S){re.escape(key)}(?!\S)", name)),
-                None)
+    part = cpu_part(model)
+    return None if part is None else _memory(part)
 
 
 def check_profile(spec: NodeSpec) -> list[Finding]:

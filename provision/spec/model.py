@@ -49,10 +49,14 @@ class Cpu(Frozen):
     """Logical CPUs, where they are not sockets x cores x threads_per_core: a hybrid Intel Core part (its
     P-cores run two threads, its E-cores one: an i5-13500 has 14 cores and 20 threads)."""
     base_clock_ghz: PositiveFloat
+    """Nominal (base) clock; a hybrid Intel Core part's P-core base clock. Verify reads it from SMBIOS (dmidecode
+    type 4 Current Speed); `spec validate` holds it against the part (provision/spec/parts.py)."""
     l3_cache_mb_per_socket: PositiveInt
+    """L3 of one socket in MB (MiB, as vendors and SMBIOS count cache); verify reads SMBIOS type 7 (Level 3)."""
     isa_flags: tuple[str, ...] = Field(description="Flags required in /proc/cpuinfo, e.g. avx512f, amx_tile")
     pcie_generation: PositiveInt
     pcie_lanes: PositiveInt
+    """PCIe lanes of one socket, as the part's data sheet counts them (`spec validate` holds it against the part)."""
 
     @property
     def total_cores(self) -> int:
@@ -74,6 +78,9 @@ class Memory(Frozen):
     min_speed_mts: PositiveInt = Field(description="Slowest configured DIMM speed (MT/s) the node must run at")
     channels_per_socket: PositiveInt = Field(description="Populated memory channels on each socket")
     dimms_per_channel: PositiveInt = Field(description="DIMMs in every populated channel")
+    module: Literal["RDIMM", "UDIMM"] | None = None
+    """Registered or unbuffered DIMMs (the seed's "DDR5 ECC RDIMM"); verify holds every DIMM's SMBIOS Type Detail
+    against it. Absent: the seed does not say, and verify does not judge it."""
 
     @model_validator(mode="after")
     def _dimms_add_up(self) -> Memory:
@@ -460,6 +467,11 @@ class Power(Frozen):
     redundancy: Literal["N+1", "2N", "N+N", "none"]
     efficiency: str
     peak_draw_w: PositiveInt
+    platform_allowance_w: NonNegativeInt | None = None
+    """What the node draws beside its CPUs and GPUs at peak (memory, drives, NICs, fans, conversion losses): the
+    profile's stated allowance. `spec validate` adds it to the parts' CPU TDPs and the GPUs' power limits and holds
+    the sum against peak_draw_w, the PSUs under their redundancy and the chassis cooling limit. Absent: 0 W, and
+    the budget line says no allowance is stated."""
 
 
 class Cooling(Frozen):
@@ -470,6 +482,9 @@ class Cooling(Frozen):
         default=None, description="Internal ambient that fails verify (absent: critical_component_c)")
     max_inlet_c: PositiveFloat
     critical_component_c: PositiveFloat
+    max_system_power_w: PositiveInt | None = None
+    """The total system power the chassis cooling is rated to remove (seed 1.1: "Supports up to 3500W total
+    system power draw"); `spec validate` holds the peak draw and the power budget against it. Absent: not stated."""
 
     @model_validator(mode="after")
     def _ambient_tiers(self) -> Cooling:
@@ -682,6 +697,20 @@ class Acceptance(Frozen):
     llm_finetune_tokens_per_sec: PositiveInt | None = None
 
 
+class Benchmark(Frozen):
+    """A figure the seed quotes for the class, recorded as given: nothing measures or judges it."""
+
+    score: PositiveFloat
+    unit: str = Field(min_length=1, description="What the score counts, as the seed names it")
+    source: str = Field(min_length=1, description="Where the figure comes from (e.g. the seed's table)")
+
+
+class Reference(Frozen):
+    """Figures recorded for reference only (no check, no gate)."""
+
+    cpu_benchmark: Benchmark | None = None
+
+
 class Comparison(StrEnum):
     """How an observed figure is held against the spec's."""
 
@@ -768,6 +797,7 @@ class NodeSpec(Frozen):
     acceptance: Acceptance
     containers: Containers = Field(default_factory=Containers, description="Container engines wired to the GPUs")
     nfs_mounts: tuple[NfsMount, ...] = Field(default=(), description="NFS checkpoint mounts (none: no NFS)")
+    reference: Reference = Field(default_factory=Reference, description="Figures recorded, not judged")
     comparisons: dict[str, Comparison] = Field(
         default_factory=dict,
         description="Per drift figure, exact or minimum; figures not named keep the default kind (COMPARISONS)",

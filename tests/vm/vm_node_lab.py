@@ -25,6 +25,7 @@ WAIVERS = {
     "memory.speed": "qemu's SMBIOS DIMM has no configured speed",
     "memory.population": "qemu's one SMBIOS DIMM ('DIMM 0') names no socket or channel",
     "memory.ecc": "qemu's SMBIOS says multi-bit ECC for memory that has none",
+    "cpu.l3_cache": "qemu's SMBIOS has no cache records (type 7): no L3 size to read",
     "bmc.*": "the VM node's BMC is the simulator: its sensors, PSUs and SEL are not the VM's",
     "services.smartmontools": "Debian's smartmontools.service has ConditionVirtualization=no: never started in a VM",
 }

@@ -1,7 +1,9 @@
-"""CPU checks from `lscpu`: model, sockets, cores, threads and the required ISA flags."""
+"""CPU checks from `lscpu`: model, sockets, cores, threads and the required ISA flags; from SMBIOS (past the quick
+level, as the DIMMs): each socket's base clock and L3 (checks/cpu_smbios.py)."""
 
 from __future__ import annotations
 
+from provision.conformance.checks import cpu_smbios
 from provision.conformance.checks._base import Context, Unreadable
 from provision.conformance.facts import Probe
 from provision.conformance.model import Level
@@ -13,10 +15,19 @@ SECTION = "lscpu"
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
-    return [Probe(name=SECTION, command="lscpu")]
+    found = [Probe(name=SECTION, command="lscpu")]
+    if level is not Level.QUICK:
+        found.append(Probe(name=cpu_smbios.SECTION, command=cpu_smbios.COMMAND))
+    return found
 
 
 def evaluate(ctx: Context) -> None:
+    _lscpu(ctx)
+    if ctx.level is not Level.QUICK:
+        cpu_smbios.judge(ctx)
+
+
+def _lscpu(ctx: Context) -> None:
     cpu = ctx.spec.cpu
     rows: list[tuple[str, str, object]] = [
         ("cpu.model", "CPU model", cpu.model),

@@ -1,4 +1,5 @@
-"""Memory checks: visible total (/proc/meminfo), and from dmidecode the DIMMs, type, speed and ECC."""
+"""Memory checks: visible total (/proc/meminfo), and from dmidecode the DIMMs, type, speed, ECC, population and
+(where the spec says RDIMM or UDIMM) each DIMM's Type Detail."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ MEMINFO = "meminfo"
 DMI = "dmidecode_memory"
 # Firmware, the kernel and reserved ranges keep a few percent of the installed memory.
 VISIBLE_FRACTION = 0.95
+# SMBIOS type 17 Type Detail flags (dmidecode's wording, DMTF DSP0134 7.18.3): bit 13 Registered (Buffered),
+# bit 14 Unbuffered (Unregistered).
+TYPE_DETAIL = {"RDIMM": "Registered (Buffered)", "UDIMM": "Unbuffered (Unregistered)"}
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
@@ -73,6 +77,23 @@ def _dimms(ctx: Context) -> None:
     _speed(ctx, rows[3], dimms, speeds)
     ctx.record(rows[4][0], AREA, rows[4][1], mem.ecc, ecc or "no system memory array", _has_ecc(ecc) == mem.ecc)
     _population(ctx, rows[5], dmi)
+    if mem.module is not None:
+        _module(ctx, mem.module, dimms)
+
+
+def _module(ctx: Context, module: str, dimms: list[MemoryDevice]) -> None:
+    """Every populated DIMM's Type Detail carries the flag of the spec's module kind (a DIMM that says neither
+    cannot be judged: ERROR, never a pass)."""
+    cid, desc, want = "memory.module", f"every DIMM is {module} (SMBIOS Type Detail)", TYPE_DETAIL[module]
+    flags = {d.locator: [k for k, flag in TYPE_DETAIL.items() if flag in (d.type_detail or "")] for d in dimms}
+    unknown = [loc for loc, kinds in flags.items() if len(kinds) != 1]
+    if unknown or not dimms:
+        ctx.unreadable(cid, AREA, desc, want, f"no Registered/Unbuffered flag in the Type Detail of "
+                       f"{', '.join(unknown[:4]) or 'any DIMM'}")
+        return
+    other = sorted(loc for loc, kinds in flags.items() if kinds != [module])
+    found = sorted({kinds[0] for kinds in flags.values()})
+    ctx.record(cid, AREA, desc, want, found, not other, f"not {module}: {', '.join(other[:8])}" if other else "")
 
 
 def _speed(ctx: Context, row: tuple[str, str, object], dimms: list[MemoryDevice], speeds: list[int | None]) -> None:

@@ -1,4 +1,4 @@
-"""`dmidecode` (full, `-t system`, `-t memory`, `-t processor`): SMBIOS records, typed.
+"""`dmidecode` (full, `-t system`, `-t memory`, `-t processor`, `-t cache`): SMBIOS records, typed.
 
 Records start with `Handle 0x..., DMI type N, M bytes`, then a title line, then indented
 `Key: Value` fields (list-valued fields continue one level deeper). Memory devices are
@@ -19,6 +19,7 @@ _KV = re.compile(r"^(?P<key>[^:]+):\s*(?P<value>.*)$")
 _SIZE = re.compile(r"^(?P<num>\d+) (?P<unit>bytes|kB|KB|MB|GB|TB)$")
 _SPEED = re.compile(r"^(?P<num>\d+) (?:MT/s|MHz)$")
 _MIB = {"bytes": 1 / (1 << 20), "kB": 1 / 1024, "KB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024}
+_LEVEL = re.compile(r"\bLevel (?P<level>\d+)\b")
 
 
 @dataclass
@@ -71,6 +72,18 @@ class ProcessorInfo(Model):
     thread_count: int | None
     max_speed_mhz: int | None
     current_speed_mhz: int | None
+    """SMBIOS "Current Speed": the speed at boot, which firmware reports as the part's base (nominal) clock."""
+    l3_cache_handle: str | None
+
+
+class CacheInfo(Model):
+    """DMI type 7: one cache of one socket (its Installed Size is the socket's whole cache of that level)."""
+
+    handle: str
+    designation: str | None
+    level: int | None
+    """From Configuration (`Enabled, Not Socketed, Level 3`)."""
+    installed_kib: int | None
 
 
 class MemoryArray(Model):
@@ -159,6 +172,7 @@ class DmiReport(Model):
     system: SystemInfo | None
     baseboard: BaseboardInfo | None
     processors: tuple[ProcessorInfo, ...]
+    caches: tuple[CacheInfo, ...] = ()
     memory_arrays: tuple[MemoryArray, ...]
     memory_devices: tuple[MemoryDevice, ...]
 
@@ -205,6 +219,23 @@ def _size_mib(what: str, value: str | None) -> int | None:
     if not match:
         fail(TOOL, f"{what}: size {text!r} is not 'N MB/GB/TB'")
     return int(int(match["num"]) * _MIB[match["unit"]])
+
+
+def _size_kib(what: str, value: str | None) -> int | None:
+    text = present(value)
+    if text is None or text == "None":
+        return None
+    match = _SIZE.match(text)
+    if not match:
+        fail(TOOL, f"{what}: size {text!r} is not 'N kB/MB'")
+    return round(int(match["num"]) * _MIB[match["unit"]] * 1024)
+
+
+def _cache(r: _Record) -> CacheInfo:
+    level = _LEVEL.search(r.fields.get("Configuration", ""))
+    return CacheInfo(handle=r.handle, designation=present(r.fields.get("Socket Designation")),
+                     level=int(level["level"]) if level else None,
+                     installed_kib=_size_kib(f"cache {r.handle}", _need(r, "Installed Size")))
 
 
 def _speed(what: str, value: str | None) -> int | None:
@@ -256,6 +287,7 @@ def _processor(r: _Record) -> ProcessorInfo:
         thread_count=to_int(TOOL, what, f.get("Thread Count")),
         max_speed_mhz=_speed(what, f.get("Max Speed")),
         current_speed_mhz=_speed(what, f.get("Current Speed")),
+        l3_cache_handle=present(f.get("L3 Cache Handle")),
     )
 
 
@@ -334,6 +366,7 @@ def parse_dmidecode(text: str) -> DmiReport:
             serial_number=present(board.fields.get("Serial Number")),
         ),
         processors=tuple(_processor(r) for r in records if r.type == 4),
+        caches=tuple(_cache(r) for r in records if r.type == 7),
         memory_arrays=arrays,
         memory_devices=dimms,
     )

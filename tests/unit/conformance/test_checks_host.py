@@ -43,18 +43,77 @@ CPU_8280 = {"cpu.model": "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz", "cpu.co
 
 
 def test_cpu_capture_matches_its_spec() -> None:
-    ctx = run(spec(**CPU_8280), {"lscpu": LSCPU_8280})
+    ctx = run(spec(**CPU_8280), {"lscpu": LSCPU_8280}, Level.QUICK)  # lscpu only: SMBIOS is read past quick
     cpu = area(ctx, "cpu")
     assert len(cpu) == 8 and failed(ctx, "cpu") == []
     assert cpu["cpu.threads"].found == "112" and cpu["cpu.sockets"].found == "2"
 
 
 def test_cpu_against_ml_prod_v4_reports_each_difference() -> None:
-    ctx = run(spec(), {"lscpu": LSCPU_8280})
+    ctx = run(spec(), {"lscpu": LSCPU_8280}, Level.QUICK)
     bad = failed(ctx, "cpu")
     assert {"cpu.model", "cpu.cores_per_socket", "cpu.threads", "cpu.flag.amx_tile", "cpu.flag.amx_bf16",
             "cpu.flag.amx_int8", "cpu.flag.avx512_bf16"} == set(bad)
     assert area(ctx, "cpu")["cpu.flag.avx512f"].passed
+
+
+# ---- CPU from SMBIOS: base clock and L3 per socket ----------------------------------------------------
+# X13DEi: 2x Xeon Gold 5416S (Intel ARK: 2.0 GHz base, 30 MB L3): Current Speed 2000 MHz, L3 "30 MB" linked from
+# each processor's L3 Cache Handle. Quanta D54Q: 2x Xeon Platinum 8470N (1.7 GHz, 97.5 MB): 1700 MHz, 99840 kB.
+CPU_5416S = {"cpu.base_clock_ghz": 2.0, "cpu.l3_cache_mb_per_socket": 30}
+
+
+def _smbios_cpu(node_spec, dmi: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    results = area(run(node_spec, {"dmidecode_cpu": dmi}), "cpu")
+    return {cid: r for cid, r in results.items() if cid in ("cpu.base_clock", "cpu.l3_cache")}
+
+
+def test_base_clock_and_l3_of_each_socket_from_the_x13dei_capture() -> None:
+    rows = _smbios_cpu(spec(**CPU_5416S), DMI_X13DEI)
+    assert rows["cpu.base_clock"].passed and rows["cpu.base_clock"].found == "2000 MHz"
+    assert rows["cpu.l3_cache"].passed and rows["cpu.l3_cache"].found == "30 MB"
+
+
+def test_the_seeds_8592_figures_fail_on_a_real_node() -> None:
+    """ML-PROD-V4 as the seed writes it (2.5 GHz, 112 MB) against real SMBIOS: both fail, each socket named."""
+    rows = _smbios_cpu(spec(), DMI_QUANTA)
+    clock, l3 = rows["cpu.base_clock"], rows["cpu.l3_cache"]
+    assert clock.outcome is Outcome.FAIL and clock.expected == "2500 MHz" and clock.found == "1700 MHz"
+    assert clock.detail == "not the base clock: CPU_0 1700 MHz, CPU_1 1700 MHz"
+    assert l3.outcome is Outcome.FAIL and l3.expected == "112 MB" and l3.found == "97.5 MB"
+    assert "CPU_1 97.5 MB" in l3.detail
+
+
+def test_one_socket_with_another_l3_or_clock_fails_naming_it() -> None:
+    second = DMI_X13DEI.rindex("Socket Designation: L3 Cache")
+    size = DMI_X13DEI.index("Installed Size: 30 MB", second)
+    one_off = DMI_X13DEI[:size] + "Installed Size: 15 MB" + DMI_X13DEI[size + len("Installed Size: 30 MB"):]
+    rows = _smbios_cpu(spec(**CPU_5416S), one_off)
+    assert rows["cpu.l3_cache"].outcome is Outcome.FAIL and rows["cpu.l3_cache"].detail == "not the spec's L3: CPU2 15 MB"
+    slow = DMI_X13DEI.replace("Current Speed: 2000 MHz", "Current Speed: 1900 MHz", 1)
+    rows = _smbios_cpu(spec(**CPU_5416S), slow)
+    assert rows["cpu.base_clock"].outcome is Outcome.FAIL and rows["cpu.base_clock"].detail == \
+        "not the base clock: CPU1 1900 MHz"
+
+
+def test_l3_records_without_handles_pair_with_the_sockets_in_order() -> None:
+    unlinked = re.sub(r"\tL[123] Cache Handle: 0x[0-9A-F]+\n", "", DMI_X13DEI)
+    assert "L3 Cache Handle" not in unlinked
+    assert _smbios_cpu(spec(**CPU_5416S), unlinked)["cpu.l3_cache"].passed
+
+
+def test_no_cache_records_or_no_speed_is_an_error_never_a_pass() -> None:
+    records = DMI_X13DEI.split("\n\n")
+    no_cache = "\n\n".join(r for r in records if "DMI type 7," not in r)
+    rows = _smbios_cpu(spec(**CPU_5416S), no_cache)
+    assert rows["cpu.l3_cache"].outcome is Outcome.ERROR and rows["cpu.base_clock"].passed
+    no_speed = DMI_X13DEI.replace("Current Speed: 2000 MHz", "Current Speed: Unknown")
+    assert _smbios_cpu(spec(**CPU_5416S), no_speed)["cpu.base_clock"].outcome is Outcome.ERROR
+    assert {r.outcome for r in _smbios_cpu(spec(**CPU_5416S), "").values()} == {Outcome.ERROR}
+
+
+def test_smbios_cpu_is_read_past_quick_only() -> None:
+    assert {"cpu.base_clock", "cpu.l3_cache"}.isdisjoint(area(run(spec(), {"lscpu": LSCPU_8280}, Level.QUICK), "cpu"))
 
 
 # ---- memory ---------------------------------------------------------------------------------------
@@ -110,6 +169,31 @@ def test_locators_without_channels_cannot_pass_population() -> None:
     ctx = run(spec(**hpe), {"dmidecode_memory": DMI_HPE})
     pop = area(ctx, "memory")["memory.population"]
     assert pop.outcome is Outcome.ERROR and "PROC 1 DIMM 1" in pop.found
+
+
+def test_registered_dimms_from_the_capture_and_one_unbuffered_fails() -> None:
+    ctx = run(spec(**MEM_X13DEI), {"dmidecode_memory": DMI_X13DEI})
+    module = area(ctx, "memory")["memory.module"]
+    assert module.passed and module.expected == "Registered (Buffered)" and module.found == "RDIMM"
+    udimm = DMI_X13DEI.replace("Type Detail: Synchronous Registered (Buffered)",
+                               "Type Detail: Synchronous Unbuffered (Unregistered)", 1)
+    module = area(run(spec(**MEM_X13DEI), {"dmidecode_memory": udimm}), "memory")["memory.module"]
+    assert module.outcome is Outcome.FAIL and module.detail == "not RDIMM: P1-DIMMA1"
+    assert module.found == "RDIMM, UDIMM"
+
+
+def test_a_udimm_spec_fails_on_registered_dimms_and_no_flag_is_an_error() -> None:
+    module = area(run(spec(**{**MEM_X13DEI, "memory.module": "UDIMM"}), {"dmidecode_memory": DMI_X13DEI}),
+                  "memory")["memory.module"]
+    assert module.outcome is Outcome.FAIL and module.expected == "Unbuffered (Unregistered)"
+    bare = DMI_X13DEI.replace("Type Detail: Synchronous Registered (Buffered)", "Type Detail: Synchronous")
+    module = area(run(spec(**MEM_X13DEI), {"dmidecode_memory": bare}), "memory")["memory.module"]
+    assert module.outcome is Outcome.ERROR and "P1-DIMMA1" in module.detail
+
+
+def test_no_module_in_the_spec_makes_no_module_check() -> None:
+    ctx = run(spec(**{**MEM_X13DEI, "memory.module": None}), {"dmidecode_memory": DMI_X13DEI})
+    assert "memory.module" not in area(ctx, "memory")
 
 
 def test_memory_visible_and_ecc_off() -> None:

@@ -40,6 +40,23 @@ def test_dmidecode_quanta_sapphire_rapids() -> None:
     assert dmi.installed_memory_mib == 256 * 1024
 
 
+@pytest.mark.parametrize(("capture", "current_mhz", "l3_kib"), [
+    (QUANTA, 1700, 99840),  # 2x Xeon Platinum 8470N: 1.7 GHz base, 97.5 MB L3 (Intel ARK)
+    ("dmidecode/linuxhw/dmidecode.supermicro-x13dei.2x-xeon-gold-5416s.ddr5.txt", 2000, 30 * 1024),
+    ("dmidecode/linuxhw/dmidecode.hpe-dl380-gen11.ddr5.txt", 2800, 38400),
+])
+def test_dmidecode_each_socket_links_its_l3_and_reports_its_base_clock(capture: str, current_mhz: int,
+                                                                      l3_kib: int) -> None:
+    dmi = parse_dmidecode(text(capture))
+    caches = {c.handle: c for c in dmi.caches}
+    assert len(dmi.processors) == 2 and len(caches) == 6  # L1, L2, L3 of each socket
+    for cpu in dmi.processors:
+        assert cpu.current_speed_mhz == current_mhz and cpu.l3_cache_handle is not None
+        l3 = caches[cpu.l3_cache_handle]
+        assert (l3.level, l3.installed_kib) == (3, l3_kib)
+    assert sorted(c.level for c in caches.values()) == [1, 1, 2, 2, 3, 3]
+
+
 def test_dmidecode_hpe_two_arrays_multibit_ecc() -> None:
     dmi = parse_dmidecode(text("dmidecode/linuxhw/dmidecode.hpe-dl380-gen11.ddr5.txt"))
     assert dmi.system is not None and dmi.system.product_name == "ProLiant DL380 Gen11"

@@ -7,6 +7,7 @@ subprocesses against a temp twin state, as in tests/unit/test_personality_tools.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -241,3 +242,48 @@ def test_nvme_end_of_life_faults_fail_exactly_their_checks(twin: Twin, kind: str
         apply_fault(twin.state, kind, clear=True)
     assert bad == failing
     assert not {i for i, r in nvme_results().items() if not r.accepted}
+
+
+def _smbios(node: Twin) -> dict[str, Any]:
+    """The twin's SMBIOS CPU and memory rows, probed as verify probes them (checks/cpu.py, checks/memory.py)."""
+    from tests.unit.conformance.helpers import area, run
+
+    sections = {"dmidecode_cpu": node.out("dmidecode", "-t", "processor", "-t", "cache"),
+                "dmidecode_memory": node.out("dmidecode", "-t", "memory"), "meminfo": _proc(node, "meminfo")}
+    ctx = run(node.spec, sections)
+    return {**area(ctx, "cpu"), **area(ctx, "memory")}
+
+
+def _mutate(node: Twin, change: Callable[[dict[str, Any]], None]) -> None:
+    path = node.state / "hardware.json"
+    hw = json.loads(path.read_text())
+    change(hw)
+    path.write_text(json.dumps(hw))
+
+
+@pytest.mark.parametrize("profile", ["ml_prod_v4", "catalogue_i9_9900k", "catalogue_epyc_9454p"])
+def test_the_twin_presents_the_specd_base_clock_l3_and_dimm_kind(tmp_path: Path, profile: str) -> None:
+    node = Twin(tmp_path, profile)
+    node.converge()
+    rows = _smbios(node)
+    checked = {"cpu.base_clock", "cpu.l3_cache", "memory.module"}
+    assert {cid: rows[cid].outcome.value for cid in checked} == dict.fromkeys(checked, "pass")
+    assert rows["memory.module"].found == node.spec.memory.module
+    assert rows["cpu.l3_cache"].found == f"{node.spec.cpu.l3_cache_mb_per_socket} MB"
+
+
+@pytest.mark.parametrize(("profile", "change", "failing"), [
+    ("ml_prod_v4", lambda hw: [d.update(registered=False) for d in hw["dimms"][:1]], "memory.module"),
+    ("catalogue_i9_9900k", lambda hw: [d.update(registered=True) for d in hw["dimms"]], "memory.module"),
+    ("ml_prod_v4", lambda hw: hw["cpu"].update(l3_kb_per_socket=hw["cpu"]["l3_kb_per_socket"] // 2), "cpu.l3_cache"),
+    ("catalogue_epyc_9454p", lambda hw: hw["cpu"].update(base_mhz=2250), "cpu.base_clock"),
+])
+def test_a_mutated_twin_fails_exactly_that_check(tmp_path: Path, profile: str,
+                                                 change: Callable[[dict[str, Any]], None], failing: str) -> None:
+    node = Twin(tmp_path, profile)
+    node.converge()
+    _mutate(node, change)
+    rows = _smbios(node)
+    checked = {"cpu.base_clock", "cpu.l3_cache", "memory.module"}
+    assert {cid for cid in checked if not rows[cid].accepted} == {failing}
+    assert rows[failing].outcome.value == "fail"

@@ -79,6 +79,8 @@ class DimmHw(_Hw):
     part: str
     serial: str
     ecc: bool
+    registered: bool = True
+    """SMBIOS Type Detail Registered (Buffered), else Unbuffered (Unregistered): the spec's memory.module."""
 
 
 class GpuHw(_Hw):
@@ -269,6 +271,7 @@ def _dimms(spec: NodeSpec, seed: str) -> tuple[DimmHw, ...]:
                 part="M321R8GA0BB0-CQKZJ" if m.type == "DDR5" else "M393A8G40AB2-CWE",
                 serial=_alnum(8, seed, "dimm", i),
                 ecc=m.ecc,
+                registered=m.module != "UDIMM",
             )
         )
     return tuple(out)

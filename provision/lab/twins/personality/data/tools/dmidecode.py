@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # LAB STAND-IN: simulated hardware, not the real tool.
 """Simulated `dmidecode` (3.4 layout, as the linuxhw DDR5 server captures) for lab twins:
--t system|baseboard|bios|processor|memory|1|2|0|4|16|17, -s <keyword>, and the full dump."""
+-t system|baseboard|bios|processor|cache|memory|1|2|0|4|7|16|17, -s <keyword>, and the full dump."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import labstate
 
 HEAD = "# dmidecode 3.4\nGetting SMBIOS data from sysfs.\nSMBIOS 3.5.0 present.\n"
-TYPES = {"bios": [0], "system": [1], "baseboard": [2], "processor": [4], "memory": [16, 17]}
+TYPES = {"bios": [0], "system": [1], "baseboard": [2], "processor": [4], "cache": [7], "memory": [16, 17]}
 
 
 def bios(hw: dict[str, Any]) -> str:
@@ -57,12 +57,41 @@ def processor(hw: dict[str, Any]) -> str:
             f"\tSignature: Type 0, Family {c['family']}, Model {c['model']}, Stepping {c['stepping']}\n"
             f"\tVersion: {c['model_name']}\n\tVoltage: 1.6 V\n\tExternal Clock: 100 MHz\n"
             f"\tMax Speed: {c['max_mhz']} MHz\n\tCurrent Speed: {c['base_mhz']} MHz\n\tStatus: Populated, Enabled\n"
-            "\tUpgrade: Socket LGA4677\n\tSerial Number: Not Specified\n\tAsset Tag: Not Specified\n"
+            "\tUpgrade: Socket LGA4677\n"
+            + "".join(f"\tL{level} Cache Handle: 0x{_cache_handle(i, level):04X}\n" for level in (1, 2, 3))
+            + "\tSerial Number: Not Specified\n\tAsset Tag: Not Specified\n"
             "\tPart Number: Not Specified\n"
             f"\tCore Count: {c['cores_per_socket']}\n\tCore Enabled: {c['cores_per_socket']}\n"
             f"\tThread Count: {c['cores_per_socket'] * c['threads_per_core']}\n\tCharacteristics:\n"
             "\t\t64-bit capable\n\t\tMulti-Core\n\t\tHardware Thread\n\t\tExecute Protection\n"
             "\t\tEnhanced Virtualization\n\t\tPower/Performance Control\n\n")
+    return "".join(out)
+
+
+def _cache_handle(socket: int, level: int) -> int:
+    return 0x0100 + 3 * socket + level - 1
+
+
+def _size(kb: int) -> str:
+    """As dmidecode 3.4 prints a cache size: MB when whole, else kB."""
+    return f"{kb // 1024} MB" if kb % 1024 == 0 else f"{kb} kB"
+
+
+def cache(hw: dict[str, Any]) -> str:
+    """Type 7: each socket's L1, L2 and L3, the socket's whole cache of each level (as the linuxhw captures)."""
+    c = hw["cpu"]
+    sizes = {1: c["cores_per_socket"] * 80, 2: c["cores_per_socket"] * 2048, 3: c["l3_kb_per_socket"]}
+    out = []
+    for i in range(c["sockets"]):
+        for level, kb in sizes.items():
+            out.append(
+                f"Handle 0x{_cache_handle(i, level):04X}, DMI type 7, 27 bytes\nCache Information\n"
+                f"\tSocket Designation: L{level} Cache\n\tConfiguration: Enabled, Not Socketed, Level {level}\n"
+                "\tOperational Mode: Write Back\n\tLocation: Internal\n"
+                f"\tInstalled Size: {_size(kb)}\n\tMaximum Size: {_size(kb)}\n\tSupported SRAM Types:\n"
+                "\t\tSynchronous\n\tInstalled SRAM Type: Synchronous\n\tSpeed: Unknown\n"
+                "\tError Correction Type: Single-bit ECC\n\tSystem Type: Unified\n"
+                "\tAssociativity: 16-way Set-associative\n\n")
     return "".join(out)
 
 
@@ -84,7 +113,8 @@ def memory(hw: dict[str, Any]) -> str:
                 "\tPart Number: Not Specified\n\tRank: Unknown\n\tConfigured Memory Speed: Unknown\n\n")
             continue
         width = "80 bits" if d["ecc"] else "64 bits"
-        detail = "Synchronous Registered (Buffered)"
+        detail = ("Synchronous Registered (Buffered)" if d.get("registered", True)
+                  else "Synchronous Unbuffered (Unregistered)")
         out.append(
             f"Handle 0x{0x37 + i:04X}, DMI type 17, 92 bytes\nMemory Device\n\tArray Handle: 0x0036\n"
             f"\tError Information Handle: Not Provided\n\tTotal Width: {width}\n\tData Width: 64 bits\n"
@@ -102,7 +132,7 @@ def memory(hw: dict[str, Any]) -> str:
     return "".join(out)
 
 
-RENDER = {0: bios, 1: system, 2: baseboard, 4: processor, 16: memory, 17: memory}
+RENDER = {0: bios, 1: system, 2: baseboard, 4: processor, 7: cache, 16: memory, 17: memory}
 KEYWORDS = {
     "system-manufacturer": lambda hw: hw["system"]["manufacturer"],
     "system-product-name": lambda hw: hw["system"]["product"],
@@ -129,7 +159,7 @@ def main(args: list[str]) -> int:
         if a in ("-t", "--type") and i + 1 < len(args):
             for t in args[i + 1].split(","):
                 wanted += TYPES.get(t, [int(t)] if t.isdigit() else [])
-    wanted = wanted or [0, 1, 2, 4, 16]
+    wanted = wanted or [0, 1, 2, 4, 7, 16]
     done: set[Any] = set()
     parts = [HEAD, ""]
     for kind in wanted:
