@@ -7,7 +7,7 @@
 # when the run so far took less than PROVISION_HEAVY_START_BUDGET seconds (default 1800), so that the
 # whole command stays well inside CI's limit on a slow machine; PROVISION_TEST_HEAVY=1 forces it,
 # PROVISION_TEST_HEAVY=0 skips it. Either way the skip is printed.
-# The tests that need no lab run first, over PROVISION_TEST_WORKERS pytest-xdist workers (default 2; 0 runs them
+# The tests that need no lab run first, over PROVISION_TEST_WORKERS pytest-xdist workers (default 0: they run
 # in this process), each test file on one worker; then the lab tier, one test at a time (its tests share twins,
 # simulators, network slots and the lab's ports). Each tier prints its time at its end ("== unit tier: 312 s").
 set -euo pipefail
@@ -66,7 +66,7 @@ limit_tier() {
 }
 
 # The unit and lab tiers: together exactly the tests marked neither heavy nor vm.
-workers=${PROVISION_TEST_WORKERS:-2}
+workers=${PROVISION_TEST_WORKERS:-0}
 xdist=()
 [ "$workers" = "0" ] || xdist=(-n "$workers" --dist loadfile)
 echo "== tests: unit tier (${workers} workers)"
