@@ -344,14 +344,17 @@ class RedfishHealth:
 
 
 def _health_problems(node: Node, system: Json, chassis: list[str]) -> list[str]:
-    """System, Manager and first Chassis: Status.HealthRollup (else Health) must be OK."""
+    """System, Manager and first Chassis: Status.HealthRollup (else Health) must be OK; one that reports
+    neither gives no evidence of health, and is a problem too (could not check is never a pass)."""
     bodies = {node.system.uri: system}
     uris = [node.system.uri] + ([node.manager_uri] if node.manager_uri else []) + chassis
     problems = []
     for uri in uris:
         status = (bodies.get(uri) or node.conn.get(uri)).get("Status") or {}
         health = status.get("HealthRollup") or status.get("Health")
-        if health not in (None, "OK"):
+        if health is None:
+            problems.append(f"{uri} reports no Status.Health: health not checked")
+        elif health != "OK":
             problems.append(f"{uri} Status.Health is {health}")
     return problems
 

@@ -583,6 +583,12 @@ class StatusConn:
      ["/redfish/v1/Chassis/1 Status.Health is Critical"]),
     ({"Health": "OK", "HealthRollup": "Warning"}, {"Health": "OK"}, {"Health": "OK"},
      ["/redfish/v1/Systems/1 Status.Health is Warning"]),
+    # a resource that reports no health gives no evidence: never read as healthy
+    ({}, {"Health": "OK"}, {"Health": "OK"}, ["/redfish/v1/Systems/1 reports no Status.Health: health not checked"]),
+    ({"Health": "OK"}, {"State": "Enabled"}, {"Health": "OK"},
+     ["/redfish/v1/Managers/1 reports no Status.Health: health not checked"]),
+    ({"Health": "OK"}, {"Health": "OK"}, {"Health": None},
+     ["/redfish/v1/Chassis/1 reports no Status.Health: health not checked"]),
 ])
 def test_the_redfish_health_gate_reads_system_manager_and_chassis(system: dict[str, str], manager: dict[str, str],
                                                                   chassis: dict[str, str], problems: list[str]) -> None:
