@@ -2,8 +2,8 @@
 by sushy-tools' `sushy-static` and by the project's simulator as captured -- and read by `provision bmc inventory
 --json`: its drives, PSUs, NIC ports, CPUs, GPUs and firmware entries are the ones an independent reader of the
 capture files finds (tests/unit/redfish/capture_facts.py, plain JSON walking, no product parser). One server per
-capture, module-scoped; run under the lab lock. Serial numbers of systems are not asserted (the simulator as
-captured still rewrites them)."""
+capture, module-scoped. The host system's identity (Manufacturer, Model, SKU, SerialNumber, UUID) is the file's
+through both servers: the simulator as captured rewrites nothing."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ def _holds(f: Facts, data: dict[str, Any]) -> None:
     assert tuple(c["model"] for c in inv["cpus"]) == f.cpus
     assert len(inv["gpus"]) == f.gpus
     assert {e["id"]: (e["version"], e["state"]) for e in inv["firmware"]} == f.firmware
+    system = data["identity"]["system"]
+    assert {k: system[k] for k in f.system} == f.system
 
 
 def test_the_inventory_from_sushy_static_is_the_capture_s(peer: tuple[str, Path]) -> None:

@@ -34,6 +34,7 @@ class Facts:
     cpus: tuple[str | None, ...]  # the host's CPU models, as the capture names them (Model, else a named family)
     gpus: int
     firmware: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # Id -> (Version, State)
+    system: dict[str, str | None] = field(default_factory=dict)  # the host system's URI and identity properties
 
 
 class Capture:
@@ -159,6 +160,18 @@ def _gpus(cap: Capture) -> int:
                 and str(d.get("Id"))[3:].isdigit()})
 
 
+def _text(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _system(cap: Capture) -> dict[str, str | None]:
+    """The host system's own identity properties, as its file gives them (blank: None)."""
+    host = _host(cap)
+    keys = {"manufacturer": "Manufacturer", "model": "Model", "sku": "SKU", "serial_number": "SerialNumber",
+            "uuid": "UUID"}
+    return {"uri": host.get("@odata.id")} | {k: _text(host.get(v)) for k, v in keys.items()}
+
+
 def _firmware(cap: Capture) -> dict[str, tuple[str | None, str | None]]:
     coll = cap.follow(cap.get(R), "UpdateService")
     entries = cap.members(cap.follow(coll, "FirmwareInventory"))
@@ -172,4 +185,4 @@ def facts(name: str) -> Facts:
     cpus = tuple(_cpu_name(p) for p in _processors(cap, _host(cap))
                  if str(p.get("ProcessorType") or "CPU").upper() == "CPU")
     return Facts(drives=drives, drive_serials=serials, psus=_psus(cap), ports=_ports(cap), cpus=cpus,
-                 gpus=_gpus(cap), firmware=_firmware(cap))
+                 gpus=_gpus(cap), firmware=_firmware(cap), system=_system(cap))

@@ -38,7 +38,7 @@ def state_of(t: dict[str, Any]) -> fw.FirmwareState:
 
 def bios(version: str, **kw: object) -> FirmwareComponent:
     return FirmwareComponent.model_validate(
-        {"component": "bios", "version": version, "image": "bios.bin", "sha256": SHA, **kw})
+        {"component": "bios", "version": version, "image": "bios.bin", "sha256": SHA, "applies_to": "any", **kw})
 
 
 @pytest.mark.parametrize(("running", "baseline", "scheme"), [

@@ -25,7 +25,8 @@ def test_an_absent_firmware_entry_is_shown_with_its_version_and_state() -> None:
                                         "Status": {"State": "Absent"}})]
     state = fw.FirmwareState(entries=entries, service=UpdateService.parse({}))
     comp = FirmwareComponent.model_validate({"component": "gpu", "version": "96.00.89.00.01",
-                                             "image": "/nonexistent/gpu.fwpkg", "sha256": "0" * 64})
+                                             "image": "/nonexistent/gpu.fwpkg", "sha256": "0" * 64,
+                                             "applies_to": "any"})
     (row,) = fw.status((comp,), state, by_name("nvidia_hgx"))
     assert row.verdict == "absent"  # nothing running to compare: could not check, never "ok"
     assert [(e.id, e.raw_version, e.state, e.version) for e in row.entries] == [

@@ -222,7 +222,7 @@ def test_default_lab_node_reads_no_new_places() -> None:
     Thermal: the *Subsystem resources it does not link are never fetched; SimpleStorage is (drives are counted
     across every place that lists them), and the request count stays bounded (23 before SimpleStorage was read,
     with this loopback BMC's one-level $expand; the linked SimpleStorage is not in the tree: 404 with and without
-    $expand)."""
+    $expand; one more for the Manager the platform identity names)."""
     from provision.lab.bmcsim.config import TREES_DIR, Parts
     from provision.lab.bmcsim.fill import complete
     from provision.lab.bmcsim.tree import load_dir
@@ -235,4 +235,4 @@ def test_default_lab_node_reads_no_new_places() -> None:
     paths = [s.path for s in bmc.seen if s.method == "GET"]
     assert not [p for p in paths if any(x in p for x in ("PowerSubsystem", "ThermalSubsystem"))]
     assert paths.count("/redfish/v1/Systems/1/SimpleStorage") <= 2
-    assert inv.requests <= 25 and len(inv.gpus) == 8 and len(inv.drives) == 10
+    assert inv.requests <= 26 and len(inv.gpus) == 8 and len(inv.drives) == 10
