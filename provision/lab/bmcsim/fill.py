@@ -28,6 +28,7 @@ def complete(res: dict[str, Json], parts: Parts) -> list[str]:
     added += _gpus(res, parts)
     added += _drives(res, parts.boot_drives + parts.scratch_drives)
     _drive_sizes(res, parts)
+    _no_simple_storage_devices(res)
     _network(res, parts)
     added += _psus(res, parts)
     return added
@@ -308,6 +309,14 @@ def _drives(res: dict[str, Json], want: int) -> list[str]:
     return added
 
 
+def _no_simple_storage_devices(res: dict[str, Json]) -> None:
+    """The spec's drives are the Storage drives filled above: a captured SimpleStorage's devices (another
+    server's SATA bays) are not the spec's and would be counted beside them, so none are listed."""
+    for obj in res.values():
+        if str(obj.get("@odata.type", "")).startswith("#SimpleStorage.") and obj.get("Devices"):
+            obj["Devices"] = []
+
+
 def _psus(res: dict[str, Json], parts: Parts) -> list[str]:
     """The spec's PSUs populated; bays beyond them shown empty (State Absent), as a real chassis does."""
     want = parts.psus
@@ -320,7 +329,7 @@ def _psus(res: dict[str, Json], parts: Parts) -> list[str]:
                 new["@odata.id"] = f"{uri}#/PowerSupplies/{len(supplies)}"
                 supplies.append(new)
             for i, psu in enumerate(supplies):
-                _populate(psu, i < want, parts.psu_watts)
+                _populate(psu, i < want, parts.psu_watts, i)
     added: list[str] = []
     for uri, obj in list(res.items()):
         if str(obj.get("@odata.type", "")).startswith("#PowerSupplyCollection."):
@@ -328,11 +337,15 @@ def _psus(res: dict[str, Json], parts: Parts) -> list[str]:
             added += _top_up(res, uri, have, want)
             for i, member in enumerate(_members(res, uri)):
                 if member in res:
-                    _populate(res[member], i < want, parts.psu_watts)
+                    _populate(res[member], i < want, parts.psu_watts, i)
     return added
 
 
-def _populate(psu: Json, present: bool, watts: int) -> None:
+def _populate(psu: Json, present: bool, watts: int, bay: int) -> None:
+    """Bay `bay`'s PSU: its serial is the bay's in Power and PowerSubsystem alike (the same PSU listed twice,
+    as a real BMC lists it), never the serial of the PSU a clone was copied from."""
+    if "SerialNumber" in psu or present:
+        psu["SerialNumber"] = f"LABPSU{bay:03d}"
     if present:
         psu["Status"] = {"State": "Enabled", "Health": "OK"}
         psu["PowerCapacityWatts"] = watts
@@ -396,9 +409,14 @@ def _network(res: dict[str, Json], parts: Parts) -> None:
 
 
 def _ports(res: dict[str, Json], adapter: str, tech: str, gbps: int) -> None:
+    """The adapter's one port (the spec counts ports: a captured dual-port card lists only its first)."""
     for key in ("Ports", "NetworkPorts"):
         coll = str((res[adapter].get(key) or {}).get("@odata.id", "")).rstrip("/")
-        for port in [m for m in _members(res, coll) if m in res]:
+        ports = [m for m in _members(res, coll) if m in res][:1]
+        if ports:
+            res[coll]["Members"] = [{"@odata.id": p} for p in ports]
+            res[coll]["Members@odata.count"] = len(ports)
+        for port in ports:
             obj = res[port]
             if key == "Ports":
                 obj.update(LinkNetworkTechnology=tech, CurrentSpeedGbps=gbps, LinkStatus="LinkUp")
