@@ -74,6 +74,25 @@ VERDICT = ("tests/unit/conformance/test_outcomes.py", "tests/unit/conformance/te
 TRANSPORT = (PLAIN, "tests/unit/test_transport_tls.py", "tests/unit/redfish/test_rf_auth_modes.py")
 
 SITES: tuple[Site, ...] = (
+    # -- platform identity: an image only for the board it was built for (issue 38) -----------------------
+    Site("image-fit-not-checked", "provision/redfish/ops/firmware.py",
+         "    unfit = [c for c in baseline if not c.target.fits(state.identity)]\n", "    unfit = []\n",
+         ("tests/unit/redfish/test_platform_fit.py",),
+         "firmware plan/update sends a baseline image to a board it was not built for"),
+    Site("campaign-image-for-any-node", "provision/campaign/node.py",
+         "    return [c for c in components if c.target.fits(state.identity)]\n", "    return list(components)\n",
+         ("tests/unit/campaign/test_not_applicable.py",),
+         "a campaign flashes a node of another platform instead of listing it not applicable"),
+    Site("platform-unread-fits", "provision/spec/platforms.py",
+         "        return identity is not None and any(p.fits(identity) for p in self.platforms)\n",
+         "        return identity is None or any(p.fits(identity) for p in self.platforms)\n",
+         ("tests/unit/redfish/test_platform_fit.py", "tests/unit/campaign/test_not_applicable.py"),
+         "an image is sent to a node whose identity could not be read"),
+    Site("platform-glob-substring", "provision/spec/platforms.py",
+         "_compiled(pattern).match(str(value).strip().casefold()) is not None",
+         "_compiled(pattern.strip('*') + '*').match(str(value).strip().casefold()) is not None",
+         ("tests/unit/redfish/test_platform_fit.py",),
+         "a platform pattern matches a prefix (SYS-821GE fits SYS-821GE-TNHR-X), not the whole model"),
     # -- versions by scheme (issues 38, 42) -----------------------------------------------------------------
     Site("version-drops-trailing-parts", "provision/spec/versions.py",
          "    ka, kb = ka + (0,) * (width - len(ka)), kb + (0,) * (width - len(kb))\n",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +19,21 @@ from provision.redfish.resources.base import real_text
 
 T = TypeVar("T")
 Technology = Literal["Ethernet", "InfiniBand", "other", "unknown"]
+
+
+def controller_protocol(storage: dict[str, Any]) -> str | None:
+    """The one device protocol a Storage's controllers state (StorageControllers[].SupportedDeviceProtocols),
+    e.g. NVMe for an NVMe backplane; None when they state none or more than one (then nothing is inferred)."""
+    protocols = {str(p).upper(): str(p) for c in storage.get("StorageControllers") or [] if isinstance(c, dict)
+                 for p in c.get("SupportedDeviceProtocols") or [] if isinstance(p, str) and p.strip()}
+    return next(iter(protocols.values())) if len(protocols) == 1 else None
+
+
+def with_controller_protocol(drive: Drive, stated: dict[str, str]) -> Drive:
+    """A drive whose own Protocol is not given takes the one protocol its Storage's controllers attach; a
+    drive's own Protocol always stands."""
+    proto = stated.get(drive.uri.rstrip("/")) if drive.protocol is None and drive.uri else None
+    return drive.model_copy(update={"protocol": proto}) if proto else drive
 
 
 def drives_by_identity(listed: Sequence[Drive]) -> list[Drive]:

@@ -12,11 +12,13 @@ from provision.redfish.connector import ROOT, Connector, Json, Unreadable, is_ex
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops.counting import (
     PortTally,
+    controller_protocol,
     drives_by_identity,
     merge_simple_storage,
     port_technology,
     psus_by_identity,
     tally,
+    with_controller_protocol,
 )
 from provision.redfish.resources import (
     ComputerSystem,
@@ -278,11 +280,14 @@ def _drives(conn: Connector, storage: list[Json], chassis_drives: list[Json], si
     """One drive per identity across Storage, Chassis Drives and SimpleStorage Devices; removable media none."""
     known = {str(d.get("@odata.id", "")).rstrip("/"): d for d in chassis_drives}
     links: list[Any] = []
+    stated: dict[str, str] = {}  # drive URI -> the one protocol its Storage's controllers attach
     for s in storage:
-        links += [known.get(str(x.get("@odata.id", "")).rstrip("/"), x) for x in s.get("Drives") or []
-                  if isinstance(x, dict)]
+        linked = [x for x in s.get("Drives") or [] if isinstance(x, dict)]
+        links += [known.get(str(x.get("@odata.id", "")).rstrip("/"), x) for x in linked]
+        proto = controller_protocol(s)
+        stated |= {str(x.get("@odata.id", "")).rstrip("/"): proto for x in linked if proto}
     full = conn.resolve(links) + chassis_drives
-    drives = drives_by_identity([Drive.parse(d) for d in full])
+    drives = drives_by_identity([with_controller_protocol(Drive.parse(d), stated) for d in full])
     return merge_simple_storage(drives, [d for s in simple for d in SimpleStorage.parse(s).drives()])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rf_fakebmc import FakeBmc
 from rf_small_tree import (
     TB,
@@ -197,3 +198,22 @@ def test_without_network_adapters_the_host_s_ethernet_interfaces_are_ports_of_un
     bmc = FakeBmc(tree=t)
     assert observe_tree(t, bmc).ports.model_dump() == {"ethernet": 2, "infiniband": 0, "other": 0, "unknown": 0}
     assert not [s for s in bmc.seen if "EthernetInterfaces" in s.path]
+
+
+@pytest.mark.parametrize(("controllers", "own", "protocol"), [
+    ([{"SupportedDeviceProtocols": ["NVMe"]}], None, "NVMe"),  # an NVMe backplane: its drives are NVMe
+    ([{"SupportedDeviceProtocols": ["NVMe"]}], "SATA", "SATA"),  # a drive's own Protocol always stands
+    ([{"SupportedDeviceProtocols": ["SAS", "SATA"]}], None, None),  # a tri-mode HBA: nothing inferred
+    ([{"SupportedDeviceProtocols": ["NVMe"]}, {"SupportedDeviceProtocols": ["SATA"]}], None, None),
+    ([{}], None, None),  # controllers that say nothing: unknown, never NVMe
+    ([], None, None),
+])
+def test_a_drive_without_protocol_takes_its_controllers_one_protocol(
+        controllers: list[dict[str, object]], own: str | None, protocol: str | None) -> None:
+    from provision.redfish.ops.counting import controller_protocol, with_controller_protocol
+    from provision.redfish.resources import Drive
+
+    uri = "/redfish/v1/Chassis/1/Drives/0"
+    drive = Drive.parse({"@odata.id": uri, "Protocol": own, "Model": "X", "SerialNumber": "S1"})
+    stated = {uri: p} if (p := controller_protocol({"StorageControllers": controllers})) else {}
+    assert with_controller_protocol(drive, stated).protocol == protocol

@@ -45,7 +45,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                          dimm_type=None, drives=0, nvme=0, psus=0, psu_w=None, gpus=2, gpu="NVIDIA GH200 96GB HBM3",
                          gpu_gib=96),
     "supermicro": dict(vendor="supermicro", cpu="Intel(R) Xeon(R) Platinum 8462Y+", cores=32, cpus=2, dimms=32,
-                       dimm_gib=64, dimm_type="DDR5", drives=8, nvme=0, psus=8, psu_w=None, gpus=8,
+                       dimm_gib=64, dimm_type="DDR5", drives=8, nvme=8, psus=8, psu_w=None, gpus=8,
                        gpu="H100 80GB HBM3", gpu_gib=80),
 }
 
@@ -60,7 +60,8 @@ def test_full_capture_inventory(full: dict[str, NodeInventory], name: str) -> No
     assert len(dimms) == want["dimms"] and {round((m.capacity_mib or 0) / 1024) for m in dimms} == {want["dimm_gib"]}
     assert {m.memory_device_type for m in dimms} == {want["dimm_type"]}
     assert len(inv.drives) == want["drives"] and len([d for d in inv.drives if d.is_nvme]) == want["nvme"]
-    # Supermicro's backplane drives state no Protocol: unknown, never taken for NVMe
+    # Supermicro's backplane drives state no Protocol of their own: their Storage's controllers attach only NVMe
+    # (StorageControllers[].SupportedDeviceProtocols), so they are NVMe; a drive nothing says more of is unknown
     assert len([d for d in inv.drives if not d.protocol_known]) == want["drives"] - want["nvme"] - (
         2 if name == "hpe" else 0)  # HPE's two SATA boot drives
     psus = [p for pw in inv.power for p in pw.power_supplies if p.present]
