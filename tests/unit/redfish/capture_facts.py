@@ -35,6 +35,7 @@ class Facts:
     gpus: int
     firmware: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # Id -> (Version, State)
     system: dict[str, str | None] = field(default_factory=dict)  # the host system's URI and identity properties
+    device: bool = False  # the host system states no host CPU (ProcessorSummary.Count 0): a DPU's or switch's BMC
 
 
 class Capture:
@@ -185,4 +186,5 @@ def facts(name: str) -> Facts:
     cpus = tuple(_cpu_name(p) for p in _processors(cap, _host(cap))
                  if str(p.get("ProcessorType") or "CPU").upper() == "CPU")
     return Facts(drives=drives, drive_serials=serials, psus=_psus(cap), ports=_ports(cap), cpus=cpus,
-                 gpus=_gpus(cap), firmware=_firmware(cap), system=_system(cap))
+                 gpus=_gpus(cap), firmware=_firmware(cap), system=_system(cap),
+                 device=(_host(cap).get("ProcessorSummary") or {}).get("Count") == 0)
