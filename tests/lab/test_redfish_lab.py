@@ -159,8 +159,16 @@ def test_firmware_and_bios_converge_with_one_host_reset(lab: Lab, capsys: pytest
     opts_bios = OPTS.model_copy(update={"firmware": False})
     converge.apply(node, wrong, converge.make_plan(node, wrong, lab.inventory.parent, opts_bios), opts_bios, FAST)
     cplan = converge.make_plan(node, spec, lab.inventory.parent, OPTS)
-    assert cplan.firmware.steps and cplan.firmware.steps[0].component == "bmc"
     before = _resets(node)
+    if lab.tree == "public-rackmount1":
+        # DMTF's mockup BMC reports '1.45.455b66-rev4', a build id no version scheme orders against the baseline's
+        # 11.02.05: it is never flashed as "older"; the update refuses in one line naming both, and sends nothing
+        assert "'1.45.455b66-rev4'" in cplan.firmware.incomparable["bmc"], cplan.firmware.incomparable
+        with pytest.raises(RedfishOperationFailed, match=r"nothing sent: .*cannot compare"):
+            converge.apply(node, spec, cplan, OPTS, FAST)
+        assert _resets(node) == before and converge.make_plan(node, spec, lab.inventory.parent, OPTS) == cplan
+        return
+    assert cplan.firmware.steps and cplan.firmware.steps[0].component == "bmc"
     result = converge.apply(node, spec, cplan, OPTS, FAST)
     assert result.host_resets == 1 and result.verified
     _, node = _node(lab, "node01")  # a fresh session: the BMC rebooted on its new image
