@@ -8,6 +8,7 @@ could not read the node's BMC (no credentials given, no answer, credentials or T
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import typer
@@ -94,7 +95,7 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
     opts = converge.ConvergeOptions(firmware=False, reset=not no_reset)
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (host, facts):
+    with reading() if plan_only else contextlib.nullcontext(), open_host(entry, insecure) as (host, facts):
         known = read_identity(facts.conn, inventory, node, "bios apply")
         cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
         assert cplan.bios is not None

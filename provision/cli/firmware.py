@@ -6,11 +6,12 @@ Exit 0: at baseline / done (or the plan printed); 1: not at baseline (status) or
 2: bad input, or a node its profile (or an image) does not describe (one line naming node and platform);
 3: a baseline component could not be checked (absent from FirmwareInventory, its version unreadable, or not
 comparable with the baseline's: one error line each, naming both versions), never reported as at baseline,
-newer or older; `plan` exits 3 too when the node's BMC could not be read.
+newer or older; `status`, `plan` and `update --plan` exit 3 too when the node's BMC could not be read.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -53,7 +54,7 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     as_json = fmt is Format.JSON
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (host, facts):
+    with reading(), open_host(entry, insecure) as (host, facts):
         known = read_identity(facts.conn, inventory, node, "firmware status")
         platform_identity.check(facts.conn, host.spec, known)  # a node its profile does not describe: refused
         rows = fw.status(host.spec.firmware, fw.observe(facts.conn, known), facts.vendor)
@@ -170,7 +171,7 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
                                     image_bind=image_bind, image_advertise=image_advertise)
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (host, facts):
+    with reading() if plan_only else contextlib.nullcontext(), open_host(entry, insecure) as (host, facts):
         known = read_identity(facts.conn, inventory, node, "firmware update")
         cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
         if plan_only or (cplan.empty and not cplan.firmware.refused):

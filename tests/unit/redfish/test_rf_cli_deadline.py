@@ -57,7 +57,8 @@ def test_a_stalling_bmc_fails_each_command_with_one_line(inventory_copy: Path, c
         code = cli_main([argv[0], *argv[1:2], "node01", *argv[2:], "-i", str(inventory_copy)] if argv[0] in (
             "bmc", "firmware", "bios") else [argv[0], "node01", *argv[1:], "-i", str(inventory_copy)])
     err = [line for line in capsys.readouterr().err.strip().splitlines() if "plain HTTP" not in line]
-    plan = argv[:2] in (["firmware", "plan"], ["bios", "diff"])  # a read-only plan that could not look: exit 3
+    # a read (a plan, a status, an update's or apply's --plan) that could not look: exit 3, as verify
+    plan = argv[:2] in (["firmware", "plan"], ["bios", "diff"], ["firmware", "status"]) or "--plan" in argv
     assert code == (3 if plan else 1), err
     assert len(err) == 1 and "Traceback" not in err[0], err
     assert "node01 BMC" in err[0] and stalled in err[0] and "deadline" in err[0], err

@@ -1,5 +1,5 @@
-"""Plans that could not look (issue 38 item 7): `firmware plan`, `bios diff` and `campaign plan` exit 3 (as
-verify) when a node's BMC could not be read, never "at baseline" or "matches"; a cause every node shares (no
+"""Plans that could not look (issue 38 item 7): `firmware plan|status|update --plan`, `bios diff|apply --plan` and
+`campaign plan` exit 3 (as verify) when a node's BMC could not be read, never "at baseline" or "matches"; a cause every node shares (no
 credentials given) is said once, not once per node; the counts say "could not read N"."""
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def _lines(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("argv", [["firmware", "plan"], ["bios", "diff"], ["firmware", "plan", "--json"],
-                                  ["bios", "diff", "--json"]])
+                                  ["bios", "diff", "--json"], ["firmware", "status"], ["firmware", "update", "--plan"],
+                                  ["bios", "apply", "--plan"]])
 def test_a_single_node_plan_without_credentials_exits_3(inventory_copy: Path, capsys: pytest.CaptureFixture[str],
                                                         argv: list[str]) -> None:
     code = main([*argv[:2], "node01", *argv[2:], "-i", str(inventory_copy)])
@@ -48,13 +49,14 @@ def test_a_single_node_plan_without_credentials_exits_3(inventory_copy: Path, ca
                                "vaulted), or set PROVISION_BMC_USERNAME and PROVISION_BMC_PASSWORD"]
 
 
-@pytest.mark.parametrize("argv", [["firmware", "plan"], ["bios", "diff"]])
+@pytest.mark.parametrize("argv", [["firmware", "plan"], ["bios", "diff"], ["firmware", "status"],
+                                  ["firmware", "update", "--plan"], ["bios", "apply", "--plan"]])
 def test_a_single_node_plan_whose_credentials_are_refused_exits_3(inventory_copy: Path,
                                                                   capsys: pytest.CaptureFixture[str],
                                                                   argv: list[str]) -> None:
     with Served(FakeBmc(tree=tree("supermicro"), password="another")) as srv:
         point_at(inventory_copy, srv.address)
-        code = main([*argv, "node01", "-i", str(inventory_copy)])
+        code = main([*argv[:2], "node01", *argv[2:], "-i", str(inventory_copy)])
     out = capsys.readouterr()
     err = _lines(out.err)
     assert code == 3 and len(err) == 1 and "node01 BMC" in err[0] and "Traceback" not in err[0]
@@ -106,3 +108,14 @@ def test_campaign_plan_with_a_version_it_cannot_compare_and_unreadable_nodes(
     assert text.count(CAUSE) == 1 and "could not read 2 node(s) (node02, node03)" in text
     assert "could not read: 2; versions not comparable: 1" in text and "already at baseline" not in text
     assert "versions not comparable with the catalog's on 1 node(s)" in _lines(out.err)[-1]
+
+
+@pytest.mark.parametrize("argv", [["firmware", "update"], ["bios", "apply"]])
+def test_an_update_that_cannot_read_the_bmc_is_a_failure_not_could_not_check(
+        inventory_copy: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """Without --plan a write whose BMC refuses the credentials failed (exit 1), as any update that fails."""
+    with Served(FakeBmc(tree=tree("supermicro"), password="another")) as srv:
+        point_at(inventory_copy, srv.address)
+        code = main([*argv, "node01", "-i", str(inventory_copy)])
+    err = _lines(capsys.readouterr().err)
+    assert code == 1 and len(err) == 1 and "node01 BMC" in err[0]
