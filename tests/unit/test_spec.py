@@ -62,7 +62,7 @@ def test_the_captured_profile_is_the_supermicro_capture_as_it_runs() -> None:
     assert (cap.power.psu_count, cap.power.psu_watts) == (8, 3000)
     assert (cap.storage.boot.size_tb, cap.storage.scratch.size_tb, cap.storage.scratch.count) == (7.68, 7.68, 6)
     assert {f.component: f.version for f in cap.firmware}["bmc"] == "11.01.01"
-    assert cap.network.infiniband is None and cap.network.ethernet.count == 10  # as the X13 BMC reports them
+    assert cap.network.infiniband is None and cap.network.ethernet.count == 11  # ports, as the X13 BMC reports them
 
 
 def test_spec_is_frozen() -> None:
