@@ -378,7 +378,7 @@ def node_identity(node: Node, components: Sequence[Component]) -> PlatformIdenti
     with _IDENTITIES_LOCK:
         known = _IDENTITIES.get(key)
     if known is None:
-        known = platform_identity.read(node.conn)
+        known = platform_identity.of_node(node)
         with _IDENTITIES_LOCK:
             _IDENTITIES[key] = known
     return known

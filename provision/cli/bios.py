@@ -96,7 +96,7 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with reading() if plan_only else contextlib.nullcontext(), open_host(entry, insecure) as (host, facts):
-        known = read_identity(facts.conn, inventory, node, "bios apply")
+        known = read_identity(facts, inventory, node, "bios apply")
         cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
         assert cplan.bios is not None
         if plan_only or (not cplan.bios.changes and not cplan.bios.invalid):

@@ -31,11 +31,10 @@ from provision.cli.options import (
 )
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
-from provision.redfish.connector import Connector
 from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops import identity as platform_identity
-from provision.redfish.ops.session import open_host
+from provision.redfish.ops.session import Node, open_host
 from provision.redfish.ops.waiting import Clock
 from provision.spec.platforms import PlatformIdentity
 
@@ -55,7 +54,7 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with reading(), open_host(entry, insecure) as (host, facts):
-        known = read_identity(facts.conn, inventory, node, "firmware status")
+        known = read_identity(facts, inventory, node, "firmware status")
         platform_identity.check(facts.conn, host.spec, known)  # a node its profile does not describe: refused
         rows = fw.status(host.spec.firmware, fw.observe(facts.conn, known), facts.vendor)
     if as_json:
@@ -96,9 +95,9 @@ def _unchecked_why(row: fw.ComponentStatus) -> str:
     return f"listed Absent in FirmwareInventory: {listed}"
 
 
-def read_identity(conn: Connector, inventory: Path, node: str, source: str) -> PlatformIdentity:
+def read_identity(facts: Node, inventory: Path, node: str, source: str) -> PlatformIdentity:
     """The node's identity, read from its BMC and kept in the journal where one exists."""
-    found = platform_identity.read(conn)
+    found = platform_identity.of_node(facts)
     keep_identity(journal_at(None, inventory), node, found, source)
     return found
 
@@ -138,7 +137,7 @@ def _plan(node: str, inventory: Path, insecure: bool,
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with open_host(entry, insecure) as (host, facts):
-        known = read_identity(facts.conn, inventory, node, "firmware plan")
+        known = read_identity(facts, inventory, node, "firmware plan")
         return node, converge.make_plan(facts, host.spec, opts=opts, known=known)
 
 
@@ -172,7 +171,7 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
     with reading() if plan_only else contextlib.nullcontext(), open_host(entry, insecure) as (host, facts):
-        known = read_identity(facts.conn, inventory, node, "firmware update")
+        known = read_identity(facts, inventory, node, "firmware update")
         cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
         if plan_only or (cplan.empty and not cplan.firmware.refused):
             if as_json:

@@ -59,7 +59,7 @@ class PreflightStage(BmcStage):
         """The identity first (a few GETs): a node of another platform is not inventoried against a spec that
         does not describe it."""
         with bmc(ctx, self.opts) as node:
-            found = platform_identity.read(node.conn)
+            found = platform_identity.of_node(node)
             if ctx.journal is not None:  # each reading is kept (journal.identities)
                 record_identity(ctx.journal, ctx.host.name, found, "preflight")
             if not ctx.host.spec.described_platforms.fits(found):

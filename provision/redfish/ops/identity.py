@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from provision.redfish.connector import ROOT, Connector, Json
+from provision.redfish.ops.session import Node
 from provision.spec.model import NodeSpec
 from provision.spec.platforms import BmcIdentity, Board, DeviceKind, PlatformIdentity, refuse_profile
 
@@ -106,6 +107,11 @@ def read(conn: Connector, systems: list[Json] | None = None) -> PlatformIdentity
         return from_tree(systems, chassis, managers)
     every = conn.members(f"{ROOT}/Chassis")  # no host CPUs: what is it (device_kind)?
     return from_tree(systems, [*chassis, *every], managers, fabric_count(conn))
+
+
+def of_node(node: Node) -> PlatformIdentity:
+    """The identity of a logged-in node, from the Systems its facts already hold (no second read of them)."""
+    return read(node.conn, list(node.systems) or None)
 
 
 def check(conn: Connector, spec: NodeSpec, known: PlatformIdentity | None = None) -> PlatformIdentity:

@@ -115,7 +115,7 @@ def observe(conn: Connector) -> NodeInventory:
     })
     systems: list[Json] = top["systems"]
     chassis: list[Json] = top["chassis"]
-    system = host_system(systems)
+    system = platform_identity.host_system(systems)
     jobs = _system_jobs(conn, system, [s for s in systems if s is not system]) | _chassis_jobs(conn, chassis)
     link = system.get("EthernetInterfaces")
     if not any(isinstance(c.get("NetworkAdapters"), dict) for c in chassis) and isinstance(link, dict) \
@@ -131,11 +131,6 @@ def observe(conn: Connector) -> NodeInventory:
                                   "identity": platform_identity.from_tree(
                                       systems, chassis, got.get(platform_identity.MANAGER_JOB) or [],
                                       got.get(platform_identity.FABRICS_JOB))})
-
-
-def host_system(systems: list[Json]) -> Json:
-    """The host: the first system with a Bios (an HGX baseboard system beside it has none), else the first."""
-    return next((s for s in systems if isinstance(s.get("Bios"), dict)), systems[0] if systems else {})
 
 
 def _system_jobs(conn: Connector, system: Json, others: list[Json]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from provision.errors import InventoryError, RedfishError
-from provision.redfish.connector import ROOT, Connector, ConnectorOptions
+from provision.redfish.connector import ROOT, Connector, ConnectorOptions, Json
 from provision.redfish.resources import ComputerSystem, ServiceRoot
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.transport_warnings import warn_once
@@ -56,6 +56,8 @@ class Node:
     system: ComputerSystem
     manager_uri: str | None
     vendor: VendorPlugin
+    systems: tuple[Json, ...] = ()
+    """Every ComputerSystem as read for the facts (the platform identity reads its host among them)."""
 
 
 def node_facts(conn: Connector) -> Node:
@@ -68,7 +70,7 @@ def node_facts(conn: Connector) -> Node:
     managers = conn.get_optional(f"{ROOT}/Managers") or {}
     mgr = [str(m.get("@odata.id")) for m in managers.get("Members", []) if isinstance(m, dict)]
     return Node(conn=conn, root=root, system=system, manager_uri=mgr[0] if mgr else None,
-                vendor=detect(root, system))
+                vendor=detect(root, system), systems=tuple(systems))
 
 
 def open_node(opts: ConnectorOptions) -> Node:

@@ -297,6 +297,9 @@ def test_ml_prod_v4_firmware_plan_on_the_supermicro_capture_plans(
     assert rc == 0, out
     steps = json.loads(out)["plan"]["firmware"]["steps"]
     assert {s["component"]: len(s["entries"]) for s in steps} == {"bmc": 1, "bios": 1, "gpu": 8, "nvswitch": 4}
+    # the identity is read from the Systems the node facts already hold: each system is fetched once
+    gets = [s.path.rstrip("/") for s in bmc.seen if s.method == "GET"]
+    assert gets.count("/redfish/v1/Systems") == 1 and gets.count("/redfish/v1/Systems/1") <= 1, gets
 
 
 # ---- `bmc inventory`: the identity shown (table, json), kept in the journal, a misfit named --------------
