@@ -16,6 +16,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -364,24 +365,33 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     return inv / "hosts.yml"
 
 
-def absolute_images(copy: Path, source_base: Path) -> None:
-    """Firmware image paths in the copied specs are relative to the source inventory: make them absolute."""
+def _edit_profiles(copy: Path, edit: Callable[[dict[str, Any]], bool], note: str) -> None:
+    """`edit` every profile (`provision_profile_*`) of the copied inventory's YAML files; a file whose profiles
+    it changed (it returns True) is written back under a `note` comment saying what `lab up` did."""
     for path in sorted(copy.rglob("*.y*ml")):
         data = yaml.safe_load(path.read_text())
         if not isinstance(data, dict):
             continue
         changed = False
         for var, spec in data.items():
-            if not (str(var).startswith("provision_profile_") and isinstance(spec, dict)):
-                continue
-            for fw in spec.get("firmware") or []:
-                image = fw.get("image") if isinstance(fw, dict) else None
-                if isinstance(image, str) and "://" not in image and not Path(image).is_absolute():
-                    fw["image"] = str((source_base / image).resolve())
-                    changed = True
+            if str(var).startswith("provision_profile_") and isinstance(spec, dict):
+                changed = edit(spec) or changed
         if changed:
-            path.write_text(f"---\n# Copied by `provision lab up` from {source_base}; image paths made absolute.\n"
-                            + yaml.safe_dump(data, sort_keys=False))
+            path.write_text(f"---\n# Copied by `provision lab up`{note}\n" + yaml.safe_dump(data, sort_keys=False))
+
+
+def absolute_images(copy: Path, source_base: Path) -> None:
+    """Firmware image paths in the copied specs are relative to the source inventory: make them absolute."""
+    def edit(spec: dict[str, Any]) -> bool:
+        changed = False
+        for fw in spec.get("firmware") or []:
+            image = fw.get("image") if isinstance(fw, dict) else None
+            if isinstance(image, str) and "://" not in image and not Path(image).is_absolute():
+                fw["image"] = str((source_base / image).resolve())
+                changed = True
+        return changed
+
+    _edit_profiles(copy, edit, f" from {source_base}; image paths made absolute.")
 
 
 def lab_board(tree: Path) -> dict[str, str] | None:
@@ -406,27 +416,22 @@ def describe_lab_boards(copy: Path, found: list[dict[str, str] | None]) -> None:
     boards = [b for i, b in enumerate(found) if b is not None and b not in found[:i]]
     if not boards:
         return
-    for path in sorted(copy.rglob("*.y*ml")):
-        data = yaml.safe_load(path.read_text())
-        if not isinstance(data, dict):
-            continue
+
+    def edit(spec: dict[str, Any]) -> bool:
         changed = False
-        for var, spec in data.items():
-            if not (str(var).startswith("provision_profile_") and isinstance(spec, dict)):
-                continue
-            platforms = spec.get("platforms")
-            if isinstance(platforms, list) and any(b not in platforms for b in boards):
-                spec["platforms"] = [*platforms, *(b for b in boards if b not in platforms)]
+        platforms = spec.get("platforms")
+        if isinstance(platforms, list) and any(b not in platforms for b in boards):
+            spec["platforms"] = [*platforms, *(b for b in boards if b not in platforms)]
+            changed = True
+        for fw in spec.get("firmware") or []:
+            target = fw.get("applies_to") if isinstance(fw, dict) else None
+            if isinstance(target, dict) and any(b not in (target.get("platforms") or []) for b in boards):
+                fw["applies_to"] = "any"
                 changed = True
-            for fw in spec.get("firmware") or []:
-                target = fw.get("applies_to") if isinstance(fw, dict) else None
-                if isinstance(target, dict) and any(b not in (target.get("platforms") or []) for b in boards):
-                    fw["applies_to"] = "any"
-                    changed = True
-        if changed:
-            named = ", ".join(f"{b['manufacturer']} {b['model']}" for b in boards)
-            path.write_text(f"---\n# Copied by `provision lab up`: the profiles describe the lab's simulated {named}.\n"
-                            + yaml.safe_dump(data, sort_keys=False))
+        return changed
+
+    named = ", ".join(f"{b['manufacturer']} {b['model']}" for b in boards)
+    _edit_profiles(copy, edit, f": the profiles describe the lab's simulated {named}.")
 
 
 def _host_vars(lab: Path, node: NodeState, password: str) -> dict[str, Any]:
