@@ -157,9 +157,11 @@ def reboot(info: TwinInfo, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
+            # a stopping twin can already show another boot id: done only once the new boot is running
             if boot_id(info) != old:
-                ssh(info, "systemctl is-system-running --wait || true", timeout=120)
-                return
+                state = ssh(info, "systemctl is-system-running --wait || true", timeout=120).strip()
+                if state in ("running", "degraded") and boot_id(info) != old:
+                    return
         except (AssertionError, subprocess.TimeoutExpired):
             pass
         time.sleep(1)

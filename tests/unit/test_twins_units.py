@@ -121,6 +121,16 @@ def test_proc_binds_unit_maps_state_files_inside(tmp_path):
     link = root / "etc/systemd/system/sysinit.target.wants" / twinroot.BIND_UNIT
     assert str(link.readlink()) == f"/etc/systemd/system/{twinroot.BIND_UNIT}"
     assert (root / twinroot.BIND_SCRIPT).stat().st_mode & 0o111
+    # sshd stops before the presented files are unmounted (deepest first) when the twin shuts down
+    dropin = (root / twinroot.SSH_DROPIN).read_text().split()
+    assert dropin == ["[Unit]", "After=provision-lab-proc-binds.service", "proc-sys-kernel-random-boot_id.mount",
+                      "proc-mdstat.mount", "proc-meminfo.mount"]
+
+
+@pytest.mark.parametrize("path", ["/proc/x-y", "proc/x", "/proc/x y", "/"])
+def test_mount_unit_refuses_paths_it_cannot_escape(path):
+    with pytest.raises(ValueError):
+        twinroot.mount_unit(path)
 
 
 def test_proc_bind_outside_state_dir_is_refused(tmp_path):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -53,6 +54,16 @@ WantedBy=sysinit.target
 """
 
 
+# sshd runs only while the twin's presented files are mounted: a stopping twin unmounts its deepest mounts
+# first (nspawn's boot_id, the /proc/sys binds) while the shallow ones stay, and an sshd still answering then
+# shows the lab host's kernel and boot id (a reboot that looks done, a kernel that looks wrong).
+_SSH_DROPIN = """\
+[Unit]
+After={units}
+"""
+SSH_DROPIN = "etc/systemd/system/ssh.service.d/provision-lab-binds.conf"
+
+
 def write_identity(root: Path, hostname: str) -> None:
     """Hostname, /etc/hosts and a machine id of this twin's own (kept across reboots)."""
     (root / "etc/hostname").write_text(f"{hostname}\n")
@@ -90,3 +101,14 @@ def write_proc_binds(root: Path, state_dir: Path, binds: dict[str, Path]) -> Non
     link = wants / BIND_UNIT
     if not link.is_symlink():
         link.symlink_to(f"/etc/systemd/system/{BIND_UNIT}")
+    dropin = root / SSH_DROPIN
+    dropin.parent.mkdir(parents=True, exist_ok=True)
+    mounts = ["/proc/sys/kernel/random/boot_id", *sorted(d for d in binds if d.startswith("/proc/"))]
+    dropin.write_text(_SSH_DROPIN.format(units=" ".join([BIND_UNIT, *map(mount_unit, mounts)])))
+
+
+def mount_unit(path: str) -> str:
+    """systemd's mount unit name for a path of plain letters, digits, '_' and '/' (systemd-escape --path)."""
+    if not re.fullmatch(r"(/[A-Za-z0-9_]+)+", path):
+        raise ValueError(f"{path}: not a plain path")
+    return path.strip("/").replace("/", "-") + ".mount"
