@@ -74,30 +74,48 @@ tier "unit tier" "${xdist[@]}" -m "not lab and not heavy and not vm"
 echo "== tests: lab tier"
 tier "lab tier" -m "lab and not heavy and not vm"
 
-elapsed=$(( $(date +%s) - started ))
-budget=${PROVISION_HEAVY_START_BUDGET:-1800}
-heavy=${PROVISION_TEST_HEAVY:-auto}
-if [ "$heavy" = "0" ] || { [ "$heavy" = "auto" ] && [ "$elapsed" -ge "$budget" ]; }; then
-  echo "== heavy tier SKIPPED (elapsed ${elapsed}s, budget ${budget}s, PROVISION_TEST_HEAVY=${heavy})"
-else
-  echo "== tests: heavy tier (elapsed so far ${elapsed}s)"
-  limit_tier
-  tier "heavy tier" -m "heavy and not vm"
-  echo "== generated documents in step"
-  python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$started"
-fi
-
-# The vm tier (qemu VMs under TCG: boot_raid1 on a real md RAID1, an OS install then the whole bring-up; ~19 min here) runs last: always with
-# PROVISION_TEST_VM=1, never with 0, and with `auto` when the run so far took less than
-# PROVISION_VM_START_BUDGET seconds (default 3720: started by 62 min, it ends by about 82, inside CI's 90; and
+# The heavy and vm tiers run side by side (the vm tier is one qemu under TCG, about one core; the heavy tier
+# leaves the other): the vm tier's output is printed after the heavy tier's, each with its time, and the run
+# fails if either does.
+# The vm tier (qemu VMs under TCG: boot_raid1 on a real md RAID1, an OS install then the whole bring-up; ~16 min
+# here) runs always with PROVISION_TEST_VM=1, never with 0, and with `auto` when the run so far took less than
+# PROVISION_VM_START_BUDGET seconds (default 3720: started by 62 min, it ends by about 80, inside CI's 90; and
 # PROVISION_RUN_LIMIT stops it at 85 min whatever happens).
 elapsed=$(( $(date +%s) - started ))
 vm=${PROVISION_TEST_VM:-0}
 vm_budget=${PROVISION_VM_START_BUDGET:-3720}
+vm_pid=""
+vm_log=$(mktemp)
+trap 'rm -f "$committed_matrix" "$vm_log"; [ -z "$vm_pid" ] || pkill -TERM -P "$vm_pid" 2>/dev/null || true' EXIT
 if [ "$vm" = "1" ] || { [ "$vm" = "auto" ] && [ "$elapsed" -lt "$vm_budget" ]; }; then
-  echo "== tests: vm tier (elapsed so far ${elapsed}s)"
-  limit_tier
-  tier "vm tier" -m vm tests/vm
+  echo "== tests: vm tier, beside the heavy tier (elapsed so far ${elapsed}s; its output follows the heavy tier's)"
+  ( limit_tier; tier "vm tier" -m vm tests/vm ) >"$vm_log" 2>&1 &
+  vm_pid=$!
 else
-    echo "== vm tier SKIPPED (elapsed ${elapsed}s, budget ${vm_budget}s, PROVISION_TEST_VM=${vm})"
+  echo "== vm tier SKIPPED (elapsed ${elapsed}s, budget ${vm_budget}s, PROVISION_TEST_VM=${vm})"
 fi
+
+budget=${PROVISION_HEAVY_START_BUDGET:-1800}
+heavy=${PROVISION_TEST_HEAVY:-auto}
+heavy_rc=0
+if [ "$heavy" = "0" ] || { [ "$heavy" = "auto" ] && [ "$elapsed" -ge "$budget" ]; }; then
+  echo "== heavy tier SKIPPED (elapsed ${elapsed}s, budget ${budget}s, PROVISION_TEST_HEAVY=${heavy})"
+else
+  echo "== tests: heavy tier (elapsed so far ${elapsed}s)"
+  (
+    limit_tier
+    tier "heavy tier" -m "heavy and not vm"
+    echo "== generated documents in step"
+    python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$started"
+  ) || heavy_rc=$?
+fi
+
+vm_rc=0
+if [ -n "$vm_pid" ]; then
+  wait "$vm_pid" || vm_rc=$?
+  vm_pid=""
+  echo "== vm tier output"
+  cat "$vm_log"
+fi
+[ "$heavy_rc" -eq 0 ] || exit "$heavy_rc"
+exit "$vm_rc"
