@@ -190,7 +190,7 @@ class RedfishUpdater:
                     sess.seen_ahead = False
             if ahead is not None:
                 return ahead.state
-            seen = _see(node, components)
+            seen = _see(node, components, identity=self._identity(target))
             with self._lock:
                 if sess is not None:
                     sess.seen, sess.seen_at = seen, time.monotonic()
@@ -211,6 +211,7 @@ class RedfishUpdater:
         try:
             with self.node(target, FLASH_RETRY) as node:
                 service = self._service(target) or UpdateService.parse(node.conn.get(f"{ROOT}/UpdateService"))
+                _refuse_unfit(node, flash, node_identity(node, flash, self._identity(target)))
                 found = self._found(target, node, flash)
                 offered = allowable.action_values(node.conn, service.actions.get("#UpdateService.SimpleUpdate"),
                                                   "Targets")  # where the BMC offers Targets, each step names its
@@ -229,6 +230,12 @@ class RedfishUpdater:
             raise
         except ProvisionError as exc:
             raise UpdateFailed(str(exc)) from None
+
+    def _identity(self, target: Target) -> PlatformIdentity | None:
+        """The identity this node's session (this turn, this connection) has read, if any."""
+        with self._lock:
+            sess = self._sessions.get(target.name)
+            return sess.seen.state.identity if sess and sess.seen else None
 
     def _service(self, target: Target) -> UpdateService | None:
         with self._lock:
@@ -343,6 +350,16 @@ class RedfishHealth:
         return known
 
 
+def _refuse_unfit(node: Node, flash: Sequence[Component], identity: PlatformIdentity | None) -> None:
+    """Right before anything is sent: every image must fit the board the BMC says it is, now."""
+    unfit = [c for c in flash if not c.target.fits(identity)]
+    if unfit:
+        what = ", ".join(f"{c.component} {c.version} (for {c.target.describe()})" for c in unfit)
+        board = identity.name if identity is not None else "a platform that could not be read"
+        raise UpdateFailed(f"{node.conn.opts.name}: {what} does not fit the node, which is {board}: "
+                           "refused, nothing sent")
+
+
 def _health_problems(node: Node, system: Json, chassis: list[str]) -> list[str]:
     """System, Manager and first Chassis: Status.HealthRollup (else Health) must be OK; one that reports
     neither gives no evidence of health, and is a problem too (could not check is never a pass)."""
@@ -365,31 +382,21 @@ def observe_node(node: Node, components: Sequence[Component],
     return _see(node, components, found).state
 
 
-_IDENTITIES: dict[str, PlatformIdentity] = {}
-_IDENTITIES_LOCK = threading.Lock()
-
-
-def node_identity(node: Node, components: Sequence[Component]) -> PlatformIdentity | None:
-    """The node's identity, read once per BMC per process (a campaign observes each node several times);
-    not read (None) when every component is for `any` platform."""
+def node_identity(node: Node, components: Sequence[Component],
+                  known: PlatformIdentity | None = None) -> PlatformIdentity | None:
+    """The node's identity: `known` (read earlier on this turn's connection) or read now; not read (None) when
+    every component is for `any` platform. Never kept across turns: the board behind an address can change."""
     if all(c.target.any_platform for c in components):
         return None
-    key = node.conn.opts.where
-    with _IDENTITIES_LOCK:
-        known = _IDENTITIES.get(key)
-    if known is None:
-        known = platform_identity.of_node(node)
-        with _IDENTITIES_LOCK:
-            _IDENTITIES[key] = known
-    return known
+    return known or platform_identity.of_node(node)
 
 
-def _see(node: Node, components: Sequence[Component],
-         found: dict[str, list[SoftwareInventory]] | None = None) -> Seen:
+def _see(node: Node, components: Sequence[Component], found: dict[str, list[SoftwareInventory]] | None = None,
+         identity: PlatformIdentity | None = None) -> Seen:
     # the tasks first: an update that ends while the inventory is read then shows in the inventory (read after
     # it), where read the other way round it would show in neither (an old version, and a task already over)
     tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
-    identity = node_identity(node, components)
+    identity = node_identity(node, components, identity)
     components = [c for c in components if c.target.fits(identity)]  # the others are never read nor sent
     found = found if found is not None else matched_entries(node, components)
     read = {c.component: _version(node, found[c.component], c) for c in components}

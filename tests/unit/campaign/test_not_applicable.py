@@ -148,3 +148,37 @@ def test_the_redfish_side_reads_and_gates_only_what_is_for_the_node() -> None:
     assert [c.component for c in applicable(comps, state)] == ["bios"]
     assert pending(comps, state) == []
     assert gate.ok, gate.problems  # the HPE image, not for this node, is not "missing"
+
+
+def test_the_board_is_read_again_on_each_turn_and_an_unfit_image_is_never_sent(tmp_path: Path) -> None:
+    """A turn observed the Supermicro board; the board behind that BMC address is then swapped for an HPE one.
+    The next turn reads the identity afresh (nothing kept across turns), and an update asked for anyway is
+    refused before any request that changes the node: no POST, no PATCH."""
+    from provision.campaign.redfish_updater import RedfishUpdater
+    from provision.campaign.updater import Target, UpdateFailed
+    from provision.spec.model import BmcEndpoint
+    from tests.unit.redfish.full_captures import full_tree
+    from tests.unit.redfish.rf_fakebmc import FakeBmc, Served
+
+    comps = catalog(None, [{**BOUND[1], "version": "9.9"}]).ordered()
+    bmc = FakeBmc(tree=full_tree("supermicro"))
+    with Served(bmc) as srv:
+        endpoint = BmcEndpoint(address=srv.address, username="admin", password="s3cret-Pa55", insecure_http=True)
+        target = Target(name="n1", bmc=endpoint)
+        up = RedfishUpdater(tmp_path / "c.yml", poll_s=0.01)
+        with up.session(target):
+            first = up.observe(target, comps)
+        assert first.identity is not None and first.identity.system.manufacturer == "Supermicro"
+        assert [c.component for c in applicable(comps, first)] == ["bios"]
+        bmc.tree = full_tree("hpe")  # the same address, another board
+        with up.session(target):
+            again = up.observe(target, comps)
+            assert again.identity is not None and again.identity.system.manufacturer == "HPE"
+            assert applicable(comps, again) == []
+            before = len(bmc.seen)
+            with pytest.raises(UpdateFailed, match=r"n1: bios 9\.9 \(for Supermicro SYS-821GE-TNHR\) does not fit the node, "
+                                                   r"which is HPE ProLiant DL385 Gen10 Plus v2: refused, nothing sent"):
+                up.update(target, comps, reset=True)
+        sent = [s for s in bmc.seen[before:] if s.method not in ("GET", "DELETE")
+                and not s.path.endswith("/SessionService/Sessions")]
+        assert sent == []
