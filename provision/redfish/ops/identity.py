@@ -14,12 +14,17 @@ from typing import Any
 
 from provision.redfish.connector import ROOT, Connector, Json
 from provision.redfish.ops.session import Node
+from provision.redfish.resources.base import real_text
 from provision.spec.model import NodeSpec
 from provision.spec.platforms import BmcIdentity, Board, DeviceKind, PlatformIdentity, refuse_profile
 
 
 def _text(value: Any) -> str | None:
-    return str(value).strip() or None if isinstance(value, str | int) and not isinstance(value, bool) else None
+    """A string or number the BMC states; None for a placeholder ("N/A", "Unknown", "") that names nothing: two
+    boards reporting serial "N/A" are not the same board."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return real_text(value)
 
 
 def host_system(systems: list[Json]) -> Json:

@@ -419,3 +419,15 @@ def test_a_refused_plan_still_keeps_the_identity_it_read(inventory_copy: Path, c
         kept = identities(j, "node01")
     assert [r.source for r in kept] == ["firmware plan", "bios apply"]
     assert {r.identity.system.serial_number for r in kept} == {_raw("lenovo", "/redfish/v1/Systems/1")["SerialNumber"]}
+
+
+@pytest.mark.parametrize("placeholder", ["N/A", "Unknown", "", "  ", "Not Specified", "None"])
+def test_a_placeholder_serial_or_uuid_names_no_board(placeholder: str) -> None:
+    """Two boards that both report serial "N/A" are not the same board: a placeholder reads as not stated."""
+    system = {"@odata.id": "/redfish/v1/Systems/1", "Manufacturer": "Supermicro", "Model": "SYS-821GE-TNHR",
+              "SerialNumber": placeholder, "UUID": placeholder, "SKU": placeholder, "Bios": {}}
+    chassis = {"@odata.id": "/redfish/v1/Chassis/1", "Manufacturer": "Supermicro", "SerialNumber": placeholder}
+    got = from_tree([system], [chassis], [])
+    assert (got.system.serial_number, got.system.uuid, got.system.sku) == (None, None, None)
+    assert got.chassis is not None and got.chassis.serial_number is None
+    assert got.system.model == "SYS-821GE-TNHR"
