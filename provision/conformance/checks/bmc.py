@@ -23,6 +23,7 @@ from provision.redfish.resources.log import LogEntry
 from provision.redfish.resources.power import Temperature
 from provision.spec.model import Comparison, Cooling, HostEntry, NodeSpec
 from provision.spec.model import Power as PowerSpec
+from provision.spec.platforms import DeviceKind
 
 AREA = "bmc"
 BmcRead = Callable[[HostEntry], BmcFacts]
@@ -36,6 +37,7 @@ __all__ = ["AREA", "POWER_DESC", "BiosSetting", "BmcFacts", "BmcRead", "Firmware
 
 def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -> None:
     """Record every BMC check from facts already read."""
+    _platform(ctx, facts)
     _bios(ctx, facts)
     _firmware(ctx, facts)
     _psus(ctx, facts)
@@ -52,7 +54,8 @@ def evaluate_bmc(ctx: Context, facts: BmcFacts, since: datetime | None = None) -
 
 def planned(spec: NodeSpec) -> list[tuple[str, str, str]]:
     """(id, description, expected) of every BMC check the spec asks for, for rows that cannot be judged."""
-    rows = [(f"bmc.bios.{key}", f"BIOS {key}", str(value)) for key, value in spec.bios.settings.items()]
+    rows = [("bmc.platform", PLATFORM_DESC, platform_expected(spec))]
+    rows += [(f"bmc.bios.{key}", f"BIOS {key}", str(value)) for key, value in spec.bios.settings.items()]
     rows += [(f"bmc.firmware.{fw.component}", f"{fw.component} firmware at or above the baseline", f">= {fw.version}")
              for fw in spec.firmware if fw.updated_by == "bmc"]
     rows.append(("bmc.psu", "PSUs present and healthy", str(spec.power.psu_count)))
@@ -95,6 +98,27 @@ def bmc_problem(exc: ProvisionError) -> str:
     )
     label = next((text for kind, text in kinds if isinstance(exc, kind)), "BMC could not be read")
     return f"{label}: {exc}"
+
+
+PLATFORM_DESC = "the platform the BMC reports is one the profile describes"
+
+
+def platform_expected(spec: NodeSpec) -> str:
+    return str(spec.platforms) if spec.platforms is not None else "(no platforms: key absent)"
+
+
+def _platform(ctx: Context, facts: BmcFacts) -> None:
+    """A node is what its BMC says it is: every other figure can match on the wrong board."""
+    expected = platform_expected(ctx.spec)
+    if facts.identity is None:
+        ctx.error("bmc.platform", AREA, PLATFORM_DESC, expected, "the BMC's platform identity was not read")
+        return
+    found = facts.identity
+    compute = found.kind is DeviceKind.COMPUTE  # a profile describes a compute node
+    ok = compute and ctx.spec.described_platforms.fits(found)
+    detail = "" if ok else (f"the BMC reports {found.described}; profile {ctx.spec.profile} describes "
+                            f"{'' if compute else 'compute nodes: '}{expected}")
+    ctx.record("bmc.platform", AREA, PLATFORM_DESC, expected, found.described, ok, detail)
 
 
 def _bios(ctx: Context, facts: BmcFacts) -> None:

@@ -12,6 +12,7 @@ from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.vendors import GpuView
 from provision.redfish.vendors.base import BiosProof
+from provision.spec.platforms import PlatformIdentity
 
 
 class BiosSetting(BaseModel):
@@ -54,3 +55,5 @@ class BmcFacts(BaseModel):
     inlet: tuple[str, ...] = Field(default=(), description="Thermal sensors that read the chassis inlet")
     memory: tuple[Memory, ...] = Field(default=(), description="The system's Memory members (DIMM slots)")
     gpus: tuple[GpuView, ...] = Field(default=(), description="The GPUs the BMC lists (vendor plugin's find_gpus)")
+    identity: PlatformIdentity | None = Field(default=None, description="What the BMC says the node is (None: not "
+                                              "read, which is never a pass of bmc.platform)")

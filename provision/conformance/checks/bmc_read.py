@@ -17,6 +17,7 @@ from provision.errors import RedfishError
 from provision.redfish.connector import Connector
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.ops import firmware as firmware_ops
+from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import sel as sel_ops
 from provision.redfish.ops.inventory import observe
 from provision.redfish.ops.session import Node, connect, node_facts, options_for
@@ -42,6 +43,7 @@ def read_connected(conn: Connector, spec: NodeSpec) -> BmcFacts:
     deadline. The node facts are read afresh: a BIOS change or a reset since the session opened shows."""
     with conn.deadline():
         node = node_facts(conn)
+        identity = platform_identity.of_node(node)
         inv = observe(conn)
         bios = _bios(node, spec)
         fw_state = firmware_ops.observe(conn)
@@ -56,7 +58,7 @@ def read_connected(conn: Connector, spec: NodeSpec) -> BmcFacts:
     inlet, ambient = node.vendor.temperature_roles([t for th in inv.thermal for t in th.temperatures])
     return BmcFacts(vendor=node.vendor.name, bios=bios, firmware=firmware, power=tuple(inv.power),
                     thermal=tuple(inv.thermal), sel=entries, sel_read=sel_read, ambient=ambient, inlet=inlet,
-                    memory=tuple(inv.memory), gpus=tuple(inv.gpus))
+                    memory=tuple(inv.memory), gpus=tuple(inv.gpus), identity=identity)
 
 
 def _bios(node: Node, spec: NodeSpec) -> tuple[BiosSetting, ...]:

@@ -19,6 +19,7 @@ from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTime
 from provision.redfish.resources import LogEntry, Memory, Power, Thermal
 from provision.redfish.vendors import GpuView
 from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
+from provision.spec.platforms import Board, DeviceKind, PlatformIdentity
 from tests.unit.conformance.helpers import ROOT, area, framed, run, spec
 from tests.unit.parsers._fixtures import H100_590, section
 
@@ -94,7 +95,8 @@ def bmc_facts(**over: object) -> BmcFacts:
             "sel": (LogEntry.parse({"Severity": "OK", "Message": "boot", "Created": "2026-11-30T10:00:00Z"}),),
             "inlet": ("Inlet Temp",), "ambient": ("System Temp",), "memory": capture_memory("supermicro"),
             "gpus": tuple(GpuView(uri=f"/g{i}", model="NVIDIA H100 80GB HBM3", serial_number=None,
-                                  firmware_version=None, memory_gib=80, source="pcie") for i in range(8))}
+                                  firmware_version=None, memory_gib=80, source="pcie") for i in range(8)),
+            "identity": PlatformIdentity(system=Board(manufacturer="Supermicro", model="SYS-821GE-TNHR"))}
     return BmcFacts.model_validate(base | over)
 
 
@@ -115,7 +117,29 @@ def test_bmc_all_good() -> None:
     checks = bmc_run(bmc_facts())
     assert [r.id for r in checks.values() if not r.passed] == []
     bmc_side = [f for f in spec().firmware if f.updated_by == "bmc"]  # in-band firmware is checked on the node
-    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 11
+    assert len(checks) == len(spec().bios.settings) + len(bmc_side) + 12
+    assert checks["bmc.platform"].found == "Supermicro SYS-821GE-TNHR"
+
+
+@pytest.mark.parametrize(("identity", "outcome", "found"), [
+    (PlatformIdentity(system=Board(manufacturer="Supermicro", model="SYS-821GE-TNHR")), "pass",
+     "Supermicro SYS-821GE-TNHR"),
+    (PlatformIdentity(system=Board(manufacturer="HPE", model="ProLiant DL385 Gen10 Plus v2")), "fail",
+     "HPE ProLiant DL385 Gen10 Plus v2"),
+    (PlatformIdentity(system=Board(manufacturer="Supermicro", model="SYS-421GE-TNRT")), "fail",
+     "Supermicro SYS-421GE-TNRT"),
+    (PlatformIdentity(system=Board(manufacturer="NVIDIA", model="BlueField-3"), kind=DeviceKind.DPU), "fail",
+     "NVIDIA BlueField-3, a DPU with no host CPUs"),
+    (None, "error", "could not check: the BMC's platform identity was not read"),
+])
+def test_bmc_platform_is_judged_against_the_profile(identity: PlatformIdentity | None, outcome: str,
+                                                    found: str) -> None:
+    """Every other figure can match on the wrong board: the platform the BMC reports is a check of its own,
+    and an identity not read is an error, never a pass."""
+    got = bmc_run(bmc_facts(identity=identity))["bmc.platform"]
+    assert (got.outcome.value, got.found) == (outcome, found)
+    if outcome == "fail":
+        assert "profile ML-PROD-V4 describes " in got.detail and got.detail.endswith("Supermicro SYS-821GE-TNHR")
 
 
 def test_bmc_faults_fail_their_checks() -> None:
