@@ -55,6 +55,9 @@ PLAIN = "tests/unit/test_plain_http_bmc.py"
 DIGEST = "tests/unit/bringup/test_configure_evidence.py::test_content_digest_follows_bytes_and_the_exec_bit"
 SEEDS = "tests/unit/fuzz/test_fuzz_redfish_resources.py::test_seeds_parse_unchanged"
 CATALOG = "tests/unit/campaign/test_catalog.py"
+NOT_APPLICABLE = "tests/unit/campaign/test_not_applicable.py"
+PLATFORM_CHECK = "tests/unit/conformance/test_runner_bmc_cli.py::test_bmc_platform_is_judged_against_the_profile"
+PLACEHOLDER = "tests/unit/redfish/test_platform_fit.py::test_a_placeholder_serial_or_uuid_names_no_board"
 SHARED_GATE = "tests/unit/campaign/test_shared_gate.py"
 REDACTION = tuple(f"tests/unit/test_log_redaction.py::{t}" for t in (
     "test_unregistered_secrets_are_masked_by_shape", "test_secrets_of_three_characters_and_more_are_registered",
@@ -282,6 +285,16 @@ SITES: tuple[Site, ...] = (
     Site("catalog-http-is-local", "provision/campaign/catalog.py",
          'return self.image.startswith(("http://", "https://"))', 'return self.image.startswith("https://")',
          (CATALOG,), "an http:// image URL is taken as a local file and refused"),
+    # -- identity: a node is what its BMC says it is (issue 38) ----------------------------------------------
+    Site("update-skips-fit-check", "provision/campaign/redfish_updater.py",
+         "                _refuse_unfit(node, flash, node_identity(node, flash, self._identity(target)))\n", "",
+         (NOT_APPLICABLE,), "a campaign flashes an image onto a board swapped since its plan (another platform)"),
+    Site("verify-platform-unjudged", "provision/conformance/checks/bmc.py",
+         "ok = compute and ctx.spec.described_platforms.fits(found)", "ok = compute",
+         (PLATFORM_CHECK,), "verify passes a node on a board the profile does not describe"),
+    Site("identity-placeholder-serial", "provision/redfish/ops/identity.py", "    return real_text(value)\n",
+         "    return value.strip() or None if isinstance(value, str) else None\n",
+         (PLACEHOLDER,), "two boards that both report serial N/A read as the same board"),
 )
 
 
