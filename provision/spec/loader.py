@@ -14,8 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from provision.errors import InputError, InventoryError, SpecError
-from provision.redfish.redact import register_secret
-from provision.scheduler.settings import SLURM_VAR, SlurmSettings
+from provision.redact import register_secret
 from provision.spec.model import (
     BmcEndpoint,
     Fleet,
@@ -29,6 +28,7 @@ from provision.spec.model import (
     Waiver,
 )
 from provision.spec.patterns import HostPatterns, ansible_env
+from provision.spec.slurm import SLURM_VAR, SlurmSettings
 from provision.spec.strict_yaml import load_strict, vars_files, yaml_files
 
 PROFILE_VAR = "provision_profile"

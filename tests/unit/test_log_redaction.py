@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from provision import redact
 from provision.cli import logs, main
-from provision.redfish import redact
 from tests.unit.redfish.rf_fakebmc import FakeBmc, Served, load_tree
 
 TREE = load_tree(Path(__file__).resolve().parents[1] / "fixtures" / "redfish" / "supermicro")

@@ -11,7 +11,6 @@ import yaml
 
 from provision.conformance.model import CheckResult, NodeReport, Outcome
 from provision.scheduler.hooks import tell_slurm
-from provision.scheduler.settings import SlurmSettings
 from provision.scheduler.slurm import (
     MAX_REASON,
     ActionKind,
@@ -25,6 +24,7 @@ from provision.scheduler.slurm import (
     sync,
 )
 from provision.spec import load_fleet
+from provision.spec.slurm import SlurmSettings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 ROOT = Path(__file__).resolve().parents[2]
