@@ -39,6 +39,14 @@ def scrub(text: str) -> str:
     return text
 
 
+def mask(text: str, secrets: tuple[str, ...]) -> str:
+    """Text with each of these secrets (a run's own, registered or not) masked, longest first."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
 def redact_url(url: str) -> str:
     """The URL with any password (in the authority or a `password=` parameter) masked."""
     parts = urlsplit(url)
