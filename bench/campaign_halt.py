@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.campaign_scale import wait_for_campaign  # noqa: E402
-from provision.campaign.labkit import SimLog, write_lab_campaign  # noqa: E402
 from provision.journal import Journal  # noqa: E402
 from provision.journal.campaigns import CampaignStore  # noqa: E402
 from provision.lab import manager  # noqa: E402
+from provision.lab.campaign_kit import SimLog, write_lab_campaign  # noqa: E402
 
 CLI = (sys.executable, "-c", "from provision.cli import run; run()")
 

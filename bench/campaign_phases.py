@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from provision.campaign.labkit import SimLog
 from provision.journal.campaigns import CampaignNode, WaveRecord
+from provision.lab.campaign_kit import SimLog
 
 PHASES = ("start", "flash1", "back", "flash2", "reset", "power", "finish")
 

@@ -36,12 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.campaign_phases import wave_phases  # noqa: E402
-from provision.campaign.labkit import SimLog, write_lab_campaign  # noqa: E402
 from provision.errors import LabError, ProvisionError  # noqa: E402
 from provision.journal import Journal  # noqa: E402
 from provision.journal.campaigns import CampaignStore  # noqa: E402
 from provision.lab import manager  # noqa: E402
 from provision.lab.bmcsim.config import Timings  # noqa: E402
+from provision.lab.campaign_kit import SimLog, write_lab_campaign  # noqa: E402
 
 CLI = (sys.executable, "-c", "from provision.cli import run; run()")
 

@@ -6,6 +6,7 @@ import difflib
 from typing import Any, Literal
 
 from provision.ansible.models import Change, Failure, ProgressEvent
+from provision.redact import mask
 
 _RESULT_KINDS = {
     "runner_on_ok": "ok",
@@ -59,7 +60,7 @@ def failure(event: dict[str, Any], secrets: tuple[str, ...] = ()) -> Failure | N
     return Failure(
         host=str(data.get("host", "")),
         task=str(data.get("task", "")),
-        msg=redact(result_message(res), secrets),
+        msg=mask(result_message(res), secrets),
         unreachable=name == "runner_on_unreachable",
     )
 
@@ -77,14 +78,6 @@ def result_message(res: dict[str, Any]) -> str:
         msg = res.get("stderr") or res.get("stdout") or "failed without a message"
     text = " ".join(str(msg).split())
     return text if len(text) <= _MAX_MSG else text[: _MAX_MSG - 3] + "..."
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """Replace every secret value in text with ***."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 def render_diff(diff: Any) -> str:

@@ -11,6 +11,7 @@ from provision.ansible import events
 from provision.ansible.models import Change, Failure, HostStats, Managed, PlayResult, ProgressEvent, RunOptions
 from provision.ansible.project import base_env, playbook_path, project_dir, strategy_env
 from provision.errors import AnsibleRunError
+from provision.redact import mask
 
 ProgressCallback = Callable[[ProgressEvent], None]
 _SECRET_WORDS = ("password", "passwd", "secret", "token", "key_data")
@@ -92,7 +93,7 @@ def run_playbook(
         managed=collector.managed,
     )
     if not result.ok:
-        raise PlayFailed(failure_message(options.playbook, result, events.redact(tail, secrets)), result)
+        raise PlayFailed(failure_message(options.playbook, result, mask(tail, secrets)), result)
     return result
 
 

@@ -16,7 +16,7 @@ from provision.bringup.stage import Progress, Stage, StageContext
 from provision.errors import InputError, ProvisionError
 from provision.journal import Journal
 from provision.journal.locks import NodeLocks
-from provision.redfish.redact import scrub
+from provision.redact import scrub
 from provision.spec import HostEntry
 
 

@@ -43,7 +43,10 @@ class Ahead(Generic[C, S]):
 
 
 @dataclass
-class _State(Generic[C, S]):
+class _Ledger(Generic[C, S]):
+    """What the preparer made and handed out: connections ready per node, the nodes whose turn claimed theirs,
+    its worker threads, the signal that stops them, and how many turns started."""
+
     ready: dict[str, Ahead[C, S]] = field(default_factory=dict)
     claimed: set[str] = field(default_factory=set)
     threads: list[threading.Thread] = field(default_factory=list)
@@ -60,48 +63,48 @@ class Preparer(Generic[C, S]):
                  starting: Callable[[], bool], resetting: Callable[[], bool]) -> None:
         self._connect, self._observe, self._close = connect, observe, close
         self._starting, self._resetting = starting, resetting
-        self._s: _State[C, S] = _State()
+        self._ledger: _Ledger[C, S] = _Ledger()
         self._lock = threading.Lock()
 
     def prepare(self, targets: Sequence[Target], after_turns: int) -> None:
         """Start the background work for these nodes (best effort); they are observed only once
         `after_turns` more turns (the wave at work) have begun and all wait on their host's reset."""
         with self._lock:
-            todo = [t for t in targets if t.bmc is not None and t.name not in self._s.ready]
-            self._s.claimed.difference_update(t.name for t in todo)
-            taken = self._s.taken
+            todo = [t for t in targets if t.bmc is not None and t.name not in self._ledger.ready]
+            self._ledger.claimed.difference_update(t.name for t in todo)
+            taken = self._ledger.taken
         if todo:
             thread = threading.Thread(target=self._run, args=(todo, taken, after_turns), name="prepare", daemon=True)
-            self._s.threads.append(thread)
+            self._ledger.threads.append(thread)
             thread.start()
 
     def take(self, target: Target) -> Ahead[C, S] | None:
         """The node's turn starts: what was made ahead for it, if anything (never again after)."""
         with self._lock:
-            self._s.claimed.add(target.name)
-            self._s.taken += 1
-            return self._s.ready.pop(target.name, None)
+            self._ledger.claimed.add(target.name)
+            self._ledger.taken += 1
+            return self._ledger.ready.pop(target.name, None)
 
     def release(self) -> None:
         """Stop; log out of what no turn took."""
-        self._s.stop.set()
-        for thread in self._s.threads:
+        self._ledger.stop.set()
+        for thread in self._ledger.threads:
             thread.join()
         with self._lock:
-            ready, self._s.ready = self._s.ready, {}
-            self._s.threads.clear()
+            ready, self._ledger.ready = self._ledger.ready, {}
+            self._ledger.threads.clear()
         for ahead in ready.values():
             self._close(ahead.conn)
-        self._s.stop.clear()
+        self._ledger.stop.clear()
 
     # -- the background work ----------------------------------------------------------------------
     def _run(self, todo: list[Target], taken: int, after_turns: int) -> None:
         names = {t.name for t in todo}
-        self._wait(lambda: self._s.taken != taken and not self._starting(), WAIT_S)
+        self._wait(lambda: self._ledger.taken != taken and not self._starting(), WAIT_S)
         with ThreadPoolExecutor(max_workers=CONNECT_WORKERS, thread_name_prefix="prepare") as pool:
             list(pool.map(self._connect_one, todo))
         self._wait(lambda: self._waiting_on_hosts(taken + after_turns) or self._taken_any(names), None)
-        if self._s.stop.is_set() or self._taken_any(names):
+        if self._ledger.stop.is_set() or self._taken_any(names):
             return  # their turns have begun: observing now would compete with them
         with ThreadPoolExecutor(max_workers=OBSERVE_WORKERS, thread_name_prefix="look-ahead") as pool:
             list(pool.map(self._observe_one, todo))
@@ -109,18 +112,18 @@ class Preparer(Generic[C, S]):
     def _wait(self, done: Callable[[], bool], limit_s: float | None) -> None:
         """Until `done()`, release() or `limit_s` (when given) passed."""
         deadline = None if limit_s is None else time.monotonic() + limit_s
-        while not done() and not self._s.stop.is_set():
+        while not done() and not self._ledger.stop.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 return
             time.sleep(IDLE_POLL_S)
 
     def _waiting_on_hosts(self, turns: int) -> bool:
         """`turns` turns have begun (none of the wave at work is left queued) and all wait on hosts."""
-        return self._s.taken >= turns and self._resetting()
+        return self._ledger.taken >= turns and self._resetting()
 
     def _taken_any(self, names: set[str]) -> bool:
         with self._lock:
-            return bool(names & self._s.claimed)
+            return bool(names & self._ledger.claimed)
 
     def _connect_one(self, target: Target) -> None:
         with self._lock:
@@ -137,7 +140,7 @@ class Preparer(Generic[C, S]):
         with self._lock:
             if self._unwanted(target):
                 return
-            ahead = self._s.ready.pop(target.name, None)  # in use here: a turn starting now connects itself
+            ahead = self._ledger.ready.pop(target.name, None)  # in use here: a turn starting now connects itself
         if ahead is None:
             return
         try:
@@ -149,11 +152,11 @@ class Preparer(Generic[C, S]):
 
     def _unwanted(self, target: Target) -> bool:
         """Stopped, or the node's turn has begun (call with the lock held)."""
-        return self._s.stop.is_set() or target.name in self._s.claimed
+        return self._ledger.stop.is_set() or target.name in self._ledger.claimed
 
     def _keep(self, target: Target, ahead: Ahead[C, S]) -> bool:
         with self._lock:
             if self._unwanted(target):
                 return False
-            self._s.ready[target.name] = ahead
+            self._ledger.ready[target.name] = ahead
             return True

@@ -34,6 +34,7 @@ from provision.errors import InputError
 from provision.spec.digests import check_sha256
 from provision.spec.platforms import AppliesTo, entries_named, missing_applies_to
 from provision.spec.strict_yaml import load_strict
+from provision.spec.validation import describe
 from provision.spec.versions import VersionScheme, check_scheme
 
 _VERSION_RE = re.compile(r"^[0-9A-Za-z]+(?:[.\-_][0-9A-Za-z]+)*$")
@@ -222,7 +223,7 @@ def load_catalog(path: Path) -> Catalog:
     try:
         catalog = Catalog.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(f"{path}: {describe(exc, raw)}") from None
+        raise InputError(f"{path}: {describe(exc, name_loc=lambda loc: _loc_parts(loc, raw))}") from None
     for comp in catalog.components:
         _check_image(path, comp)
     return catalog
@@ -253,25 +254,8 @@ def file_digest(path: Path, where: str = "") -> str:
         raise InputError(f"{where + ': ' if where else ''}cannot read {path}: {exc.strerror}") from None
 
 
-def describe(exc: ValidationError, raw: dict[str, Any] | None = None) -> str:
-    """First validation error as `key.path: message (got value)`, plus a count of the rest.
-
-    A component is named by its `component` key rather than its list index when it has one.
-    """
-    errors = exc.errors()
-    first = errors[0]
-    # A key may hold any character (even a newline); repr-escape it so the error stays one line.
-    loc = ".".join(repr(p)[1:-1] for p in _loc_parts(first["loc"], raw or {})) or "(top level)"
-    msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif first["type"] != "missing" and "input" in first and not isinstance(first["input"], dict | list):
-        msg += f" (got {first['input']!r})"
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return f"{loc}: {msg}{more}"
-
-
 def _loc_parts(loc: tuple[int | str, ...], raw: dict[str, Any]) -> list[str]:
+    """A component named by its `component` key rather than its list index, when it has one."""
     parts = [str(p) for p in loc]
     comps = raw.get("components")
     if len(loc) > 1 and loc[0] == "components" and isinstance(loc[1], int) and isinstance(comps, list):

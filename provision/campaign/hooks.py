@@ -15,7 +15,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from provision.redfish.redact import scrub
+from provision.redact import scrub
 
 TAIL_CHARS = 400
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

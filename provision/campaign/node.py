@@ -23,7 +23,7 @@ from provision.campaign.updater import FirmwareState, Guard, NodeUpdater, Refuse
 from provision.errors import ProvisionError
 from provision.journal.campaigns import CampaignStore, NodeState
 from provision.journal.locks import NodeLocked, NodeLocks
-from provision.redfish.redact import scrub
+from provision.redact import scrub
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 
 from provision.cli import logs
-from provision.cli.output import err_console, quiet
+from provision.cli.output import err_console, flags_take_no_value, quiet
 from provision.errors import InputError, ProvisionError
 from provision.redfish import transport_warnings
 
@@ -24,6 +24,7 @@ try:  # typer carries its own copy of click (typer._click) since 0.2x; older one
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
+flags_take_no_value()
 app = typer.Typer(
     name="provision",
     help="Take bare GPU servers to verified, production-ready nodes, and keep a fleet there.",

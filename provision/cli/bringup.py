@@ -28,7 +28,7 @@ from provision.cli.options import (
     load_hosts,
     strategy_of,
 )
-from provision.cli.output import add_row, cell, console, emit_json, new_table, print_wide
+from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, show
 from provision.cli.paths import check_paths
 from provision.conformance.model import Level
 from provision.errors import InputError
@@ -76,6 +76,7 @@ def bringup_command(
     strategy: StrategyOpt = "linear",
     insecure: InsecureOpt = False,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Bring nodes from bare BMC to verified: preflight, firmware, bios, reset, os, configure, verify.
 
@@ -98,7 +99,8 @@ def bringup_command(
                           poll_s=poll, recheck=recheck, strategy=chosen)
     stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None,
                            end.value if end else None)
-    live = not as_json and sys.stdout.isatty()  # a terminal: the live table; otherwise one line per stage
+    fmt = choose(output, as_json)  # the summary: a table on a terminal, tab-separated lines in a pipe or a log
+    live = fmt is Format.TABLE and sys.stdout.isatty()  # a terminal: the live table; else a line per stage
     with Journal(where) as jr, Progress([h.name for h in hosts], log_dir, console, live) as progress:
         say = progress if live else tee(progress, StageEvents())  # on stderr, as each stage ends
         if share is None:
@@ -108,10 +110,10 @@ def bringup_command(
             result, summary = SharedBringup(hosts, stages, jr, share, concurrency=concurrency, progress=say,
                                             ttl_s=lease_seconds, poll_s=poll, retry_failed=retry_failed,
                                             wait_s=wait_seconds).run()
-    if as_json:
+    if fmt is Format.JSON:
         emit_json(_summary(result) | ({"share": summary.model_dump()} if summary is not None else {}))
     else:
-        _render(result)
+        _render(result, fmt)
         if summary is not None:
             _render_share(summary)
     if not result.ok or (summary is not None and not summary.ok):
@@ -135,7 +137,7 @@ def _render_share(summary: ShareSummary) -> None:
                        f"{len(summary.failed)} failed; this controller ran {len(summary.mine)}",
                        style="green" if summary.ok else "red"), soft_wrap=True)
     for node, stage in sorted(summary.failed.items()):
-        console.print(Text(f"{node}: failed at {stage}", style="red"))
+        console.print(Text(f"{node}: failed at {stage}", style="red"), soft_wrap=True)
 
 
 def _summary(result: BringupResult) -> dict[str, object]:
@@ -153,7 +155,8 @@ def _summary(result: BringupResult) -> dict[str, object]:
     }
 
 
-def _render(result: BringupResult) -> None:
+def _render(result: BringupResult, fmt: Format) -> None:
+    """One row per node and stage (a table, or tab-separated lines: header, then rows), then a line per node."""
     title = "bring-up plan" if result.plan_only else f"bring-up run {result.run_id}"
     table = new_table("node", "stage", "outcome", "s", "what", title=title)
     for node in result.nodes:
@@ -161,14 +164,14 @@ def _render(result: BringupResult) -> None:
             what = s.error or "; ".join(a.describe() for a in s.plan.actions) or s.plan.note
             colour = STYLE[s.outcome]
             add_row(table, node.node, s.stage, cell(s.outcome.value, colour), f"{s.seconds:.1f}", what)
-    print_wide(table)
+    show(table, fmt)
     for node in result.nodes:
         if not node.ok:
-            console.print(Text(f"{node.node}: failed at {node.failed_stage}", style="red"))
+            console.print(Text(f"{node.node}: failed at {node.failed_stage}", style="red"), soft_wrap=True)
         elif not node.changed and not result.plan_only:
-            console.print(Text(f"{node.node}: already converged, nothing to do", style="green"))
+            console.print(Text(f"{node.node}: already converged, nothing to do", style="green"), soft_wrap=True)
         elif not result.plan_only:
-            console.print(Text(f"{node.node}: done", style="green"))
+            console.print(Text(f"{node.node}: done", style="green"), soft_wrap=True)
         verified = next((s for s in node.stages if s.stage == "verify" and s.outcome is Outcome.CONVERGED), None)
         if verified is not None:
             console.print(Text(f"{node.node} conformance: {verified.plan.note}"), soft_wrap=True)

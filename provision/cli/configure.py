@@ -23,7 +23,17 @@ from provision.cli.options import (
     StrategyOpt,
     strategy_of,
 )
-from provision.cli.output import add_row, console, emit_json, err_console, print_wide, to_terminal
+from provision.cli.output import (
+    Format,
+    OutputOpt,
+    add_row,
+    choose,
+    console,
+    emit_json,
+    err_console,
+    show,
+    to_terminal,
+)
 
 
 def app(
@@ -40,9 +50,11 @@ def app(
     strategy: StrategyOpt = "linear",
     forks: Annotated[int, typer.Option("--forks", min=1, max=256, help="Hosts configured in parallel.")] = 8,
     json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Configure the nodes PATTERN... selects with Ansible (site.yml by default); exit 1 if any node fails."""
     chosen = strategy_of(strategy)
+    fmt = choose(output, json_out)  # the recap: a table on a terminal, tab-separated lines in a pipe
     names = select_nodes(inventory, nodes, limit)  # resolved here: Ansible gets the names, never a pattern
     options = RunOptions(
         playbook=playbook,
@@ -55,11 +67,11 @@ def app(
         strategy=chosen,
     )
     try:
-        result = _run(options, live=to_terminal() and not json_out)
+        result = _run(options, live=to_terminal() and fmt is not Format.JSON)
     except PlayFailed as exc:
-        _render(exc.result, plan, json_out)
+        _render(exc.result, plan, fmt)
         raise
-    _render(result, plan, json_out)
+    _render(result, plan, fmt)
 
 
 def _run(options: RunOptions, live: bool) -> PlayResult:
@@ -101,13 +113,13 @@ def _host_events(result: PlayResult, seconds: float) -> None:
         events.emit(host, "configure", outcome, seconds, f"{stats.changed} {changed}, {stats.ok} ok")
 
 
-def _render(result: PlayResult, plan: bool, json_out: bool) -> None:
-    if json_out:
+def _render(result: PlayResult, plan: bool, fmt: Format) -> None:
+    if fmt is Format.JSON:
         emit_json(result)
         return
     if plan:
         _render_plan(result)
-    print_wide(_recap(result))
+    show(_recap(result), fmt)
 
 
 def _render_plan(result: PlayResult) -> None:

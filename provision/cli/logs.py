@@ -15,7 +15,7 @@ from typing import TextIO
 
 from provision.errors import InputError
 from provision.private import open_private
-from provision.redfish.redact import RedactingFilter
+from provision.redact import RedactingFilter
 
 STDERR_FORMAT = "%(message)s"
 VERBOSE_FORMAT = "%(levelname)s %(name)s: %(message)s"

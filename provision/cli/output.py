@@ -136,3 +136,19 @@ def note(message: str) -> None:
     """A line about the work (not its result) on stderr; -q drops it. Plain text, never markup."""
     if not quiet.on:
         err_console.print(Text(message), highlight=False, soft_wrap=True)
+
+
+def flags_take_no_value() -> None:
+    """Typer's help prints the type of a flag (`--insecure <bool>`, `--help <bool>`, `-v <int>`) as if it took a
+    value; a flag and a counter show none. Applied once, as the command line is built (typer has no setting)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "flags_take_no_value", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich.flags_take_no_value = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]

@@ -23,7 +23,18 @@ from provision.cli.options import (
     journal_at,
     load_hosts,
 )
-from provision.cli.output import emit_json, err_console, to_terminal, wide_console
+from provision.cli.output import (
+    Format,
+    OutputOpt,
+    add_row,
+    choose,
+    emit_json,
+    err_console,
+    new_table,
+    show,
+    to_terminal,
+    wide_console,
+)
 from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, NodeReport, Outcome, RunReport
 from provision.errors import CheckFailed, ChecksIncomplete, InputError, ProvisionError
@@ -81,6 +92,7 @@ def verify_command(
         "--drain", help="With --local: drain this node in Slurm when unhealthy, resume it when provision drained it")
     ] = False,
     scontrol: Annotated[str | None, typer.Option("--scontrol", help="With --drain: the scontrol command")] = None,
+    output: OutputOpt = None,
 ) -> None:
     """Check the nodes PATTERN... selects against their spec over one multiplexed SSH connection each (and their BMCs).
 
@@ -93,6 +105,9 @@ def verify_command(
     from provision.conformance.report import render_terminal, to_json, write_html, write_json, write_junit
 
     stdout_json = json_file == Path("-")
+    if stdout_json and output not in (None, Format.JSON):
+        raise InputError(f"--json - prints the JSON report on stdout, --output {output.value} a summary: drop one")
+    fmt = Format.JSON if stdout_json else choose(output)
     for value, flag in ((junit, "--junit"), (None if stdout_json else json_file, "--json"), (html, "--html"),
                         (prom, "--prom")):
         _output_path(value, flag)
@@ -107,7 +122,7 @@ def verify_command(
         if not nodes:
             raise InputError("give the nodes to verify (or --local on the node itself)")
         hosts = load_hosts(inventory, nodes, limit)
-        heard = node_event if stdout_json or not to_terminal() else None  # a terminal gets the table at the end
+        heard = node_event if fmt is not Format.TABLE or not to_terminal() else None  # a terminal: the table
         run = _controller_run(hosts, inventory, level, no_bmc, sel_since, insecure, heard,
                               journal_at(None, inventory))
         untold = _tell_slurm(hosts, run)
@@ -124,13 +139,36 @@ def verify_command(
         write_json(run, json_file)
     if html:
         write_html(run, html)
-    if stdout_json:
+    if fmt is Format.JSON:
         emit_json(to_json(run))
+    elif fmt is Format.PLAIN:
+        _plain(run, show_all)
     else:
         render_terminal(run, wide_console(), show_all=show_all)
     raise_for(run)
     if untold:
         raise ProvisionError(f"conformant, but Slurm could not be told about {', '.join(untold)}")
+
+
+def _plain(run: RunReport, show_all: bool) -> None:
+    """Two tab-separated tables: a line per node (its counts and verdict), then a line per check the table shows
+    (failed, could not be made, warned or waived; every check with --all)."""
+    from provision.conformance.report.terminal import COLUMNS, SHOWN
+
+    nodes = new_table("node", "profile", "checks", *(o.value for o in COLUMNS), "gather_s", "result", "notice")
+    checks = new_table("node", "check", "expected", "found", "result", "detail")
+    for node in run.nodes:
+        counts = node.counts()
+        verdict = "unreachable" if node.error else (Outcome.PASS if node.verdict is Outcome.WAIVED else node.verdict)
+        add_row(nodes, node.node, node.profile, len(node.results), *(counts[o] for o in COLUMNS),
+                f"{node.gather_seconds:.2f}", verdict, node.notice)
+        if node.error:
+            add_row(checks, node.node, "gather facts", "reachable", node.error, Outcome.ERROR, "")
+        for r in node.results:
+            if show_all or r.outcome in SHOWN or r.outcome is Outcome.WAIVED:
+                add_row(checks, node.node, r.id, r.expected, r.found, r.outcome, r.detail)
+    show(nodes, Format.PLAIN)
+    show(checks, Format.PLAIN)
 
 
 def _tell_slurm(hosts: list[HostEntry], run: RunReport) -> list[str]:

@@ -14,7 +14,7 @@ from provision.cli.output import console, err_console
 from provision.conformance.model import Level, RunReport
 from provision.errors import InputError
 from provision.scheduler.local import LocalTarget, short_hostname, verify_local
-from provision.scheduler.settings import SlurmSettings
+from provision.spec.slurm import SlurmSettings
 
 
 def local_target(nodes: list[str] | None, inventory: Path, spec_file: Path | None) -> LocalTarget:

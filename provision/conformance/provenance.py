@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from provision.conformance.model import NodeReport, Provenance
-from provision.redfish.redact import MASK, scrub
+from provision.redact import MASK, scrub
 from provision.spec.model import NodeSpec
 
 _SECRET_WORDS = ("password", "secret", "token")

@@ -8,7 +8,7 @@ applies this order.
 The PostgreSQL password follows the rules of BMC secrets: never in argv, never printed. It is read from
 `PROVISION_JOURNAL_PASSWORD`, or the file named by `PROVISION_JOURNAL_PASSWORD_FILE`, or left to libpq
 (`PGPASSWORD`, `~/.pgpass`, `PGPASSFILE`). A password written in the URL itself works but is redacted from
-every message, as is every password read here (provision.redfish.redact).
+every message, as is every password read here (provision.redact).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from provision.errors import InputError
 from provision.journal.paths import default_path
-from provision.redfish.redact import MASK, register_secret
+from provision.redact import redact_url, register_secret
 
 ENV_URL = "PROVISION_JOURNAL_URL"
 ENV_PASSWORD = "PROVISION_JOURNAL_PASSWORD"
@@ -58,22 +58,6 @@ def recorded(location: Location) -> bool:
     """Whether a read-only command should open it: a SQLite file that exists, or a PostgreSQL database (the
     server answers whether the journal's tables are there)."""
     return location.backend is Backend.POSTGRESQL or (location.path is not None and location.path.is_file())
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password (in the authority or a `password=` parameter) masked."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":" + MASK
-        netloc = f"{userinfo}@{host}"
-    query = "&".join(
-        f"{kv.split('=', 1)[0]}={MASK}" if kv.lower().startswith("password=") else kv
-        for kv in parts.query.split("&")
-    ) if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 class Configured(Protocol):

@@ -27,7 +27,7 @@ from provision.journal.location import Backend, Location, resolve
 from provision.journal.paths import ENV_STATE_DIR, prepare
 from provision.journal.records import ActionRecord, RunRecord, StageRecord
 from provision.journal.schema import MIGRATIONS, SCHEMA_VERSION
-from provision.redfish.redact import scrub
+from provision.redact import scrub
 
 BUSY_TIMEOUT_MS = 15000
 CONNECT_TIMEOUT_S = 10

@@ -26,7 +26,6 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from provision.ansible.lab import lab_group_vars_text, lab_host_vars
 from provision.ansible.project import example_inventory
 from provision.errors import InputError, LabError
 from provision.lab import simproc
@@ -34,6 +33,7 @@ from provision.lab.bmcsim import capture
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig, VmHostConfig
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 from provision.lab.ca import make_ca_and_server
+from provision.lab.inventory import lab_group_vars_text, lab_host_vars
 from provision.lab.parts import spec_parts
 from provision.lab.simproc import SIM_CONFIG, SIM_OUT
 from provision.lab.twins.models import TwinInfo, TwinRequest

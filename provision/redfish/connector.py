@@ -42,8 +42,8 @@ from redfish.rest.v1 import (
     SessionCreationError,
 )
 
+from provision import redact
 from provision.redfish import connector_fast as fast
-from provision.redfish import redact
 from provision.redfish.errors import (
     RedfishAuthError,
     RedfishHttpError,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from provision.errors import RedfishError
-from provision.redfish.redact import scrub
+from provision.redact import scrub
 
 
 class RedfishHttpError(RedfishError):

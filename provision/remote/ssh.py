@@ -12,7 +12,7 @@ from fabric import Connection
 from pydantic import BaseModel, ConfigDict
 
 from provision.errors import InputError, ProvisionError
-from provision.redfish.redact import scrub
+from provision.redact import scrub
 from provision.spec import HostEntry, SshEndpoint
 
 

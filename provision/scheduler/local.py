@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from provision.conformance.facts import GatherError, Runner, gather
 from provision.conformance.model import Level, NodeReport
 from provision.conformance.runner import CheckModuleError, evaluate, node_probes
-from provision.scheduler.settings import SlurmSettings
 from provision.spec.model import LabDeclaration, NodeSpec
+from provision.spec.slurm import SlurmSettings
 
 # Slurm kills a HealthCheckProgram after 60 s (slurm.conf HealthCheckInterval docs): the quick gather gets
 # 40 s so that a node whose tools hang is still judged (ERROR) and drained within that minute.

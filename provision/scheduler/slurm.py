@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict
 
 from provision.conformance.model import NodeReport
 from provision.errors import ProvisionError
-from provision.redfish.redact import scrub
-from provision.scheduler.settings import SlurmSettings
+from provision.redact import scrub
+from provision.spec.slurm import SlurmSettings
 
 REASON_PREFIX = "provision:"
 # slurmdbd keeps a node event's reason in a TINYTEXT column (255 bytes); slurmctld itself takes longer ones,

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from provision.errors import InventoryError
-from provision.journal.location import redact_url
+from provision.redact import redact_url
 from provision.spec.strict_yaml import load_strict, vars_files, yaml_files
 
 VAR = "provision_journal_url"

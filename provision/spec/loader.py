@@ -14,8 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from provision.errors import InputError, InventoryError, SpecError
-from provision.redfish.redact import register_secret
-from provision.scheduler.settings import SLURM_VAR, SlurmSettings
+from provision.redact import register_secret
 from provision.spec.model import (
     BmcEndpoint,
     Fleet,
@@ -29,7 +28,9 @@ from provision.spec.model import (
     Waiver,
 )
 from provision.spec.patterns import HostPatterns, ansible_env
+from provision.spec.slurm import SLURM_VAR, SlurmSettings
 from provision.spec.strict_yaml import load_strict, vars_files, yaml_files
+from provision.spec.validation import describe
 
 PROFILE_VAR = "provision_profile"
 LAB_VAR = "provision_lab"
@@ -241,7 +242,7 @@ def _racks(inventory: Path, hosts_vars: dict[str, tuple[tuple[str, ...], dict[st
             try:
                 rack = Rack.model_validate(plain_data(body))
             except ValidationError as exc:
-                raise InventoryError(f"{inventory}: host {host}: {_describe(exc, f'{RACKS_VAR}.{name}')}") from None
+                raise InventoryError(f"{inventory}: host {host}: {describe(exc, f'{RACKS_VAR}.{name}')}") from None
             seen = racks.get(str(name))
             if seen is not None and seen[0] != rack:
                 raise InventoryError(f"{inventory}: {RACKS_VAR}.{name}: hosts {seen[1]} and {host} see different "
@@ -289,7 +290,7 @@ def _lab_declaration(inventory: Path, host: str, hv: dict[str, Any]) -> LabDecla
         try:
             waivers.append(Waiver(pattern=str(pattern), reason=str(reason)))
         except ValidationError as exc:
-            raise InventoryError(f"{inventory}: host {host}: {_describe(exc, WAIVERS_VAR)}") from None
+            raise InventoryError(f"{inventory}: host {host}: {describe(exc, WAIVERS_VAR)}") from None
     return LabDeclaration(lab=True, waivers=tuple(waivers), standins=standins, notice=notice)
 
 
@@ -332,7 +333,7 @@ def _validated(model: type[_Model], raw: Any, where: str, key: str, error: type[
     try:
         return model.model_validate(plain_data(raw))
     except ValidationError as exc:
-        raise error(f"{where}: {_describe(exc, key)}") from None
+        raise error(f"{where}: {describe(exc, key)}") from None
 
 
 def plain_data(value: Any) -> Any:
@@ -344,20 +345,6 @@ def plain_data(value: Any) -> Any:
     if isinstance(value, bool | int | float) or value is None:
         return value
     return str(value)
-
-
-def _describe(exc: ValidationError, prefix: str) -> str:
-    """First validation error as `key.path: message (got value)`, plus a count of the rest."""
-    errors = exc.errors()
-    first = errors[0]
-    path = ".".join(repr(str(p))[1:-1] for p in (prefix, *first["loc"]))  # escaped: the error stays one line
-    msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif first["type"] != "missing" and "input" in first and not isinstance(first["input"], dict | list):
-        msg += f" (got {first['input']!r})"
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return f"{path}: {msg}{more}"
 
 
 def _where(base: Path, host: str, groups: tuple[str, ...], var: str) -> str:
@@ -424,7 +411,7 @@ def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) ->
             deadline_s=_deadline(inventory, host, hv),
         )
     except ValidationError as exc:
-        raise InventoryError(f"{inventory}: host {host}: {_describe(exc, 'provision_bmc')}") from None
+        raise InventoryError(f"{inventory}: host {host}: {describe(exc, 'provision_bmc')}") from None
 
 
 def _deadline(inventory: Path, host: str, hv: dict[str, Any]) -> float:

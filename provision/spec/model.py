@@ -15,12 +15,12 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from provision.errors import SpecError
-from provision.scheduler.settings import SlurmSettings
 from provision.spec.containers import Containers
 from provision.spec.digests import check_sha256
 from provision.spec.nfs import NfsMount, unique_mounts
 from provision.spec.patterns import HostPatterns
 from provision.spec.platforms import AppliesTo, Platforms, entries_named, missing_applies_to
+from provision.spec.slurm import SlurmSettings
 from provision.spec.versions import VersionScheme, check_apt_version, check_scheme, check_version
 
 PositiveInt = Annotated[int, Field(gt=0)]

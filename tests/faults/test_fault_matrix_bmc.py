@@ -20,12 +20,12 @@ import requests
 import yaml
 from pydantic import SecretStr
 
-from provision.campaign.labkit import write_lab_campaign
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.bmc import run_bmc_checks
 from provision.conformance.facts import NodeFacts
 from provision.conformance.model import Level, NodeReport, Outcome, RunReport
 from provision.lab import manager
+from provision.lab.campaign_kit import write_lab_campaign
 from provision.spec import load_fleet
 from provision.spec.model import HostEntry
 from tests.faults.faultkit import (

@@ -32,11 +32,11 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.firmware import FirmwareStage
 from provision.campaign.evidence import Evidence
-from provision.campaign.labkit import SimLog
 from provision.conformance.model import Outcome
 from provision.journal import Journal
 from provision.lab import manager
 from provision.lab.bmcsim.images import build_image
+from provision.lab.campaign_kit import SimLog
 from provision.spec import load_fleet
 
 pytestmark = pytest.mark.lab

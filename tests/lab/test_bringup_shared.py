@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.campaign.labkit import SimLog
 from provision.lab import manager
+from provision.lab.campaign_kit import SimLog
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]
 ROOT = Path(__file__).resolve().parents[2]

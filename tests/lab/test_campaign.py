@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from provision.campaign.labkit import LAB_COMPONENTS, SimLog, write_lab_campaign
 from provision.lab import manager
+from provision.lab.campaign_kit import LAB_COMPONENTS, SimLog, write_lab_campaign
 from tests.reportcheck import check_metrics
 
 pytestmark = pytest.mark.lab

@@ -1,6 +1,6 @@
 """A campaign over a mixed lab, each node's BMC serving a whole capture as captured (`lab up --bmc-tree A,B,C
 --as-captured`): node01 a Supermicro SYS-821GE-TNHR, node02 an HPE ProLiant DL385, node03 a Lenovo SR670 V2. The
-campaign's images are for the SYS-821GE-TNHR only (provision/campaign/labkit.py): `campaign plan` and `start`
+campaign's images are for the SYS-821GE-TNHR only (provision/lab/campaign_kit.py): `campaign plan` and `start`
 list the HPE and Lenovo nodes "not applicable", and the simulator's log shows no update task, BIOS write or
 reset on them; the Supermicro node is the only one touched."""
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from provision.campaign.labkit import SimLog, write_lab_campaign
 from provision.lab import manager
+from provision.lab.campaign_kit import SimLog, write_lab_campaign
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.campaign.labkit import LAB_COMPONENTS, SimLog, write_lab_campaign
 from provision.lab import manager
+from provision.lab.campaign_kit import LAB_COMPONENTS, SimLog, write_lab_campaign
 from tests.lab.controllers import reaped
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]

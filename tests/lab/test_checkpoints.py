@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from provision.ansible import PlayResult, RunOptions, run_playbook
-from provision.ansible.lab import write_twin_inventory
 from provision.conformance.checks.checkpoints import CheckpointSummary, summarize, summary_probes
 from provision.conformance.facts import gather
 from provision.conformance.model import Level, Outcome
 from provision.conformance.runner import ssh_runner_for, verify_node
 from provision.lab import twins
+from provision.lab.inventory import write_twin_inventory
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.lab.twins.ssh import client_argv
 from provision.lab.twins.state import twins_dir

@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from provision.ansible import PlayResult, RunOptions, run_playbook
-from provision.ansible.lab import lab_group_vars_text, lab_host_vars
 from provision.conformance.model import Level, NodeReport, Outcome
 from provision.conformance.runner import verify
 from provision.lab import twins
+from provision.lab.inventory import lab_group_vars_text, lab_host_vars
 from provision.lab.twins.models import TwinInfo
 from provision.lab.twins.state import twins_dir
 from provision.spec import load_fleet

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.ansible.lab import write_twin_inventory
 from provision.lab import twins
+from provision.lab.inventory import write_twin_inventory
 from provision.lab.twins.models import TwinRequest
 from provision.lab.twins.state import twins_dir
 from provision.spec import load_fleet

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from provision.ansible import PlayResult, RunOptions, run_playbook
-from provision.ansible.lab import scratch_devices, write_twin_inventory
 from provision.ansible.runner import PlayFailed
 from provision.lab import twins
+from provision.lab.inventory import scratch_devices, write_twin_inventory
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.lab.twins.ssh import client_argv
 from provision.lab.twins.state import twins_dir

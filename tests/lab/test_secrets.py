@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.campaign.labkit import write_lab_campaign
 from provision.lab import manager
+from provision.lab.campaign_kit import write_lab_campaign
 from tests.reportcheck import check_json_report, check_junit, check_metrics
 
 pytestmark = [pytest.mark.lab, pytest.mark.twins, pytest.mark.heavy]

@@ -27,10 +27,10 @@ from provision.conformance.runner import verify
 from provision.lab import slurm as labslurm
 from provision.lab import twins
 from provision.lab.twins.models import TwinInfo
-from provision.scheduler.settings import SlurmSettings
 from provision.scheduler.slurm import ActionKind, Scontrol, SlurmNode, parse_node, sync
 from provision.scheduler.specfile import NodeSpecFile
 from provision.spec import load_fleet
+from provision.spec.slurm import SlurmSettings
 from tests.lab.verify_lab import ROOT, converge, project_spec, ssh, verify_lab
 
 pytestmark = [

@@ -12,8 +12,8 @@ import pytest
 from provision.conformance.model import CheckResult, NodeReport, Outcome
 from provision.errors import LabError
 from provision.lab import slurm as labslurm
-from provision.scheduler.settings import SlurmSettings
 from provision.scheduler.slurm import ActionKind, parse_node, sync
+from provision.spec.slurm import SlurmSettings
 
 pytestmark = [
     pytest.mark.lab,

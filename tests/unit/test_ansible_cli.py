@@ -105,3 +105,15 @@ def test_in_a_pipe_each_host_and_failing_task_is_a_line_on_stderr(setup: tuple[P
     assert any(line.startswith("bad configure failed: Fail where asked") for line in err), err
     assert any(re.fullmatch(r"good configure ok \d+\.\ds: 1 changed, \d+ ok", line) for line in err), err
     assert any(re.fullmatch(r"bad configure failed \d+\.\ds: .*", line) for line in err), err
+
+
+def test_the_recap_in_a_pipe_is_tab_separated_and_output_json_is_json(setup: tuple[Path, Path],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    inv, _ = setup
+    assert main(["configure", "good", "-i", str(inv), "--playbook", "tiny", "--plan"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    recap = lines.index("host\tok\twould change\tfailed\tunreachable\tskipped")
+    assert re.fullmatch(r"good\t\d+\t1\t0\t0\t\d+", lines[recap + 1]) and lines[recap + 2:] == []
+    assert "plan: 1 change(s) would be made" in lines[:recap]
+    assert main(["configure", "good", "-i", str(inv), "--playbook", "tiny", "--plan", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hosts"]["good"]["changed"] == 1

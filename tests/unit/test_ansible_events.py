@@ -99,7 +99,7 @@ def test_long_messages_are_cut() -> None:
 
 def test_failure_is_redacted_and_skips_ignored_errors() -> None:
     failed = events.failure(_ev("runner_on_failed", res={"msg": "pw hunter2 rejected"}), ("hunter2",))
-    assert failed is not None and failed.msg == "pw *** rejected" and not failed.unreachable
+    assert failed is not None and failed.msg == "pw <redacted> rejected" and not failed.unreachable
     assert events.failure(_ev("runner_on_failed", res={"msg": "x"}, ignore_errors=True)) is None
     gone = events.failure(_ev("runner_on_unreachable", res={"msg": "ssh: connect refused"}))
     assert gone is not None and gone.unreachable

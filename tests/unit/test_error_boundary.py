@@ -18,9 +18,9 @@ from provision.campaign.catalog import file_digest
 from provision.conformance import runner
 from provision.errors import InputError, ProvisionError, RedfishError
 from provision.journal import Journal
+from provision.redact import MASK, register_secret
 from provision.redfish.image_server import ImageServer, ImageServerError
 from provision.redfish.ops.firmware import check_image
-from provision.redfish.redact import MASK, register_secret
 from provision.remote import ssh
 from provision.spec import load_fleet
 from tests.conftest import EXAMPLE_INVENTORY

@@ -12,12 +12,12 @@ from provision.journal import Journal
 from provision.journal.campaigns import CampaignStore, NodeState, Request
 from provision.journal.configured import configured, forget_configured, record_configured
 from provision.journal.dialect import postgres_ddl, to_pyformat
-from provision.journal.location import Backend, redact_url, resolve
+from provision.journal.location import Backend, resolve
 from provision.journal.locks import NodeLocked, NodeLocks
 from provision.journal.schema import MIGRATIONS, SCHEMA_VERSION
 from provision.journal.store import JournalUnreachable
 from provision.journal.wear import WearReading, readings, record_readings
-from provision.redfish.redact import scrub
+from provision.redact import redact_url, scrub
 
 
 def test_round_trips(backend: str | None) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from provision import redact
 from provision.cli import logs, main
-from provision.redfish import redact
 from tests.unit.redfish.rf_fakebmc import FakeBmc, Served, load_tree
 
 TREE = load_tree(Path(__file__).resolve().parents[1] / "fixtures" / "redfish" / "supermicro")
@@ -127,3 +127,9 @@ def test_the_longest_secret_is_masked_first() -> None:
     redact.register_secret("Pa55word-xyz")
     redact.register_secret("Pa55word-xyz-and-more")
     assert redact.scrub("sent Pa55word-xyz-and-more") == f"sent {redact.MASK}"
+
+
+def test_a_runs_own_secrets_are_masked_longest_first() -> None:
+    """redact.mask (Ansible's failure messages): a secret that contains another is masked whole, not in part."""
+    assert redact.mask("pw hunter22 then hunter2", ("hunter2", "hunter22", "")) == \
+        f"pw {redact.MASK} then {redact.MASK}"

@@ -102,7 +102,7 @@ def test_one_command_prints_the_plain_http_warning_once(inventory_copy: Path, ca
 
 
 def test_loading_the_inventory_registers_every_bmc_password(inventory_copy: Path) -> None:
-    from provision.redfish.redact import MASK, scrub
+    from provision.redact import MASK, scrub
 
     _set_host_vars(inventory_copy, "node02", provision_bmc_password="Inv-Pa55-" + "w0rd9")
     load_fleet(inventory_copy)

@@ -11,7 +11,6 @@ import yaml
 
 from provision.conformance.model import CheckResult, NodeReport, Outcome
 from provision.scheduler.hooks import tell_slurm
-from provision.scheduler.settings import SlurmSettings
 from provision.scheduler.slurm import (
     MAX_REASON,
     ActionKind,
@@ -25,6 +24,7 @@ from provision.scheduler.slurm import (
     sync,
 )
 from provision.spec import load_fleet
+from provision.spec.slurm import SlurmSettings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,7 +248,7 @@ def _stage_ctx(host: object, plan_only: bool) -> object:
 def test_verify_stage_tells_slurm_except_in_plan(tmp_path: Path, fake: Path, plan_only: bool,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from provision.bringup.options import BringupOptions
-    from provision.bringup.stages.host import VerifyStage
+    from provision.bringup.stages.verify import VerifyStage
     from provision.errors import CheckFailed
 
     host = load_fleet(_inventory(tmp_path, {"drain_on_fail": True, "scontrol": str(fake)})).select(["node01"])[0]
@@ -264,7 +264,7 @@ def test_verify_stage_tells_slurm_except_in_plan(tmp_path: Path, fake: Path, pla
 
 def test_verify_stage_fails_a_conformant_node_slurm_could_not_resume(tmp_path: Path) -> None:
     from provision.bringup.options import BringupOptions
-    from provision.bringup.stages.host import Verified, VerifyStage
+    from provision.bringup.stages.verify import Verified, VerifyStage
     from provision.errors import CheckFailed
     from provision.scheduler.hooks import SlurmNote
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import Stage
 from provision.bringup.stages.bios import BiosStage
-from provision.bringup.stages.bmc import PreflightStage
 from provision.bringup.stages.configure import ConfigureStage
 from provision.bringup.stages.firmware import FirmwareStage
-from provision.bringup.stages.host import VerifyStage
 from provision.bringup.stages.os_stage import OsStage
+from provision.bringup.stages.preflight import PreflightStage
 from provision.bringup.stages.reset import ResetStage
+from provision.bringup.stages.verify import VerifyStage
 
 
 def default_stages(opts: BringupOptions) -> list[Stage]:

@@ -11,7 +11,7 @@ from functools import partial
 
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.stage import StageContext
-from provision.bringup.stages.bmc import BmcStage, bmc
+from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.errors import CheckFailed
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.vendors import VendorPlugin

@@ -14,7 +14,7 @@ from functools import partial
 
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.stage import StageContext
-from provision.bringup.stages.bmc import BmcStage, bmc
+from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.bringup.stages.staged import FLASH_KIND, STAGE_KIND, open_flashes, staged_since_reset
 from provision.campaign.evidence import Evidence, update_evidence
 from provision.errors import CheckFailed, ChecksIncomplete

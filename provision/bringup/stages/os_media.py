@@ -32,8 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from provision.bringup import eltorito
 from provision.bringup.eltorito import SECTOR, NotBootable, Platform
 from provision.errors import ChecksIncomplete
-from provision.journal.location import redact_url
-from provision.redfish.redact import register_secret
+from provision.redact import redact_url, register_secret
 from provision.spec import HostEntry
 from provision.spec.model import InstallerAccess
 

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict
 
 from provision.bringup.model import Action, StagePlan
 from provision.errors import CheckFailed, InputError
-from provision.journal.location import redact_url
 from provision.journal.records import ActionRecord
+from provision.redact import redact_url
 from provision.spec import HostEntry
 
 

@@ -30,7 +30,7 @@ from provision.bringup.model import StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages import os_media
-from provision.bringup.stages.bmc import bmc
+from provision.bringup.stages.bmc_session import bmc
 from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, plan_os, resume
 from provision.bringup.stages.seed import build_seed, seed_tool
 from provision.errors import ProvisionError

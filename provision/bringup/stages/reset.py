@@ -12,7 +12,7 @@ from functools import partial
 
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.stage import StageContext
-from provision.bringup.stages.bmc import BmcStage, bmc
+from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.bringup.stages.firmware import target_of
 from provision.bringup.stages.staged import RESET_KIND, staged_since_reset
 from provision.redfish.ops import bios as bios_ops

@@ -16,7 +16,7 @@ from provision.conformance.checks.bmc_facts import BiosSetting, BmcFacts, Firmwa
 from provision.errors import RedfishError
 from provision.redfish.connector import Connector
 from provision.redfish.ops import bios as bios_ops
-from provision.redfish.ops import firmware as firmware_ops
+from provision.redfish.ops import firmware as fw
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import sel as sel_ops
 from provision.redfish.ops.inventory import observe
@@ -46,9 +46,9 @@ def read_connected(conn: Connector, spec: NodeSpec) -> BmcFacts:
         identity = platform_identity.of_node(node)
         inv = observe(conn)
         bios = _bios(node, spec)
-        fw_state = firmware_ops.observe(conn)
+        fw_state = fw.observe(conn)
         entries, sel_read = _sel(node)
-    statuses = firmware_ops.status(spec.firmware, fw_state, node.vendor)
+    statuses = fw.status(spec.firmware, fw_state, node.vendor)
     firmware = tuple(
         FirmwareSeen(component=s.component, versions=tuple(e.version for e in s.entries if e.version),
                      entries=len([e for e in s.entries if e.verdict != "absent"]),

@@ -16,7 +16,7 @@ from provision.campaign.hooks import hook_env, run_hook
 from provision.errors import InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignStore
-from provision.redfish.redact import MASK, register_secret
+from provision.redact import MASK, register_secret
 from tests.unit.campaign.fakes import FakeBmcs, FakeHealth, catalog, targets
 
 PRINT_ENV = f"{sys.executable} -c \"import json, os; print(json.dumps(dict(os.environ)))\""

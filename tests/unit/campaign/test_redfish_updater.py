@@ -374,7 +374,7 @@ COMPS = CAT.ordered()[:2]
 
 
 def _ready(up: RedfishUpdater) -> dict[str, Any]:
-    return up._ahead._s.ready
+    return up._ahead._ledger.ready
 
 
 def _until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:

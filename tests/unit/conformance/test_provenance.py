@@ -8,7 +8,7 @@ from typing import Any
 
 from provision.conformance.model import NodeReport
 from provision.conformance.provenance import command_line, provision_version, run_digest, spec_digest
-from provision.redfish.redact import register_secret
+from provision.redact import register_secret
 from tests.unit.conformance.helpers import spec
 
 

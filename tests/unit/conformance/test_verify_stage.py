@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from provision.bringup.options import BringupOptions
-from provision.bringup.stages.host import VerifyStage
+from provision.bringup.stages.verify import VerifyStage
 from provision.conformance.model import CheckResult, NodeReport, Outcome
 from provision.errors import CheckFailed
 

@@ -126,7 +126,7 @@ def test_the_lab_inventory_declares_its_twins(tmp_path: Path) -> None:
     import shutil
     from types import SimpleNamespace
 
-    from provision.ansible.lab import write_twin_inventory
+    from provision.lab.inventory import write_twin_inventory
     from provision.lab.twins.personality import prepare_node
 
     repo = Path(__file__).resolve().parents[3]

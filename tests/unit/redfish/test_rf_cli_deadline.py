@@ -86,7 +86,7 @@ def test_a_bringup_bmc_stage_whose_read_stalls_fails_with_one_line(inventory_cop
     from types import SimpleNamespace
 
     from provision.bringup.options import BringupOptions
-    from provision.bringup.stages import bmc as bmc_stage
+    from provision.bringup.stages import bmc_session as bmc_stage
     from provision.bringup.stages.firmware import FirmwareStage
     from provision.spec import load_fleet
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
-from provision.bringup.stages.bmc import bmc
+from provision.bringup.stages.bmc_session import bmc
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.bmc import BmcFacts, run_bmc_checks
 from provision.conformance.checks.bmc_read import read_connected

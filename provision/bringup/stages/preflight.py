@@ -1,42 +1,18 @@
-"""What the BMC stages share (the node's one BMC session), and preflight."""
+"""Preflight: the BMC answers, the node is the platform its profile describes, its hardware matches the spec."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from pydantic import BaseModel, ConfigDict
 
 from provision.bringup.model import StagePlan
-from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
+from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.errors import CheckFailed
 from provision.journal.identities import record_identity
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import inventory as inv_ops
-from provision.redfish.ops.session import Node, options_for, session
-from provision.redfish.ops.waiting import Clock
 from provision.spec import HostEntry
 from provision.spec.platforms import PlatformIdentity, refuse_profile
-
-
-@contextmanager
-def bmc(ctx: StageContext, opts: BringupOptions) -> Iterator[Node]:
-    """The node's BMC session: logged in once per run and shared by its stages (the connector logs in
-    again by itself when a BMC reset ends the session). Each use runs within the connector's deadline,
-    so a BMC that stalls in a stage's reads fails it with one line naming the node and the URI; the
-    waits an apply makes are bounded by their own timeouts (Connector.waiting)."""
-    node = ctx.keep("bmc", lambda: session(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)))
-    with node.conn.deadline():
-        yield node
-
-
-class BmcStage:
-    name = "bmc"
-
-    def __init__(self, opts: BringupOptions) -> None:
-        self.opts = opts
-        self.clock = Clock(poll_s=opts.poll_s)
 
 
 class PreflightObserved(BaseModel):

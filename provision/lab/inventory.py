@@ -1,4 +1,4 @@
-"""LAB ONLY: the inventory variables the roles need on the lab's node twins.
+"""The inventory variables the roles need on the lab's node twins.
 
 The lab writes its own inventory (provision/lab/manager.py); these helpers give it, and the lab tests,
 the Ansible side: the stand-in apt repository, the twin's scratch drives by id, the role overrides.
@@ -19,7 +19,7 @@ LAB_GROUP_VARS = "lab_group_vars.yml"
 
 def lab_group_vars_text() -> str:
     """The role overrides every lab node gets (YAML text)."""
-    return resources.files("provision.ansible").joinpath("data", LAB_GROUP_VARS).read_text(encoding="utf-8")
+    return resources.files("provision.lab").joinpath("data", LAB_GROUP_VARS).read_text(encoding="utf-8")
 
 
 def scratch_devices(hardware_json: Path) -> list[str]:

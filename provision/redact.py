@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from urllib.parse import urlsplit, urlunsplit
 
 _LOCK = threading.Lock()
 _SECRETS: set[str] = set()
@@ -36,6 +37,30 @@ def scrub(text: str) -> str:
     for pat in _PATTERNS:
         text = pat.sub(lambda m: m.group(1) + MASK, text)
     return text
+
+
+def mask(text: str, secrets: tuple[str, ...]) -> str:
+    """Text with each of these secrets (a run's own, registered or not) masked, longest first."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password (in the authority or a `password=` parameter) masked."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":" + MASK
+        netloc = f"{userinfo}@{host}"
+    query = "&".join(
+        f"{kv.split('=', 1)[0]}={MASK}" if kv.lower().startswith("password=") else kv
+        for kv in parts.query.split("&")
+    ) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 class RedactingFilter(logging.Filter):
