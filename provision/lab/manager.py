@@ -70,6 +70,7 @@ class LabState(BaseModel):
     as_captured: bool
     twins: bool
     inventory: Path
+    factory: bool = False  # `lab up --factory`: every BMC as from the factory (bmcsim/README.md)
     nodes: list[NodeState]
     warnings: list[str] = []  # capture files served as captured (malformed JSON...), one line each
     vm: bool = False
@@ -82,6 +83,7 @@ class UpOptions(BaseModel):
     profile: str = "ml_prod_v4"
     bmc_tree: Path | list[Path] | None = None  # several: node01 serves the first, node02 the second, ...
     as_captured: bool = False
+    factory: bool = False  # each BMC as from the factory: PasswordChangeRequired, a self-signed certificate
     bmc_only: bool = False
     vm: bool = False  # each node's host a qemu VM driven by its BMC (implies no twins)
     speed: float = 10.0
@@ -261,7 +263,7 @@ def _sim_config(lab: Path, opts: UpOptions, shape: Shape, parts: Parts,
     vm_hosts = vm_hosts or {}
     nodes = [
         BmcConfig(name=name, index=i, tree=tree, as_captured=opts.as_captured, username=USERNAME,
-                  password=SecretStr(secrets.token_urlsafe(18)), vm=vm_hosts.get(name))
+                  password=SecretStr(secrets.token_urlsafe(15)), vm=vm_hosts.get(name), factory=opts.factory)
         for i, (name, tree) in enumerate(zip(shape.names, shape.trees, strict=True), start=1)
     ]
     cfg = SimConfig(
@@ -333,7 +335,7 @@ def _state(lab: Path, opts: UpOptions, shape: Shape, ready: Ready, twins: dict[s
                        ssh=twins.get(n.name), vm=vms.get(n.name)) for n in ready.nodes]  # fmt: skip
     trees = ",".join(dict.fromkeys(str(t) for t in shape.trees))
     return LabState(lab_dir=lab, pid=ready.pid, control_port=ready.control_port, profile=opts.profile,
-                    tree=trees, as_captured=opts.as_captured, twins=bool(twins), vm=bool(vms),
+                    tree=trees, as_captured=opts.as_captured, twins=bool(twins), vm=bool(vms), factory=opts.factory,
                     inventory=lab / "inventory" / "hosts.yml", nodes=nodes)
 
 

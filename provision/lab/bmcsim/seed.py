@@ -22,6 +22,8 @@ class Seed:
     multipart_uri: str | None
     invented: tuple[str, ...]
     warnings: tuple[str, ...] = ()  # what the capture holds that is served as captured, by file
+    accounts: str = synth.accounts.ACCOUNTS  # the Accounts collection each BMC's accounts join
+    accounts_own: bool = True  # it is the simulator's (member 1 a placeholder), not a captured one
 
 
 _CACHE: dict[tuple[str, bool, Parts], Seed] = {}
@@ -45,6 +47,7 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
         invented += links.bios_registry(res)
         invented += links.fill_dangling(res)
     before = set(res)
+    accounts, accounts_own = synth.accounts_collection(res, invented)
     sel = synth.sel_service(res)
     invented += sorted(set(res) - before)
     tree = SeedTree(tree_dir.name, res, cap.raw, cap.headers, cap.source if as_captured else None)
@@ -54,7 +57,7 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
     return Seed(
         tree=tree, systems=systems, managers=tuple(_members(tree, f"{ROOT}/Managers")), sel_service=sel,
         bios=lays, push_uri=_uri(upd.get("HttpPushUri")), multipart_uri=_uri(upd.get("MultipartHttpPushUri")),
-        invented=tuple(invented), warnings=tuple(cap.warnings),
+        invented=tuple(invented), warnings=tuple(cap.warnings), accounts=accounts, accounts_own=accounts_own,
     )
 
 

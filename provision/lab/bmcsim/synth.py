@@ -6,7 +6,8 @@ byte-for-byte and only adds the services the simulator itself implements.
 
 from __future__ import annotations
 
-from provision.lab.bmcsim.tree import ROOT, Json
+from provision.lab.bmcsim import accounts
+from provision.lab.bmcsim.tree import ROOT, Json, norm
 
 SESSION_SERVICE = f"{ROOT}/SessionService"
 SESSIONS = f"{SESSION_SERVICE}/Sessions"
@@ -47,7 +48,19 @@ def add_services(res: dict[str, Json]) -> list[str]:
         res[TASKS] = _collection(TASKS, "TaskCollection", "Task Collection")
         added.append(TASKS)
     root.setdefault("Tasks", {"@odata.id": TASK_SERVICE})
-    return added
+    return added + _add_accounts(res)
+
+
+def _add_accounts(res: dict[str, Json]) -> list[str]:
+    """AccountService with its roles and accounts collection where the tree has none (a filled tree's is
+    a stub from `links`, made after this): the simulator's accounts live in it."""
+    if accounts.ACCOUNT_SERVICE in res:
+        return []
+    made = accounts.service_resources()
+    fresh = [u for u in made if u not in res]
+    res.update({u: made[u] for u in fresh})
+    res[ROOT].setdefault("AccountService", {"@odata.id": accounts.ACCOUNT_SERVICE})
+    return fresh
 
 
 def sel_service(res: dict[str, Json]) -> str:
@@ -130,3 +143,14 @@ def _media(uri: str, ident: str, types: list[str]) -> Json:
             "#VirtualMedia.EjectMedia": {"target": f"{uri}/Actions/VirtualMedia.EjectMedia"},
         },
     }
+
+
+def accounts_collection(res: dict[str, Json], added: list[str]) -> tuple[str, bool]:
+    """The Accounts collection the simulator's accounts join, and whether it is the simulator's own (made
+    here, in `added`: its member `1` a placeholder each BMC overwrites) rather than a captured one (each
+    BMC's account is added after the captured members)."""
+    service = res.get(accounts.ACCOUNT_SERVICE) or {}
+    coll = norm(str((service.get("Accounts") or {}).get("@odata.id", accounts.ACCOUNTS)))
+    if coll not in res:
+        res[coll] = _collection(coll, "ManagerAccountCollection", "Accounts")
+    return coll, f"{coll}/1" in added
