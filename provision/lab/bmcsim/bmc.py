@@ -7,12 +7,15 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from urllib.parse import unquote
 
 from provision.lab.bmcsim import events, expand, multipart, vmedia
 from provision.lab.bmcsim.accounts import ACCOUNT_SERVICE, Account, Accounts, Privilege
 from provision.lab.bmcsim.auth import Sessions
 from provision.lab.bmcsim.bios import Bios
+from provision.lab.bmcsim.certs import Certificates, self_signed
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
 from provision.lab.bmcsim.faults import Faults
@@ -21,7 +24,7 @@ from provision.lab.bmcsim.host import HostBackend, HostEvent, HostEventKind, nex
 from provision.lab.bmcsim.messages import message
 from provision.lab.bmcsim.metadata import metadata_xml, service_document
 from provision.lab.bmcsim.power import Power
-from provision.lab.bmcsim.reply import Reply, error, no_content, success
+from provision.lab.bmcsim.reply import Reply, accepted, error, no_content, success
 from provision.lab.bmcsim.seed import Seed
 from provision.lab.bmcsim.sel import Sel
 from provision.lab.bmcsim.synth import SESSIONS
@@ -56,6 +59,7 @@ class Bmc:
         self.accounts = Accounts(cfg.name, self.res, cfg.username, cfg.password.get_secret_value(), cfg.factory,
                                  seed.accounts, seed.accounts_own)
         self.sessions = Sessions(self.res, clock, self.accounts, sim.timings.session_timeout)
+        self.certs = self._certificates(sim)
         self.faults.on_change("session-expiry", self._expire_sessions)
         self.hardware = Hardware(self.res, self.faults)
         self.tasks = Tasks(cfg.name, self.res, clock, self.faults)
@@ -76,6 +80,16 @@ class Bmc:
         self.down_until = 0.0
         if not cfg.as_captured:
             self._personalise()
+
+    def _certificates(self, sim: SimConfig) -> Certificates | None:
+        """The manager's HTTPS certificate: from the factory, a self-signed one of its own; else the lab's."""
+        if self.seed.https_certs is None:
+            return None
+        if self.cfg.factory:
+            cert, key = self_signed(f"bmc-{self.name}")
+            return Certificates(self.name, self.res, self.sel, self.seed.https_certs, cert, key)
+        lab_cert = _read(sim.cert_file) if sim.cert_file is not None else None
+        return Certificates(self.name, self.res, self.sel, self.seed.https_certs, lab_cert)
 
     def _personalise(self) -> None:
         """Each node of a filled lab gets its own serial number and UUID (the rest stays shared), as a fleet's
@@ -363,6 +377,8 @@ class Bmc:
             reply = vmedia.eject(self.name, self.res, self.sel, owner)
             self._media_changed(owner)
             return reply
+        if name in ("CertificateService.GenerateCSR", "CertificateService.ReplaceCertificate"):
+            return self._certificate_action(name, body)
         if name == "Manager.Reset":
             asyncio.get_running_loop().call_soon(self.reboot, f"Manager.Reset {body.get('ResetType', '')}")
             return no_content()
@@ -372,6 +388,17 @@ class Bmc:
             self.sel.add(f"Action {name} accepted (no effect in the lab)")
             return success()
         return error(400, "ActionNotSupported", name)
+
+    def _certificate_action(self, name: str, body: Json) -> Reply:
+        if self.certs is None:
+            return error(400, "ActionNotSupported", name)
+        if name == "CertificateService.ReplaceCertificate":
+            return self.certs.replace(body)
+        if self.faults.get("csr-never-completes") is not None:  # an asynchronous CSR whose task never ends
+            task = self.tasks.create("Generate CSR", f"{ROOT}/CertificateService/Actions/{name}", body)
+            events.record(self.name, "fault.csr_never_completes", task=task.ident)
+            return accepted(task.uri, self.tasks.body(task))
+        return self.certs.generate_csr(body)
 
     def _clear_log(self, service: str) -> Reply:
         entries = str((self.res.get(service) or {}).get("Entries", {}).get("@odata.id", "")).rstrip("/")
@@ -416,6 +443,12 @@ def _json(raw: bytes) -> Json | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+@cache
+def _read(path: Path) -> bytes:
+    """A file every BMC of the process reads the same (the lab's server certificate): read once."""
+    return path.read_bytes()
 
 
 def _keys(raw: bytes) -> set[str]:

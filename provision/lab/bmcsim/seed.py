@@ -24,6 +24,7 @@ class Seed:
     warnings: tuple[str, ...] = ()  # what the capture holds that is served as captured, by file
     accounts: str = synth.accounts.ACCOUNTS  # the Accounts collection each BMC's accounts join
     accounts_own: bool = True  # it is the simulator's (member 1 a placeholder), not a captured one
+    https_certs: str | None = None  # the manager's HTTPS certificate collection (CertificateService), if any
 
 
 _CACHE: dict[tuple[str, bool, Parts], Seed] = {}
@@ -44,6 +45,7 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
         cap.raw.pop(f"{ROOT}/$metadata", None)  # the filled tree has types the captured one lacks
         invented += fill.complete(res, parts)
         invented += synth.add_virtual_media(res)
+        invented += synth.add_certificates(res)
         invented += links.bios_registry(res)
         invented += links.fill_dangling(res)
     before = set(res)
@@ -58,6 +60,7 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
         tree=tree, systems=systems, managers=tuple(_members(tree, f"{ROOT}/Managers")), sel_service=sel,
         bios=lays, push_uri=_uri(upd.get("HttpPushUri")), multipart_uri=_uri(upd.get("MultipartHttpPushUri")),
         invented=tuple(invented), warnings=tuple(cap.warnings), accounts=accounts, accounts_own=accounts_own,
+        https_certs=synth.https_certificates(res),
     )
 
 

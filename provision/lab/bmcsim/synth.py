@@ -6,7 +6,7 @@ byte-for-byte and only adds the services the simulator itself implements.
 
 from __future__ import annotations
 
-from provision.lab.bmcsim import accounts
+from provision.lab.bmcsim import accounts, certs
 from provision.lab.bmcsim.tree import ROOT, Json, norm
 
 SESSION_SERVICE = f"{ROOT}/SessionService"
@@ -154,3 +154,33 @@ def accounts_collection(res: dict[str, Json], added: list[str]) -> tuple[str, bo
     if coll not in res:
         res[coll] = _collection(coll, "ManagerAccountCollection", "Accounts")
     return coll, f"{coll}/1" in added
+
+
+def add_certificates(res: dict[str, Json]) -> list[str]:
+    """CertificateService for the first manager's HTTPS certificate where the tree has none (complete mode;
+    before `links` stubs what the service root names)."""
+    manager = first_member(res, f"{ROOT}/Managers")
+    proto_uri = norm(str(((res.get(manager or "") or {}).get("NetworkProtocol") or {}).get("@odata.id", "")))
+    proto = res.get(proto_uri)
+    if proto is None or certs.CERT_SERVICE in res:
+        return []
+    https = proto.setdefault("HTTPS", {"ProtocolEnabled": True, "Port": 443})
+    coll = norm(str((https.get("Certificates") or {}).get("@odata.id", f"{proto_uri}/HTTPS/Certificates")))
+    https["Certificates"] = {"@odata.id": coll}
+    made = certs.service_resources(coll)
+    fresh = [u for u in made if u not in res]
+    res.update({u: made[u] for u in fresh})
+    res[ROOT].setdefault("CertificateService", {"@odata.id": certs.CERT_SERVICE})
+    return fresh
+
+
+def https_certificates(res: dict[str, Json]) -> str | None:
+    """The HTTPS certificate collection the CertificateService's actions work on, if the tree has both."""
+    if certs.CERT_SERVICE not in res:
+        return None
+    locations = res.get(certs.LOCATIONS) or {}
+    for link in (locations.get("Links") or {}).get("Certificates") or []:
+        entry = norm(str(link.get("@odata.id", "")))
+        if "/NetworkProtocol/HTTPS/Certificates/" in entry and entry.rsplit("/", 1)[0] in res:
+            return entry.rsplit("/", 1)[0]
+    return None
