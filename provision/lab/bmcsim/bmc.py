@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import unquote
 
-from provision.lab.bmcsim import events, expand, multipart, vmedia
+from provision.lab.bmcsim import events, expand, multipart, netsettings, vmedia
 from provision.lab.bmcsim.accounts import ACCOUNT_SERVICE, Account, Accounts, Privilege
 from provision.lab.bmcsim.auth import Sessions
 from provision.lab.bmcsim.bios import Bios
@@ -324,6 +324,9 @@ class Bmc:
             if path == (bios.layout.settings or bios.layout.bios):
                 return bios.patch_settings(body)
         kind = str((self.res.get(path) or {}).get("@odata.type", ""))
+        manager = next((m for m in self.seed.managers if path.startswith(m + "/")), None)
+        if manager is not None and kind.startswith(("#ManagerNetworkProtocol.", "#EthernetInterface.")):
+            return self._patch_network(manager, path, kind, body)
         if kind.startswith("#VirtualMedia."):
             refused = self._media_refused(body)
             reply = refused or vmedia.patch(self.name, self.res, self.sel, path, body)
@@ -331,6 +334,17 @@ class Bmc:
                 self._media_changed(path)
             return [] if reply.status < 300 else (reply.body or {}).get("error", {}).get("@Message.ExtendedInfo")
         return None
+
+    def _patch_network(self, manager: str, path: str, kind: str, body: Json) -> list[Json] | None:
+        mgr = self.res.get(manager) or {}
+        proto = norm(str((mgr.get("NetworkProtocol") or {}).get("@odata.id", ""))) or None
+        coll = self.res.get(norm(str((mgr.get("EthernetInterfaces") or {}).get("@odata.id", "")))) or {}
+        nics = [norm(str(m.get("@odata.id", ""))) for m in coll.get("Members") or []]
+        if kind.startswith("#ManagerNetworkProtocol."):
+            return netsettings.patch_protocol(self.name, self.res, path, body, nics)
+        if path not in nics:
+            return None
+        return netsettings.patch_interface(self.name, self.res, path, body, proto, nics)
 
     def _delete(self, path: str, _req: Request) -> Reply:
         if path.startswith(SESSIONS + "/") and self.sessions.delete(path):
