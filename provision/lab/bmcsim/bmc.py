@@ -82,13 +82,15 @@ class Bmc:
             self._personalise()
 
     def _certificates(self, sim: SimConfig) -> Certificates | None:
-        """The manager's HTTPS certificate: from the factory, a self-signed one of its own; else the lab's."""
+        """The manager's HTTPS certificate: from the factory, a self-signed one of its own; else the lab's (served
+        by the shared TLS context until a replace)."""
         if self.seed.https_certs is None:
             return None
         if self.cfg.factory:
             cert, key = self_signed(f"bmc-{self.name}")
             return Certificates(self.name, self.res, self.sel, self.seed.https_certs, cert, key)
-        lab_cert = _read(sim.cert_file) if sim.cert_file is not None else None
+        # as captured, a captured Certificate resource stays as captured until a replace
+        lab_cert = _read(sim.cert_file) if sim.cert_file is not None and not self.cfg.as_captured else None
         return Certificates(self.name, self.res, self.sel, self.seed.https_certs, lab_cert)
 
     def _personalise(self) -> None:
