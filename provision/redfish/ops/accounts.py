@@ -75,7 +75,7 @@ def probe_login(opts: ConnectorOptions) -> Probe:
     def probe(user: str, password: SecretStr) -> LoginResult:
         try:
             with open_as(opts, user, password) as conn:
-                resp = conn.request("GET", ACCOUNT_SERVICE, allow_status=(403,))
+                resp = conn.request("GET", ACCOUNT_SERVICE, allow_status=(403, 404))
         except RedfishPasswordChangeRequired:
             return LoginResult(verdict=LoginVerdict.CHANGE_REQUIRED)
         except RedfishAuthError:
