@@ -130,6 +130,15 @@ def plan_bmc(host: HostEntry, observed: BmcObserved | None) -> StagePlan:
                      note=note or ("settings as the spec says" if not settings else ""))
 
 
+def secret_env(setup: BmcSetup | None) -> frozenset[str]:
+    """The environment variables the spec reads passwords from (kept from the signing command)."""
+    if setup is None:
+        return frozenset()
+    sources = [a.password for a in setup.accounts]
+    sources += [setup.initial.password, setup.initial.rotate_to] if setup.initial else []
+    return frozenset(s.env for s in sources if s.env is not None)
+
+
 def subject_fields(host: HostEntry, cert: CertificateSpec) -> dict[str, str]:
     s = cert.subject
     fields = {"CommonName": fill(s.common_name, host.name, bmc_host(host)), "Organization": s.organization,
@@ -205,7 +214,7 @@ class BmcSetupStage(BmcStage):
         failpoint.hit(CERT_KIND, "csr")
         now = datetime.datetime.now(datetime.UTC)
         pem = certs.sign_with_key(csr, ca, cert.ca_key, cert.days, now, wanted) if cert.ca_key is not None \
-            else certs.sign_with_command(cert.sign_command or (), csr)
+            else certs.sign_with_command(cert.sign_command or (), csr, secret_env(host.spec.bmc))
         if not certs.issued_by(certs.load_cert(pem, "the signed certificate"), ca):
             raise CheckFailed(f"{host.name}: the signed certificate is not issued by the site CA {cert.ca_cert}; "
                               "not installed")

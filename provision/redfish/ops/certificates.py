@@ -193,10 +193,12 @@ def _general_name(value: str) -> x509.GeneralName:
         return x509.DNSName(value)
 
 
-def sign_with_command(command: tuple[str, ...], csr_pem: str, timeout_s: float = SIGN_TIMEOUT_S) -> str:
+def sign_with_command(command: tuple[str, ...], csr_pem: str, secret_env: frozenset[str] = frozenset(),
+                      timeout_s: float = SIGN_TIMEOUT_S) -> str:
     """The site's signing command: the CSR on its stdin, the certificate (PEM) on its stdout. Its argv is the
-    spec's as given; its environment is ours without the BMC credentials."""
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    spec's as given; its environment is ours without the BMC credentials and the variables in `secret_env`
+    (the ones the spec reads passwords from)."""
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV and k not in secret_env}
     try:
         done = subprocess.run(list(command), input=csr_pem, capture_output=True, text=True, timeout=timeout_s,
                               env=env, check=False)

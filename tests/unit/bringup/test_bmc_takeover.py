@@ -289,3 +289,53 @@ def test_a_site_certificate_near_its_end_is_replaced(host: HostEntry, tmp_path: 
     assert certs.judge(bmc.cert_pem, ca, {"127.0.0.1"}, 30, datetime.datetime.now(datetime.UTC)) \
         is certs.CertVerdict.SITE
     assert certs.judge(bmc.cert_pem, ca, {"127.0.0.1"}, 30, soon) is certs.CertVerdict.EXPIRING
+
+
+SIGNER = """
+import datetime, os, sys
+from pathlib import Path
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+here = Path(sys.argv[1])
+Path(here / "seen-env").write_text("\\n".join(f"{k}={v}" for k, v in os.environ.items()))
+csr = x509.load_pem_x509_csr(sys.stdin.read().encode())
+ca = x509.load_pem_x509_certificate((here / "ca.pem").read_bytes())
+key = serialization.load_pem_private_key((here / "ca.key").read_bytes(), None)
+now = datetime.datetime.now(datetime.timezone.utc)
+cert = (x509.CertificateBuilder().subject_name(csr.subject).issuer_name(ca.subject).public_key(csr.public_key())
+        .serial_number(7).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=90))
+        .add_extension(csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value, critical=False)
+        .sign(key, hashes.SHA256()))
+sys.stdout.write(cert.public_bytes(serialization.Encoding.PEM).decode())
+"""
+
+
+def test_the_sites_signing_command_signs_with_no_secret_in_its_argv_or_environment(
+        host: HostEntry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    (tmp_path / "signer.py").write_text(SIGNER)
+    monkeypatch.setenv("PROVISION_BMC_PASSWORD", SITE)
+    assert host.spec.bmc is not None and host.spec.bmc.certificate is not None
+    cert = host.spec.bmc.certificate.model_copy(update={
+        "ca_key": None, "sign_command": (sys.executable, str(tmp_path / "signer.py"), str(tmp_path))})
+    signing = host.model_copy(update={"spec": host.spec.model_copy(update={
+        "bmc": host.spec.bmc.model_copy(update={"certificate": cert})})})
+    bmc = _factory()
+    got = run(signing, bmc, None)
+    assert got["bmc"].outcome is Outcome.APPLIED, got["bmc"].error
+    assert certs.load_cert(bmc.cert_pem, "served").serial_number == 7
+    seen = (tmp_path / "seen-env").read_text()
+    assert "PROVISION_BMC_PASSWORD" not in seen and not [s for s in SECRETS if s in seen]
+
+
+def test_a_signing_command_that_fails_is_one_line_and_nothing_is_installed(host: HostEntry) -> None:
+    assert host.spec.bmc is not None and host.spec.bmc.certificate is not None
+    cert = host.spec.bmc.certificate.model_copy(update={"ca_key": None, "sign_command": ("false",)})
+    failing = host.model_copy(update={"spec": host.spec.model_copy(update={
+        "bmc": host.spec.bmc.model_copy(update={"certificate": cert})})})
+    bmc = _factory()
+    before = bmc.cert_pem
+    got = run(failing, bmc, None)
+    assert got["bmc"].outcome is Outcome.FAILED and got["bmc"].error == "sign_command false exited 1"
+    assert bmc.cert_pem == before
