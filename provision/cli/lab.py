@@ -49,6 +49,9 @@ def up(
         "--as-captured", help="Serve the capture as captured: no parts from the spec, missing resources 404, "
         "a malformed captured file is served as its bytes (with a warning).")] = False,
     bmc_only: Annotated[bool, typer.Option("--bmc-only", help="Simulated BMCs only, no node twins.")] = False,
+    factory: Annotated[bool, typer.Option(
+        "--factory", help="Every BMC as from the factory: its one account (the inventory's user and password) "
+        "must change its password first (PasswordChangeRequired).")] = False,
     vm: Annotated[bool, typer.Option(
         "--vm", help="The node's host is a qemu VM its BMC drives (blank drives, UEFI, off; no twin), with its "
         "installer CD served and named in the inventory: `provision bringup node01 --only os` installs it. "
@@ -64,7 +67,7 @@ def up(
     state = manager.up(manager.UpOptions(
         lab_dir=_lab(lab_dir), nodes=nodes, profile=profile,
         bmc_tree=manager.parse_trees(bmc_tree) if bmc_tree is not None else None, as_captured=as_captured,
-        bmc_only=bmc_only, vm=vm, speed=speed, source_inventory=from_inventory,
+        factory=factory, bmc_only=bmc_only, vm=vm, speed=speed, source_inventory=from_inventory,
     ))
     if as_json:
         emit_json(manager.status(state.lab_dir))

@@ -31,7 +31,15 @@ from provision.ansible.project import example_inventory
 from provision.errors import InputError, LabError
 from provision.lab import simproc
 from provision.lab.bmcsim import capture
-from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig, VmHostConfig
+from provision.lab.bmcsim.config import (
+    TREES_DIR,
+    BmcConfig,
+    Parts,
+    Ready,
+    SimConfig,
+    VmHostConfig,
+    factory_cert_file,
+)
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 from provision.lab.ca import make_ca_and_server
 from provision.lab.parts import spec_parts
@@ -48,6 +56,7 @@ READY = "bmcsim.ready.json"
 SIM_LOG = "bmcsim.log"
 USERNAME = "admin"
 SECRET_FILES = (SIM_CONFIG, "server-key.pem", "server.pem", "ca.pem", READY)
+FACTORY_CERTS = "factory-certs"  # config.factory_cert_file: <lab>/factory-certs/<node>.pem
 
 
 class NodeState(BaseModel):
@@ -70,6 +79,7 @@ class LabState(BaseModel):
     as_captured: bool
     twins: bool
     inventory: Path
+    factory: bool = False  # `lab up --factory`: every BMC as from the factory (bmcsim/README.md)
     nodes: list[NodeState]
     warnings: list[str] = []  # capture files served as captured (malformed JSON...), one line each
     vm: bool = False
@@ -82,6 +92,7 @@ class UpOptions(BaseModel):
     profile: str = "ml_prod_v4"
     bmc_tree: Path | list[Path] | None = None  # several: node01 serves the first, node02 the second, ...
     as_captured: bool = False
+    factory: bool = False  # each BMC as from the factory: PasswordChangeRequired, a self-signed certificate
     bmc_only: bool = False
     vm: bool = False  # each node's host a qemu VM driven by its BMC (implies no twins)
     speed: float = 10.0
@@ -149,7 +160,7 @@ def up(opts: UpOptions) -> LabState:
         cfg = _sim_config(lab, opts, shape, parts, vm_hosts)
         proc = simproc.spawn(lab, cfg)
         ready = simproc.wait_ready(lab, proc, cfg)
-        _wait_answering(lab / "ca.pem", ready)
+        _wait_answering(lab / "ca.pem", ready, factory_lab=lab if opts.factory else None)
         twins = _twins_up(lab, opts, shape.names) if not (opts.bmc_only or opts.vm) else {}
         media_pid, vms = _vms_up(lab, vm_hosts, isos)
         state = _state(lab, opts, shape, ready, twins, vms)
@@ -261,7 +272,7 @@ def _sim_config(lab: Path, opts: UpOptions, shape: Shape, parts: Parts,
     vm_hosts = vm_hosts or {}
     nodes = [
         BmcConfig(name=name, index=i, tree=tree, as_captured=opts.as_captured, username=USERNAME,
-                  password=SecretStr(secrets.token_urlsafe(18)), vm=vm_hosts.get(name))
+                  password=SecretStr(secrets.token_urlsafe(15)), vm=vm_hosts.get(name), factory=opts.factory)
         for i, (name, tree) in enumerate(zip(shape.names, shape.trees, strict=True), start=1)
     ]
     cfg = SimConfig(
@@ -273,10 +284,13 @@ def _sim_config(lab: Path, opts: UpOptions, shape: Shape, parts: Parts,
     return cfg
 
 
-def _wait_answering(ca: Path, ready: Ready, timeout: float = 60.0) -> None:
+def _wait_answering(ca: Path, ready: Ready, timeout: float = 60.0, factory_lab: Path | None = None) -> None:
     """Every BMC answers its service root: over plain HTTP where it has it (cheap), and over HTTPS,
-    verified with the lab CA, for the first and last node and every node without plain HTTP."""
+    verified with the lab CA (a factory lab: the node's own self-signed certificate), for the first and last
+    node and every node without plain HTTP."""
     ctx = ssl.create_default_context(cafile=str(ca))
+    own = {n.name: ssl.create_default_context(cafile=str(factory_cert_file(factory_lab, n.name)))
+           for n in ready.nodes if factory_lab is not None and n.https_port}
     deadline = time.monotonic() + timeout + len(ready.nodes) / 20
     edges = {ready.nodes[0].name, ready.nodes[-1].name}
     urls = []
@@ -288,7 +302,7 @@ def _wait_answering(ca: Path, ready: Ready, timeout: float = 60.0) -> None:
 
     def probe(item: tuple[str, str]) -> None:
         name, url = item
-        while not _answers(url, ctx):
+        while not _answers(url, own.get(name, ctx)):
             if time.monotonic() > deadline:
                 raise LabError(f"{name}: BMC at {url} does not answer")
             time.sleep(0.1)
@@ -333,7 +347,7 @@ def _state(lab: Path, opts: UpOptions, shape: Shape, ready: Ready, twins: dict[s
                        ssh=twins.get(n.name), vm=vms.get(n.name)) for n in ready.nodes]  # fmt: skip
     trees = ",".join(dict.fromkeys(str(t) for t in shape.trees))
     return LabState(lab_dir=lab, pid=ready.pid, control_port=ready.control_port, profile=opts.profile,
-                    tree=trees, as_captured=opts.as_captured, twins=bool(twins), vm=bool(vms),
+                    tree=trees, as_captured=opts.as_captured, twins=bool(twins), vm=bool(vms), factory=opts.factory,
                     inventory=lab / "inventory" / "hosts.yml", nodes=nodes)
 
 
@@ -361,6 +375,8 @@ def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, s
     secrets_by_name = {n.name: n.password.get_secret_value() for n in cfg.nodes}
     for node in state.nodes:
         hv = _host_vars(lab, node, secrets_by_name[node.name])
+        if state.factory and node.https_port:  # what the BMC serves until its certificate is replaced
+            hv["provision_lab_bmc_factory_cert_file"] = str(factory_cert_file(lab, node.name))
         simproc.write_private(inv / "host_vars" / f"{node.name}.yml", "---\n" + yaml.safe_dump(hv, sort_keys=False))
     return inv / "hosts.yml"
 
@@ -614,3 +630,4 @@ def _cleanup_files(lab: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             (lab / name).unlink()
     shutil.rmtree(lab / "inventory", ignore_errors=True)
+    shutil.rmtree(lab / FACTORY_CERTS, ignore_errors=True)

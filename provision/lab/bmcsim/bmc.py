@@ -7,19 +7,24 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from urllib.parse import unquote
 
 from provision.lab.bmcsim import events, expand, multipart, vmedia
+from provision.lab.bmcsim.accounts import ACCOUNT_SERVICE, Account, Accounts, Privilege
 from provision.lab.bmcsim.auth import Sessions
 from provision.lab.bmcsim.bios import Bios
+from provision.lab.bmcsim.certs import Certificates, self_signed
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
 from provision.lab.bmcsim.faults import Faults
 from provision.lab.bmcsim.hardware import Hardware
 from provision.lab.bmcsim.host import HostBackend, HostEvent, HostEventKind, next_boot
+from provision.lab.bmcsim.messages import message
 from provision.lab.bmcsim.metadata import metadata_xml, service_document
 from provision.lab.bmcsim.power import Power
-from provision.lab.bmcsim.reply import Reply, error, no_content, success
+from provision.lab.bmcsim.reply import Reply, accepted, error, no_content, success
 from provision.lab.bmcsim.seed import Seed
 from provision.lab.bmcsim.sel import Sel
 from provision.lab.bmcsim.synth import SESSIONS
@@ -51,8 +56,10 @@ class Bmc:
         self.res = Resources(seed.tree)
         self.sel = Sel(cfg.name, self.res, clock, seed.sel_service)
         self.faults = Faults(self.sel)
-        self.sessions = Sessions(self.res, clock, cfg.username, cfg.password.get_secret_value(),
-                                 sim.timings.session_timeout)
+        self.accounts = Accounts(cfg.name, self.res, cfg.username, cfg.password.get_secret_value(), cfg.factory,
+                                 seed.accounts, seed.accounts_own)
+        self.sessions = Sessions(self.res, clock, self.accounts, sim.timings.session_timeout)
+        self.certs = self._certificates(sim)
         self.faults.on_change("session-expiry", self._expire_sessions)
         self.hardware = Hardware(self.res, self.faults)
         self.tasks = Tasks(cfg.name, self.res, clock, self.faults)
@@ -73,6 +80,16 @@ class Bmc:
         self.down_until = 0.0
         if not cfg.as_captured:
             self._personalise()
+
+    def _certificates(self, sim: SimConfig) -> Certificates | None:
+        """The manager's HTTPS certificate: from the factory, a self-signed one of its own; else the lab's."""
+        if self.seed.https_certs is None:
+            return None
+        if self.cfg.factory:
+            cert, key = self_signed(f"bmc-{self.name}")
+            return Certificates(self.name, self.res, self.sel, self.seed.https_certs, cert, key)
+        lab_cert = _read(sim.cert_file) if sim.cert_file is not None else None
+        return Certificates(self.name, self.res, self.sel, self.seed.https_certs, lab_cert)
 
     def _personalise(self) -> None:
         """Each node of a filled lab gets its own serial number and UUID (the rest stays shared), as a fleet's
@@ -171,10 +188,14 @@ class Bmc:
             return self._public(path)
         if req.method == "POST" and path == SESSIONS:
             return self._login(req.body)
-        if not self.sessions.authorized(req.headers.get("X-Auth-Token"), req.headers.get("Authorization")):
+        who = self.sessions.who(req.headers.get("X-Auth-Token"), req.headers.get("Authorization"))
+        if who is None:
             reply = error(401, "NoValidSession")
             reply.headers["WWW-Authenticate"] = 'Basic realm="provision-lab"'
             return reply
+        refused = self._refused(who[0], who[1], req.method, path, req.body)
+        if refused is not None:
+            return refused
         method = {"GET": self._get, "HEAD": self._get, "PATCH": self._patch, "PUT": self._patch,
                   "POST": self._post, "DELETE": self._delete}.get(req.method)
         if method is None:
@@ -182,6 +203,32 @@ class Bmc:
         if method != self._get and self._captured_raw(path) is not None:
             return error(405, "OperationNotAllowed")  # served as captured, byte for byte: read-only
         return method(path, req)
+
+    def _refused(self, acct: Account, session: str | None, method: str, path: str, raw: bytes) -> Reply | None:
+        """403 when the account may not do this: PasswordChangeRequired until its password is changed (DSP0266),
+        else InsufficientPrivilege when its role lacks the privilege the operation needs."""
+        own = path == acct.uri
+        if method in ("GET", "HEAD"):
+            need = Privilege.LOGIN
+        elif method == "DELETE" and path.startswith(SESSIONS + "/"):
+            need = Privilege.LOGIN if path == session else Privilege.CONFIGURE_MANAGER
+        elif own and method in ("PATCH", "PUT") and _keys(raw) <= {"Password"}:
+            need = Privilege.CONFIGURE_SELF
+        elif path == ACCOUNT_SERVICE or path.startswith(ACCOUNT_SERVICE + "/") or self.accounts.owns(path):
+            need = Privilege.CONFIGURE_USERS
+        elif path.startswith(f"{ROOT}/CertificateService") or any(
+                path == m or path.startswith(m + "/") for m in self.seed.managers):
+            need = Privilege.CONFIGURE_MANAGER
+        else:
+            need = Privilege.CONFIGURE_COMPONENTS
+        if acct.change_required and not ((own and need in (Privilege.LOGIN, Privilege.CONFIGURE_SELF))
+                                         or (session is not None and path == session)):
+            events.record(self.name, "auth.password_change_required", method=method, path=path)
+            return error(403, "PasswordChangeRequired", acct.uri)
+        if not acct.can(need):
+            events.record(self.name, "auth.forbidden", method=method, path=path, privilege=need.value)
+            return error(403, "InsufficientPrivilege")
+        return None
 
     def _public(self, path: str) -> Reply:
         if path == "/redfish":
@@ -208,9 +255,12 @@ class Bmc:
         if made is None:
             events.record(self.name, "login.refused")
             return error(401, "NoValidSession")
-        token, uri = made
+        token, uri, acct = made
         events.record(self.name, "login", session=uri.rsplit("/", 1)[1])
-        return Reply(201, self.res.get(uri), {"X-Auth-Token": token, "Location": uri})
+        body = dict(self.res.get(uri) or {})
+        if acct.change_required:  # DSP0266: the session is made, and says what must happen first
+            body["@Message.ExtendedInfo"] = [message("PasswordChangeRequired", acct.uri)]
+        return Reply(201, body, {"X-Auth-Token": token, "Location": uri})
 
     def _get(self, path: str, req: Request | None) -> Reply:
         page = self._page(path, req.query) if req and req.query else None
@@ -259,9 +309,15 @@ class Bmc:
         if errors:
             return Reply(400, {"error": {"code": errors[0]["MessageId"], "message": errors[0]["Message"],
                                          "@Message.ExtendedInfo": errors}})
+        if "Password" in body and self.accounts.at(path) and self.faults.take("password-change-500-after-effect"):
+            events.record(self.name, "fault.password_500", path=path)  # the new password is in effect
+            return error(500, "InternalError")
         return self._get(path, None)
 
     def _patch_errors(self, path: str, body: Json) -> list[Json] | None:
+        acct = self.accounts.at(path)
+        if acct is not None:
+            return self.accounts.patch(acct, body)
         if path in self.power:
             return self.power[path].patch(body)
         for bios in self.bios.values():
@@ -280,6 +336,9 @@ class Bmc:
         if path.startswith(SESSIONS + "/") and self.sessions.delete(path):
             events.record(self.name, "logout", session=path.rsplit("/", 1)[1])
             return no_content()
+        acct = self.accounts.at(path)
+        if acct is not None:
+            return self.accounts.delete(acct)
         if not self.res.exists(path):
             return error(404, "ResourceMissingAtURI", path)
         return error(405, "OperationNotAllowed")
@@ -291,6 +350,9 @@ class Bmc:
             if body is None:
                 return error(400, "MalformedJSON")
             return self._action(target[0], target[1], body)
+        if path == self.accounts.collection:
+            body = _json(req.body)
+            return self.accounts.create(body) if body is not None else error(400, "MalformedJSON")
         ctype = req.headers.get("Content-Type", "")
         if path == self.seed.multipart_uri and ctype.startswith("multipart/"):
             return self._multipart(ctype, req.body)
@@ -315,6 +377,8 @@ class Bmc:
             reply = vmedia.eject(self.name, self.res, self.sel, owner)
             self._media_changed(owner)
             return reply
+        if name in ("CertificateService.GenerateCSR", "CertificateService.ReplaceCertificate"):
+            return self._certificate_action(name, body)
         if name == "Manager.Reset":
             asyncio.get_running_loop().call_soon(self.reboot, f"Manager.Reset {body.get('ResetType', '')}")
             return no_content()
@@ -324,6 +388,17 @@ class Bmc:
             self.sel.add(f"Action {name} accepted (no effect in the lab)")
             return success()
         return error(400, "ActionNotSupported", name)
+
+    def _certificate_action(self, name: str, body: Json) -> Reply:
+        if self.certs is None:
+            return error(400, "ActionNotSupported", name)
+        if name == "CertificateService.ReplaceCertificate":
+            return self.certs.replace(body)
+        if self.faults.get("csr-never-completes") is not None:  # an asynchronous CSR whose task never ends
+            task = self.tasks.create("Generate CSR", f"{ROOT}/CertificateService/Actions/{name}", body)
+            events.record(self.name, "fault.csr_never_completes", task=task.ident)
+            return accepted(task.uri, self.tasks.body(task))
+        return self.certs.generate_csr(body)
 
     def _clear_log(self, service: str) -> Reply:
         entries = str((self.res.get(service) or {}).get("Entries", {}).get("@odata.id", "")).rstrip("/")
@@ -368,6 +443,18 @@ def _json(raw: bytes) -> Json | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+@cache
+def _read(path: Path) -> bytes:
+    """A file every BMC of the process reads the same (the lab's server certificate): read once."""
+    return path.read_bytes()
+
+
+def _keys(raw: bytes) -> set[str]:
+    """The properties a request body sets (annotations aside); none for a body that is no JSON object."""
+    body = _json(raw) or {}
+    return {k for k in body if not k.startswith("@")}
 
 
 def _find_action(res: Json, name: str) -> Json:

@@ -97,10 +97,17 @@ class BmcConfig(BaseModel):
     http: bool = True
     https: bool = True
     vm: VmHostConfig | None = None
+    factory: bool = Field(default=False, description="as from the factory: the one account's password must be "
+                          "changed (PasswordChangeRequired), HTTPS serves a self-signed certificate of its own")
 
     @field_serializer("password")
     def _password(self, value: SecretStr, info: FieldSerializationInfo) -> str:
         return _reveal(value, info)
+
+
+def factory_cert_file(lab_dir: Path, node: str) -> Path:
+    """Where the simulator writes a factory-state BMC's self-signed certificate (PEM, public)."""
+    return lab_dir / "factory-certs" / f"{node}.pem"
 
 
 class SimConfig(BaseModel):

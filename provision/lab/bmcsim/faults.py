@@ -19,6 +19,9 @@ FAULTS: dict[str, tuple[float, str]] = {
     "update-noop": (0.0, "updates report success but leave the version unchanged"),
     "bmc-reset-mid-update": (0.0, "the BMC reboots halfway through an update; the update fails"),
     "bios-stuck-pending": (0.0, "pending BIOS settings stay pending after a host reset"),
+    "csr-never-completes": (0.0, "GenerateCSR answers 202 with a Task that stays Running (no CSR, no key)"),
+    "password-change-500-after-effect": (1.0, "the next VALUE PATCHes of an account's Password take effect, "
+                                              "then answer 500 InternalError"),
     # hardware (provision/lab/bmcsim/hardware.py): what the BMC reports, restored when cleared
     "inlet-hot": (45.0, "every chassis inlet sensor reads VALUE C"),
     "psu-lost": (0.0, "the last PSU goes UnavailableOffline/Critical (the Redundancy group left as it was)"),

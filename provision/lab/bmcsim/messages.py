@@ -39,16 +39,32 @@ _TEXT: dict[str, str] = {
     "ApplyFailed": "Installation of image '%1' to '%2' failed.",
     "TransferFailed": "Transfer of image '%1' to '%2' failed.",
     "UpdateInProgress": "An update is in progress.",
+    "PasswordChangeRequired": "The password provided for this account must be changed before access is granted.  "
+    "PATCH the Password property for this account located at the target URI '%1' to complete this process.",
+    "PropertyValueFormatError": "The value '%1' for the property %2 is of a different format than the property "
+    "can accept.",
+    "ResourceAlreadyExists": "The requested resource of type %1 with the property %2 with the value '%3' already "
+    "exists.",
+    "CreateFailedMissingReqProperties": "The create operation failed because the required property %1 was missing "
+    "from the request.",
+    "ResourceCannotBeDeleted": "The delete request failed because the resource requested cannot be deleted.",
+    "ActionParameterValueFormatError": "The value '%1' for the parameter %2 in the action %3 is of a different "
+    "format than the parameter can accept.",
+    "InternalError": "The request failed due to an internal service error.  The service is still operational.",
 }
 
 _SEVERITY_WARNING = {"PropertyUnknown", "PropertyNotWritable", "PropertyValueTypeError",
                      "PropertyValueNotInList", "PropertyValueOutOfRange", "ActionParameterMissing",
-                     "ActionParameterNotSupported", "ActionParameterValueNotInList", "PreconditionFailed"}
+                     "ActionParameterNotSupported", "ActionParameterValueNotInList", "PreconditionFailed",
+                     "PropertyValueFormatError", "ActionParameterValueFormatError"}
+_CRITICAL = {"GeneralError", "ApplyFailed", "TransferFailed", "TaskAborted", "PasswordChangeRequired",
+             "ResourceAlreadyExists", "CreateFailedMissingReqProperties", "ResourceCannotBeDeleted", "InternalError",
+             "InsufficientPrivilege"}
 _UPDATE_IDS = {"UpdateSuccessful", "AwaitToActivate", "ApplyFailed", "TransferFailed", "UpdateInProgress"}
 _TASK_IDS = {"TaskStarted", "TaskCompletedOK", "TaskAborted"}
 
 
-def message(key: str, *args: Any, related: list[str] | None = None) -> dict[str, Any]:
+def message(key: str, *args: Any, related: list[str] | None = None, resolution: str = "None.") -> dict[str, Any]:
     """One Message object (MessageId, Message with args substituted, Severity, MessageArgs)."""
     text = _TEXT[key]
     for i, arg in enumerate(args, start=1):
@@ -59,7 +75,7 @@ def message(key: str, *args: Any, related: list[str] | None = None) -> dict[str,
         prefix = "TaskEvent.1.0"
     else:
         prefix = BASE
-    critical = key in {"GeneralError", "ApplyFailed", "TransferFailed", "TaskAborted"}
+    critical = key in _CRITICAL
     severity = "Critical" if critical else "Warning" if key in _SEVERITY_WARNING else "OK"
     msg: dict[str, Any] = {
         "@odata.type": "#Message.v1_1_1.Message",
@@ -68,7 +84,7 @@ def message(key: str, *args: Any, related: list[str] | None = None) -> dict[str,
         "MessageArgs": [str(a) for a in args],
         "MessageSeverity": severity,
         "Severity": severity,
-        "Resolution": "None.",
+        "Resolution": resolution,
     }
     if related:
         msg["RelatedProperties"] = related

@@ -22,6 +22,9 @@ class Seed:
     multipart_uri: str | None
     invented: tuple[str, ...]
     warnings: tuple[str, ...] = ()  # what the capture holds that is served as captured, by file
+    accounts: str = synth.accounts.ACCOUNTS  # the Accounts collection each BMC's accounts join
+    accounts_own: bool = True  # it is the simulator's (member 1 a placeholder), not a captured one
+    https_certs: str | None = None  # the manager's HTTPS certificate collection (CertificateService), if any
 
 
 _CACHE: dict[tuple[str, bool, Parts], Seed] = {}
@@ -42,9 +45,11 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
         cap.raw.pop(f"{ROOT}/$metadata", None)  # the filled tree has types the captured one lacks
         invented += fill.complete(res, parts)
         invented += synth.add_virtual_media(res)
+        invented += synth.add_certificates(res)
         invented += links.bios_registry(res)
         invented += links.fill_dangling(res)
     before = set(res)
+    accounts, accounts_own = synth.accounts_collection(res, invented)
     sel = synth.sel_service(res)
     invented += sorted(set(res) - before)
     tree = SeedTree(tree_dir.name, res, cap.raw, cap.headers, cap.source if as_captured else None)
@@ -54,7 +59,8 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
     return Seed(
         tree=tree, systems=systems, managers=tuple(_members(tree, f"{ROOT}/Managers")), sel_service=sel,
         bios=lays, push_uri=_uri(upd.get("HttpPushUri")), multipart_uri=_uri(upd.get("MultipartHttpPushUri")),
-        invented=tuple(invented), warnings=tuple(cap.warnings),
+        invented=tuple(invented), warnings=tuple(cap.warnings), accounts=accounts, accounts_own=accounts_own,
+        https_certs=synth.https_certificates(res),
     )
 
 

@@ -10,6 +10,7 @@ import signal
 import socket
 import ssl
 import sys
+import tempfile
 from pathlib import Path
 
 from aiohttp import web
@@ -17,7 +18,7 @@ from aiohttp import web
 from provision.lab.bmcsim import events
 from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
-from provision.lab.bmcsim.config import BmcConfig, NodePorts, Ready, SimConfig
+from provision.lab.bmcsim.config import BmcConfig, NodePorts, Ready, SimConfig, factory_cert_file
 from provision.lab.bmcsim.host import HostBackend, TwinHost
 from provision.lab.bmcsim.http import Dispatcher
 from provision.lab.bmcsim.seed import get_seed
@@ -82,7 +83,9 @@ async def serve(cfg: SimConfig) -> None:
     bmcs = build_bmcs(cfg, clock)
     for bmc in bmcs:
         dispatcher.add(bmc)
-        https = await _site(runner, dispatcher, bmc, ctx) if bmc.cfg.https and ctx else None
+        _write_factory_cert(cfg.lab_dir, bmc)
+        own = bmc.certs is not None and bmc.certs.tls is not None
+        https = await _site(runner, dispatcher, bmc, listener(bmc, ctx)) if bmc.cfg.https and (ctx or own) else None
         http = await _site(runner, dispatcher, bmc, None) if bmc.cfg.http else None
         ports.append(NodePorts(name=bmc.name, https_port=https, http_port=http))
     control = _listen()
@@ -101,6 +104,57 @@ async def serve(cfg: SimConfig) -> None:
             await loop.run_in_executor(None, bmc.host.close)
     with contextlib.suppress(FileNotFoundError):
         cfg.ready_file.unlink()
+
+
+def listener(bmc: Bmc, shared: ssl.SSLContext | None) -> ssl.SSLContext:
+    """One BMC's HTTPS listener context. It holds no certificate: OpenSSL calls its SNI callback on every
+    ClientHello (with or without a server name), which hands the connection the BMC's current context -- the
+    lab's shared one, or the BMC's own (factory or replaced). A replaced certificate is served to every new
+    connection; connections already open keep the certificate they were made with until they close."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    made: dict[int, ssl.SSLContext] = {}
+
+    def pick(conn: ssl.SSLObject | ssl.SSLSocket, _name: str | None, _ctx: ssl.SSLContext) -> None:
+        current = tls_context(bmc, shared, made)
+        if current is not None:
+            conn.context = current
+
+    ctx.sni_callback = pick
+    return ctx
+
+
+def tls_context(bmc: Bmc, shared: ssl.SSLContext | None, made: dict[int, ssl.SSLContext]) -> ssl.SSLContext | None:
+    """The context this BMC's next TLS connection gets; the BMC's own is built once per certificate version."""
+    if bmc.certs is None or bmc.certs.tls is None:
+        return shared
+    version = bmc.certs.version
+    if version not in made:
+        made.clear()
+        made[version] = _own_context(*bmc.certs.tls)
+    return made[version]
+
+
+def _own_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    with tempfile.TemporaryDirectory(prefix="bmcsim-tls-") as tmp:  # 0700; gone once loaded
+        cert, key = Path(tmp) / "cert.pem", Path(tmp) / "key.pem"
+        cert.write_bytes(cert_pem)
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key_pem)
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def _write_factory_cert(lab_dir: Path, bmc: Bmc) -> None:
+    """A factory BMC's self-signed certificate, public, where `lab up` and tests find it."""
+    if not bmc.cfg.factory or bmc.certs is None or bmc.certs.tls is None:
+        return
+    path = factory_cert_file(lab_dir, bmc.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bmc.certs.tls[0])
 
 
 async def _site(runner: web.AppRunner, dispatcher: Dispatcher, bmc: Bmc, ctx: ssl.SSLContext | None) -> int:

@@ -6,7 +6,8 @@ byte-for-byte and only adds the services the simulator itself implements.
 
 from __future__ import annotations
 
-from provision.lab.bmcsim.tree import ROOT, Json
+from provision.lab.bmcsim import accounts, certs
+from provision.lab.bmcsim.tree import ROOT, Json, norm
 
 SESSION_SERVICE = f"{ROOT}/SessionService"
 SESSIONS = f"{SESSION_SERVICE}/Sessions"
@@ -47,7 +48,19 @@ def add_services(res: dict[str, Json]) -> list[str]:
         res[TASKS] = _collection(TASKS, "TaskCollection", "Task Collection")
         added.append(TASKS)
     root.setdefault("Tasks", {"@odata.id": TASK_SERVICE})
-    return added
+    return added + _add_accounts(res)
+
+
+def _add_accounts(res: dict[str, Json]) -> list[str]:
+    """AccountService with its roles and accounts collection where the tree has none (a filled tree's is
+    a stub from `links`, made after this): the simulator's accounts live in it."""
+    if accounts.ACCOUNT_SERVICE in res:
+        return []
+    made = accounts.service_resources()
+    fresh = [u for u in made if u not in res]
+    res.update({u: made[u] for u in fresh})
+    res[ROOT].setdefault("AccountService", {"@odata.id": accounts.ACCOUNT_SERVICE})
+    return fresh
 
 
 def sel_service(res: dict[str, Json]) -> str:
@@ -130,3 +143,44 @@ def _media(uri: str, ident: str, types: list[str]) -> Json:
             "#VirtualMedia.EjectMedia": {"target": f"{uri}/Actions/VirtualMedia.EjectMedia"},
         },
     }
+
+
+def accounts_collection(res: dict[str, Json], added: list[str]) -> tuple[str, bool]:
+    """The Accounts collection the simulator's accounts join, and whether it is the simulator's own (made
+    here, in `added`: its member `1` a placeholder each BMC overwrites) rather than a captured one (each
+    BMC's account is added after the captured members)."""
+    service = res.get(accounts.ACCOUNT_SERVICE) or {}
+    coll = norm(str((service.get("Accounts") or {}).get("@odata.id", accounts.ACCOUNTS)))
+    if coll not in res:
+        res[coll] = _collection(coll, "ManagerAccountCollection", "Accounts")
+    return coll, f"{coll}/1" in added
+
+
+def add_certificates(res: dict[str, Json]) -> list[str]:
+    """CertificateService for the first manager's HTTPS certificate where the tree has none (complete mode;
+    before `links` stubs what the service root names)."""
+    manager = first_member(res, f"{ROOT}/Managers")
+    proto_uri = norm(str(((res.get(manager or "") or {}).get("NetworkProtocol") or {}).get("@odata.id", "")))
+    proto = res.get(proto_uri)
+    if proto is None or certs.CERT_SERVICE in res:
+        return []
+    https = proto.setdefault("HTTPS", {"ProtocolEnabled": True, "Port": 443})
+    coll = norm(str((https.get("Certificates") or {}).get("@odata.id", f"{proto_uri}/HTTPS/Certificates")))
+    https["Certificates"] = {"@odata.id": coll}
+    made = certs.service_resources(coll)
+    fresh = [u for u in made if u not in res]
+    res.update({u: made[u] for u in fresh})
+    res[ROOT].setdefault("CertificateService", {"@odata.id": certs.CERT_SERVICE})
+    return fresh
+
+
+def https_certificates(res: dict[str, Json]) -> str | None:
+    """The HTTPS certificate collection the CertificateService's actions work on, if the tree has both."""
+    if certs.CERT_SERVICE not in res:
+        return None
+    locations = res.get(certs.LOCATIONS) or {}
+    for link in (locations.get("Links") or {}).get("Certificates") or []:
+        entry = norm(str(link.get("@odata.id", "")))
+        if "/NetworkProtocol/HTTPS/Certificates/" in entry and entry.rsplit("/", 1)[0] in res:
+            return entry.rsplit("/", 1)[0]
+    return None
