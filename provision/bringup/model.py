@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 class StageName(StrEnum):
     """The bring-up stages, in the order they run."""
 
+    BMC_PASSWORD = "bmc-password"
+    BMC_ACCOUNTS = "bmc-accounts"
     PREFLIGHT = "preflight"
+    BMC = "bmc"
     FIRMWARE = "firmware"
     BIOS = "bios"
     RESET = "reset"

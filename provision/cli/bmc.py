@@ -1,10 +1,12 @@
-"""`provision bmc inventory NODE`, `provision bmc boot-once NODE TARGET`, `provision bmc media NODE`.
+"""`provision bmc inventory NODE`, `provision bmc boot-once NODE TARGET`, `provision bmc media NODE`,
+`provision bmc setup NODE...` (day zero: the BMC taken over as its `bmc:` section says).
 
 Exit 0: ok (no drift); 1: drift found or the BMC failed; 2: bad input.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,12 +18,14 @@ from provision.cli.options import (
     InventoryOpt,
     JsonOpt,
     NodeArg,
+    NodesArg,
     journal_at,
     keep_identity,
     load_host,
+    load_hosts,
 )
 from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, show
-from provision.errors import CheckFailed
+from provision.errors import CheckFailed, InputError
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power as power_ops
 from provision.redfish.ops.session import open_host
@@ -128,6 +132,44 @@ def identity_line(ident: PlatformIdentity) -> str:
     return "; ".join(parts)
 
 
+@app.command("setup")
+def setup(nodes: NodesArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only: PlanOpt = False,
+          journal: Annotated[Path | None, typer.Option("--journal", help="Journal database")] = None,
+          insecure: InsecureOpt = False, as_json: JsonOpt = False) -> None:
+    """Take BMCs over: the initial account's password rotated, the site's accounts made, NTP, host name, DNS and
+    protocols set, the HTTPS certificate issued by the site CA (the bmc-password, bmc-accounts and bmc stages of
+    bring-up). Each change is journaled; a converged BMC plans nothing. A factory BMC's self-signed certificate
+    cannot be verified: its first run needs --insecure."""
+    from provision.bringup.engine import run_bringup
+    from provision.bringup.options import BringupOptions
+    from provision.bringup.stages import bmc_setup_stages
+    from provision.bringup.stages.bmc_accounts import check_inputs
+    from provision.journal import Journal
+
+    where = journal_at(journal, inventory)
+    hosts = load_hosts(inventory, nodes)
+    missing = [h.name for h in hosts if h.spec.bmc is None]
+    if missing:
+        raise InputError(f"{inventory}: {', '.join(missing)}: no bmc: section in the profile (nor "
+                         "provision_bmc_setup): nothing to set up")
+    for host in hosts:  # every password source and the CA key, before anything is sent
+        check_inputs(host)
+    stages = bmc_setup_stages(BringupOptions(inventory=inventory, insecure=insecure))
+    with Journal(where) as jr:
+        result = run_bringup(hosts, stages, journal=jr, plan_only=plan_only)
+    rows = [{"node": n.node, "stage": s.stage, "outcome": s.outcome.value, "error": s.error, "note": s.plan.note,
+             "actions": [a.describe() for a in s.plan.actions]} for n in result.nodes for s in n.stages]
+    if as_json:
+        emit_json({"run_id": result.run_id, "plan_only": result.plan_only, "ok": result.ok, "stages": rows})
+    else:
+        for r in rows:
+            what = r["error"] or "; ".join(r["actions"]) or r["note"]
+            console.print(f"{r['node']} {r['stage']}: {r['outcome']}" + (f": {what}" if what else ""),
+                          markup=False, highlight=False, soft_wrap=True)
+    if not result.ok:
+        raise CheckFailed("; ".join(f"{n.node}: failed at {n.failed_stage}" for n in result.nodes if not n.ok))
+
+
 @app.command("boot-once")
 def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd, Hdd, Usb, BiosSetup, ...")],
               mode: Annotated[str | None, typer.Option("--mode", help="UEFI or Legacy")] = None,
@@ -151,8 +193,6 @@ def media(node: NodeArg,
           inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only: PlanOpt = False,
           insecure: InsecureOpt = False) -> None:
     """Insert or eject virtual media (CD/DVD)."""
-    from provision.errors import InputError
-
     if bool(insert) == eject:
         raise InputError("give exactly one of --insert URL or --eject")
     entry = load_host(inventory, node)

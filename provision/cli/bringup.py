@@ -78,7 +78,8 @@ def bringup_command(
     as_json: JsonOpt = False,
     output: OutputOpt = None,
 ) -> None:
-    """Bring nodes from bare BMC to verified: preflight, firmware, bios, reset, os, configure, verify.
+    """Bring nodes from bare BMC to verified: bmc-password, bmc-accounts, preflight, bmc, firmware, bios, reset,
+    os, configure, verify (the bmc stages: day zero, as the profile's bmc: section says).
 
     Every option is checked before anything is written (the journal, the log directory, a BMC)."""
     if not nodes and not limit:

@@ -36,8 +36,9 @@ def provision_version() -> str:
 
 
 def spec_digest(spec: NodeSpec) -> str:
-    """sha256 (hex) of the spec as judged, firmware image paths left out (see the module docstring)."""
-    data = spec.model_dump(mode="json", exclude={"firmware": {"__all__": {"image"}}})
+    """sha256 (hex) of the spec as judged, firmware image paths and the BMC takeover (`bmc:`) left out (see the
+    module docstring)."""
+    data = spec.model_dump(mode="json", exclude={"firmware": {"__all__": {"image"}}, "bmc": True})
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from provision.errors import InputError, InventoryError, SpecError
 from provision.redact import register_secret
+from provision.spec.bmc_setup import BmcSetup
 from provision.spec.model import (
     BmcEndpoint,
     Fleet,
@@ -191,12 +192,13 @@ def _host_entry(
     spec = _absolute_images(base, _build_spec(_where(base, name, groups, PROFILE_PREFIX + str(profile)), name,
                                               str(profile), raw))
     _check_images(base, name, spec)
+    spec = _bmc_setup(base, name, groups, hv, spec, str(profile))
     return HostEntry(
         name=name,
         profile=str(profile),
         groups=groups,
         spec=spec,
-        bmc=_bmc_endpoint(inventory, base, name, hv),
+        bmc=_bmc_endpoint(inventory, base, name, hv, spec.bmc),
         ssh=_ssh_endpoint(name, hv),
         installer=_installer_access(inventory, base, name, hv),
         lab=_lab_declaration(inventory, name, hv),
@@ -359,13 +361,36 @@ def _where(base: Path, host: str, groups: tuple[str, ...], var: str) -> str:
 
 
 def _absolute_images(base: Path, spec: NodeSpec) -> NodeSpec:
-    """The spec with every local firmware image path made absolute against `base` (URLs stay as given)."""
+    """The spec with every local firmware image path made absolute against `base` (URLs stay as given), and
+    the `bmc:` section's files too."""
     firmware = tuple(
         fw if "://" in fw.image or Path(fw.image).is_absolute()
         else fw.model_copy(update={"image": str((base / fw.image).resolve())})
         for fw in spec.firmware
     )
-    return spec.model_copy(update={"firmware": firmware})
+    return spec.model_copy(update={"firmware": firmware, "bmc": spec.bmc.resolved(base) if spec.bmc else None})
+
+
+BMC_SETUP_VAR = "provision_bmc_setup"
+
+
+def _bmc_setup(base: Path, host: str, groups: tuple[str, ...], hv: dict[str, Any], spec: NodeSpec,
+               profile: str) -> NodeSpec:
+    """The profile's `bmc:` section, or `provision_bmc_setup` of the host or its groups in its place; its CA
+    certificate and key files must exist (one line naming the file that sets them and the key)."""
+    raw = hv.get(BMC_SETUP_VAR)
+    setup = spec.bmc
+    var = f"{PROFILE_PREFIX}{profile}.bmc" if raw is None else BMC_SETUP_VAR
+    if raw is not None:
+        where = f"{_where(base, host, groups, BMC_SETUP_VAR)}: host {host}"
+        setup = _validated(BmcSetup, raw, where, BMC_SETUP_VAR, SpecError).resolved(base)
+    cert = setup.certificate if setup is not None else None
+    if cert is not None:
+        for key, path in (("ca_cert", cert.ca_cert), ("ca_key", cert.ca_key)):
+            if path is not None and not path.is_file():
+                raise SpecError(f"{_where(base, host, groups, var.split('.')[0])}: host {host}: "
+                                f"{var}.certificate.{key}: file {path} does not exist")
+    return spec if raw is None else spec.model_copy(update={"bmc": setup})
 
 
 def _check_images(base: Path, host: str, spec: NodeSpec) -> None:
@@ -377,12 +402,15 @@ def _check_images(base: Path, host: str, spec: NodeSpec) -> None:
             raise SpecError(f"{base}: host {host}: firmware.{fw.component}.image: file {path} does not exist")
 
 
-def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any]) -> BmcEndpoint:
+def _bmc_endpoint(inventory: Path, base: Path, host: str, hv: dict[str, Any],
+                  setup: BmcSetup | None = None) -> BmcEndpoint:
+    """The host's BMC endpoint; without provision_bmc_ca_file, a host whose `bmc:` section installs a site
+    certificate verifies its BMC against that site CA (a factory BMC before it: --insecure, once)."""
     address = hv.get("provision_bmc_address")
     if not address:
         raise InventoryError(f"{inventory}: host {host}: provision_bmc_address is not set")
     ca = hv.get("provision_bmc_ca_file")
-    ca_path = None
+    ca_path = setup.certificate.ca_cert if setup is not None and setup.certificate is not None else None
     if ca:
         ca_path = Path(str(ca)) if Path(str(ca)).is_absolute() else base / str(ca)
         if not ca_path.is_file():

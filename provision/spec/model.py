@@ -15,6 +15,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from provision.errors import SpecError
+from provision.spec.bmc_setup import BmcSetup
 from provision.spec.containers import Containers
 from provision.spec.digests import check_sha256
 from provision.spec.nfs import NfsMount, unique_mounts
@@ -802,6 +803,7 @@ class NodeSpec(Frozen):
         default_factory=dict,
         description="Per drift figure, exact or minimum; figures not named keep the default kind (COMPARISONS)",
     )
+    bmc: BmcSetup | None = Field(default=None, description="Day zero: how the BMC is taken over (bmc setup)")
 
     @field_validator("platforms")
     @classmethod

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.postgres]
 ROOT = Path(__file__).resolve().parents[2]
 CLI = (sys.executable, "-c", "from provision.cli import run; run()")
 NODES = 6
-STAGES = ("preflight", "firmware", "bios", "reset")
+STAGES = ("bmc-password", "bmc-accounts", "preflight", "bmc", "firmware", "bios", "reset")
 VICTIM = 1
 
 

@@ -30,6 +30,7 @@ class PreflightStage(BmcStage):
     spec; else stop (before anything is written) and say why."""
 
     name = "preflight"
+    judges_changes = True  # in --plan, judged only when no account change comes before it (its login)
 
     def observe(self, ctx: StageContext) -> PreflightObserved:
         """The identity first (a few GETs): a node of another platform is not inventoried against a spec that

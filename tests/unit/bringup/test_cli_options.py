@@ -22,7 +22,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize(("args", "says"), [
     (["--level", "fulll"], "'--level': 'fulll' is not one of 'quick', 'full', 'burnin'"),
-    (["--from", "bois"], "'--from': 'bois' is not one of 'preflight', 'firmware', 'bios', 'reset', 'os'"),
+    (["--from", "bois"], "'--from': 'bois' is not one of 'bmc-password', 'bmc-accounts', 'preflight', 'bmc', 'firmware', 'bios'"),
     (["--only", "flash"], "'--only': 'flash' is not one of"),
     (["--concurrency", "0"], "'--concurrency'"),
     (["--poll-seconds", "0"], "'--poll-seconds'"),
@@ -69,7 +69,7 @@ def test_help_lists_the_stages_and_levels(capsys: pytest.CaptureFixture[str], mo
     monkeypatch.setenv("COLUMNS", "300")  # the help is a table whose cells wrap on a narrow terminal
     assert main(["bringup", "--help"]) == 0
     text = re.sub(r"\s", "", capsys.readouterr().out)
-    assert "preflight|firmware|bios|reset|os|configure|verify" in text and "quick|full|burnin" in text
+    assert "bmc-password|bmc-accounts|preflight|bmc|firmware|bios|reset|os|configure|verify" in text and "quick|full|burnin" in text
 
 
 @pytest.mark.parametrize(("args", "recheck"), [([], False), (["--recheck"], True)])

@@ -124,6 +124,11 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
             if not bmc.authorised(headers):
                 self._reply(401, {"error": {"message": "unauthorised"}})
                 return
+            if bmc.change_first and method == "PATCH" and path == f"{ROOT}/AccountService/Accounts/2":
+                bmc.patches.append((path, json.loads(body or b"{}")))  # the one request such an account may make
+                bmc.password, bmc.change_first = json.loads(body)["Password"], False
+                self._reply(204)
+                return
             if bmc.change_first:
                 info = [{"MessageId": "Base.1.8.1.PasswordChangeRequired",
                          "Message": "The password provided for this account must be changed before access is "

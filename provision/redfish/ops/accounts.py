@@ -1,0 +1,164 @@
+"""BMC accounts (AccountService, DSP0266 "Account service"): whether a password opens a BMC, the accounts a BMC
+has, and the changes that make them what the site wants.
+
+A password is checked by logging in with it (HTTP basic, one GET of the AccountService): a login answered
+`PasswordChangeRequired` (the Base registry's message, a factory account on first use) is a named verdict, not
+"no ComputerSystem". Such an account changes its password as the standard says: a PATCH of its own
+ManagerAccount's `Password` (the account's URI is the message's first argument), which the BMC accepts before
+anything else. Passwords travel only in request bodies; every one is registered for redaction first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from provision.redact import register_secret
+from provision.redfish.connector import ROOT, Connector, ConnectorOptions, Json
+from provision.redfish.errors import (
+    RedfishAuthError,
+    RedfishHttpError,
+    RedfishPasswordChangeRequired,
+    message_ids,
+)
+
+ACCOUNT_SERVICE = f"{ROOT}/AccountService"
+ACCOUNTS = f"{ACCOUNT_SERVICE}/Accounts"
+
+
+class LoginVerdict(StrEnum):
+    """What a BMC said to one user name and password."""
+
+    OK = "ok"
+    REFUSED = "refused"
+    CHANGE_REQUIRED = "password change required"
+
+
+class LoginResult(BaseModel):
+    """A login's verdict, and for CHANGE_REQUIRED the account whose password must change (the message's
+    argument; None when the BMC did not name it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verdict: LoginVerdict
+    account_uri: str | None = None
+
+
+Probe = Callable[[str, SecretStr], LoginResult]
+"""Try a user name and password on the node's BMC (tests pass a table)."""
+
+
+def as_user(opts: ConnectorOptions, user: str, password: SecretStr) -> ConnectorOptions:
+    """The node's connector options with another account's credentials, HTTP basic: an account that must
+    change its password has no usable session (DSP0266 lets it PATCH its password and nothing else)."""
+    register_secret(password.get_secret_value())
+    return opts.model_copy(update={"username": user, "password": password, "auth": "basic"})
+
+
+@contextmanager
+def open_as(opts: ConnectorOptions, user: str, password: SecretStr) -> Iterator[Connector]:
+    """A connector logged in as `user` (basic auth), within the options' deadline; closed at the end."""
+    conn = Connector(as_user(opts, user, password))
+    try:
+        with conn.deadline():
+            conn.open()
+            yield conn
+    finally:
+        conn.close()
+
+
+def probe_login(opts: ConnectorOptions) -> Probe:
+    """A Probe on the BMC of `opts`: a login and a GET of the AccountService with the credentials given."""
+    def probe(user: str, password: SecretStr) -> LoginResult:
+        try:
+            with open_as(opts, user, password) as conn:
+                resp = conn.request("GET", ACCOUNT_SERVICE, allow_status=(403, 404))
+        except RedfishPasswordChangeRequired:
+            return LoginResult(verdict=LoginVerdict.CHANGE_REQUIRED)
+        except RedfishAuthError:
+            return LoginResult(verdict=LoginVerdict.REFUSED)
+        if resp.status == 403:
+            uri = change_required_account(resp.body)
+            if uri is None and not any(m.endswith("PasswordChangeRequired") for m in message_ids(resp.body)):
+                return LoginResult(verdict=LoginVerdict.OK)  # a role that may not read accounts: it logged in
+            return LoginResult(verdict=LoginVerdict.CHANGE_REQUIRED, account_uri=uri)
+        return LoginResult(verdict=LoginVerdict.OK)
+    return probe
+
+
+def change_required_account(body: object) -> str | None:
+    """The account URI a `PasswordChangeRequired` message names (its first MessageArgs entry), if any."""
+    if not isinstance(body, dict):
+        return None
+    for holder in (body, body.get("error")):
+        infos = holder.get("@Message.ExtendedInfo") if isinstance(holder, dict) else None
+        for info in infos if isinstance(infos, list) else []:
+            if not isinstance(info, dict) or not str(info.get("MessageId", "")).endswith("PasswordChangeRequired"):
+                continue
+            args = info.get("MessageArgs")
+            if isinstance(args, list) and args and isinstance(args[0], str) and args[0].startswith("/redfish/"):
+                return args[0]
+    return None
+
+
+class BmcAccount(BaseModel):
+    """One ManagerAccount as the BMC lists it (an empty slot, UserName "", is not an account)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    uri: str
+    user: str
+    role: str
+    enabled: bool
+
+
+def parse_account(raw: Json) -> BmcAccount | None:
+    user = str(raw.get("UserName") or "")
+    if not user:
+        return None
+    return BmcAccount(uri=str(raw.get("@odata.id", "")), user=user, role=str(raw.get("RoleId") or ""),
+                      enabled=raw.get("Enabled") is not False)
+
+
+def collection_uri(conn: Connector) -> str:
+    """The AccountService's Accounts collection (linked from the service; the standard's URI otherwise)."""
+    service = conn.get_optional(ACCOUNT_SERVICE) or {}
+    link = service.get("Accounts")
+    return str(link.get("@odata.id")) if isinstance(link, dict) and link.get("@odata.id") else ACCOUNTS
+
+
+def read_accounts(conn: Connector, collection: str) -> tuple[BmcAccount, ...]:
+    """Every account the BMC has, by user name."""
+    found = (parse_account(m) for m in conn.members(collection))
+    return tuple(sorted((a for a in found if a is not None), key=lambda a: a.user))
+
+
+def change_password(conn: Connector, account_uri: str, password: SecretStr) -> None:
+    """PATCH the account's Password (DSP0266 "Password management": also how a PasswordChangeRequired account
+    is answered). No If-Match read first: such an account may GET nothing but itself."""
+    register_secret(password.get_secret_value())
+    conn.request("PATCH", account_uri, body={"Password": password.get_secret_value()})
+
+
+def create_account(conn: Connector, collection: str, user: str, role: str, password: SecretStr) -> str:
+    """POST a new ManagerAccount; its URI (Location, or the body's @odata.id)."""
+    register_secret(password.get_secret_value())
+    resp = conn.post(collection, {"UserName": user, "Password": password.get_secret_value(), "RoleId": role,
+                                  "Enabled": True})
+    return resp.header("location") or str(resp.json.get("@odata.id") or "")
+
+
+def patch_account(conn: Connector, uri: str, body: Json) -> None:
+    conn.patch(uri, body)
+
+
+def delete_account(conn: Connector, uri: str) -> None:
+    conn.delete(uri)
+
+
+def refused_text(exc: RedfishHttpError) -> str:
+    """An account change's failure, as the BMC said it (one line, secrets masked by the connector)."""
+    return exc.reason or str(exc)
