@@ -400,6 +400,9 @@ class Bmc:
             return no_content()
         if name == "LogService.ClearLog":
             return self._clear_log(owner)
+        if name == "Bios.ResetBios" and (bios := self._bios_at(owner)) is not None:
+            bios.reset_to_defaults()
+            return success()
         if name in ("Bios.ResetBios", "SmcUpdateService.Install", "DellUpdateService.Install"):
             self.sel.add(f"Action {name} accepted (no effect in the lab)")
             return success()
@@ -415,6 +418,9 @@ class Bmc:
             events.record(self.name, "fault.csr_never_completes", task=task.ident)
             return accepted(task.uri, self.tasks.body(task))
         return self.certs.generate_csr(body)
+
+    def _bios_at(self, uri: str) -> Bios | None:
+        return next((b for b in self.bios.values() if b.layout.bios == uri.rstrip("/")), None)
 
     def _clear_log(self, service: str) -> Reply:
         entries = str((self.res.get(service) or {}).get("Entries", {}).get("@odata.id", "")).rstrip("/")
