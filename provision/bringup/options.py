@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from provision.conformance.model import Level
+from provision.netboot.service import default_dir
 
 
 class BringupOptions(BaseModel):
@@ -23,6 +24,7 @@ class BringupOptions(BaseModel):
     ssh_wait_s: float = 300.0
     install_timeout_s: float = 3600.0  # os: from power-on until the installer powers the host off
     seed_fetch_wait_s: float = 60.0  # os: how long to wait for the BMC to download the seed (not an error)
+    netboot_dir: Path = Field(default_factory=default_dir)  # os, network installs: provision netboot's files
     first_boot_timeout_s: float = 900.0  # os: from the boot from the disks until SSH answers with the seeded key
     verify_level: Level = Level.FULL
     strategy: Literal["linear", "mitogen"] = "linear"

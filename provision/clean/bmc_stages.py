@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.stage import StageContext
-from provision.bringup.stages.bmc import BmcStage, bmc
+from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.clean import records
 from provision.clean.options import CleanOptions
 from provision.clean.plan import KnownIdentity, check_drained, check_identity

@@ -17,7 +17,7 @@ from functools import partial
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
-from provision.bringup.stages.bmc import BmcStage, bmc
+from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.clean import records
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import power

@@ -56,6 +56,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("bios", "provision.cli.bios"),
     ("firmware", "provision.cli.firmware"),
     ("power", "provision.cli.power:power_command"),
+    ("netboot", "provision.cli.netboot"),
     ("sel", "provision.cli.sel:sel_command"),
     ("discover", "provision.cli.discover:discover_command"),
     ("enroll", "provision.cli.discover:enroll_command"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +22,7 @@ from provision.spec.model import (
     Fleet,
     HostEntry,
     InstallerAccess,
+    InstallMethod,
     LabDeclaration,
     NodeSpec,
     Rack,
@@ -44,6 +46,7 @@ RACKS_VAR = "provision_racks"
 CREDENTIAL_ENV = ("PROVISION_BMC_USERNAME", "PROVISION_BMC_PASSWORD")
 BMC_AUTH_MODES = ("auto", "session", "basic")
 DEADLINE_VAR = "provision_bmc_deadline_s"
+MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 DEFAULT_BMC_DEADLINE_S = 120.0
 
 
@@ -200,7 +203,7 @@ def _host_entry(
         spec=spec,
         bmc=_bmc_endpoint(inventory, base, name, hv, spec.bmc),
         ssh=_ssh_endpoint(name, hv),
-        installer=_installer_access(inventory, base, name, hv),
+        installer=_installer_access(inventory, base, name, hv, spec),
         lab=_lab_declaration(inventory, name, hv),
         slurm=_slurm_settings(inventory, name, hv),
         rack=_rack_of(inventory, name, hv),
@@ -455,7 +458,7 @@ def _deadline(inventory: Path, host: str, hv: dict[str, Any]) -> float:
     return value
 
 
-def _installer_access(inventory: Path, base: Path, host: str, hv: dict[str, Any]) -> InstallerAccess:
+def _installer_access(inventory: Path, base: Path, host: str, hv: dict[str, Any], spec: NodeSpec) -> InstallerAccess:
     """The os stage's preflight settings: provision_os_installer_* (a CA file relative to the inventory)."""
     ca = hv.get("provision_os_installer_ca_file")
     ca_path = None
@@ -463,8 +466,23 @@ def _installer_access(inventory: Path, base: Path, host: str, hv: dict[str, Any]
         ca_path = Path(str(ca)) if Path(str(ca)).is_absolute() else base / str(ca)
         if not ca_path.is_file():
             raise InventoryError(f"{inventory}: host {host}: provision_os_installer_ca_file: {ca_path} does not exist")
+    method = hv.get("provision_os_install_method")
+    if method is not None and str(method) not in InstallMethod._value2member_map_:
+        raise InventoryError(f"{inventory}: host {host}: provision_os_install_method: {method!r} is not one of "
+                             f"{', '.join(InstallMethod)}")
+    pinned = spec.software.os_installer
+    if method is not None and method != "virtual_media" and pinned is not None and pinned.kernel is None:
+        raise InventoryError(f"{inventory}: host {host}: provision_os_install_method: {method} boots a kernel and an "
+                             "initrd, and its profile's software.os_installer names none (.kernel, .initrd)")
+    mac = hv.get("provision_provisioning_mac")
+    if mac is not None and not MAC_RE.match(str(mac).strip().lower().replace("-", ":")):
+        hint = " (YAML read it as a number: quote it)" if isinstance(mac, int) else ""
+        raise InventoryError(f"{inventory}: host {host}: provision_provisioning_mac: {mac!r} is not a MAC address "
+                             f"(six hex pairs){hint}")
     return InstallerAccess(ca_file=ca_path,
-                           skip_boot_check=_flag(hv.get("provision_os_installer_skip_boot_check", False)))
+                           skip_boot_check=_flag(hv.get("provision_os_installer_skip_boot_check", False)),
+                           method=InstallMethod(str(method)) if method is not None else None,
+                           provisioning_mac=str(mac).strip().lower().replace("-", ":") if mac is not None else None)
 
 
 def _flag(value: Any) -> bool:

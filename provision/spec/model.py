@@ -640,10 +640,42 @@ class KernelPin(Frozen):
     apt_version: str
 
 
-class OsInstaller(Frozen):
-    """The unattended installer the os stage boots from virtual media on a node without an OS."""
+class InstallMethod(StrEnum):
+    """How the os stage boots the installer: the BMC's virtual CD, or the network (dnsmasq: provision netboot)."""
 
-    url: str = Field(pattern=r"^(https?|nfs|cifs)://\S+$", description="Virtual-media URL of the installer image")
+    VIRTUAL_MEDIA = "virtual_media"
+    PXE = "pxe"
+    """DHCP + TFTP: the firmware's PXE loads iPXE, which loads the node's boot script (kernel, initrd, seed)."""
+    HTTP_BOOT = "http_boot"
+    """UEFI HTTP boot: the firmware fetches iPXE from the boot URL DHCP gives, then the same boot script."""
+
+    @property
+    def boot_target(self) -> str:
+        """The Redfish BootSourceOverrideTarget that boots the installer once."""
+        return {InstallMethod.VIRTUAL_MEDIA: "Cd", InstallMethod.PXE: "Pxe", InstallMethod.HTTP_BOOT: "UefiHttp"}[self]
+
+
+class OsInstaller(Frozen):
+    """The unattended installer the os stage boots on a node without an OS: from virtual media (the image at
+    `url`), or over the network (`kernel` and `initrd`, given `url` on their command line as the installer's
+    image, as Ubuntu's live installer takes `url=`)."""
+
+    url: str = Field(pattern=r"^(https?|nfs|cifs)://\S+$", description="URL of the installer image")
+    method: InstallMethod = Field(default=InstallMethod.VIRTUAL_MEDIA,
+                                  description="virtual_media, pxe or http_boot (a host's "
+                                  "provision_os_install_method overrides it)")
+    kernel: str | None = Field(default=None, pattern=r"^https?://\S+$",
+                               description="network boot: the installer's kernel (HTTP URL)")
+    initrd: str | None = Field(default=None, pattern=r"^https?://\S+$",
+                               description="network boot: the installer's initrd (HTTP URL)")
+    cmdline: str = Field(default="", pattern=r"^[^\n]*$", description="network boot: more kernel arguments")
+
+    @model_validator(mode="after")
+    def _network_needs_kernel(self) -> OsInstaller:
+        if self.method is not InstallMethod.VIRTUAL_MEDIA and (self.kernel is None or self.initrd is None):
+            raise ValueError(f"method {self.method.value} boots a kernel and an initrd: give both "
+                             "(software.os_installer.kernel, .initrd)")
+        return self
 
 
 class Software(Frozen):
@@ -936,6 +968,12 @@ class InstallerAccess(BaseModel):
         default=False,
         description="provision_os_installer_skip_boot_check: the preflight only proves the URL answers; the El "
         "Torito boot check is not made (a warning says so), for a server whose catalog cannot be checked")
+    method: InstallMethod | None = Field(
+        default=None, description="provision_os_install_method: this host's install method (None: the profile's)")
+    provisioning_mac: str | None = Field(
+        default=None, pattern=r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$",
+        description="provision_provisioning_mac: the MAC of the NIC the host boots the installer from over the "
+        "network (None: read from the BMC's EthernetInterfaces of the system)")
 
 
 class SshEndpoint(BaseModel):
@@ -1022,6 +1060,12 @@ class HostEntry(BaseModel):
     slurm: SlurmSettings | None = Field(default=None, description="provision_slurm: drain/resume in Slurm")
     rack: str | None = Field(default=None, description="provision_rack: the rack (of provision_racks) it sits in")
     identity: RecordedIdentity | None = Field(default=None, description="provision_bmc_identity (enroll writes it)")
+
+    @property
+    def install_method(self) -> InstallMethod:
+        """How the os stage boots its installer: provision_os_install_method, else the profile's, else virtual media."""
+        pinned = self.spec.software.os_installer
+        return self.installer.method or (pinned.method if pinned is not None else InstallMethod.VIRTUAL_MEDIA)
 
 
 class Fleet(BaseModel):

@@ -13,6 +13,17 @@ An install is a fixed sequence of steps, each one journaled side effect (intent 
     os-boot-disk  a one-time boot from the disks, power on
     os-first-boot wait for SSH answering with exactly the key made at os-hostkey
 
+Over the network (software.os_installer.method pxe or http_boot) three steps differ, in the same places:
+
+    os-netboot     the node's boot entry in the netboot directory (provision netboot): its MAC, its boot
+                   script (iPXE: kernel, initrd, the seed's URL) served by this run's image server; the
+                   seed's files served there too, their URL handed out only to that MAC
+    os-boot-net    a one-time boot from the network (Pxe or UefiHttp, as the BMC allows)
+    os-netboot-off the node's boot entry removed (the seed's URL is no longer handed out; a disk that does
+                   not boot cannot fall back to the installer and install again)
+
+An attempt keeps the method it started with: a resumed attempt finishes with its own cleanup step.
+
 The journal's records since the latest os-hostkey are the attempt (`Attempt`). After a kill, `resume`
 says where to go on: from the step after the last one done once the host was powered on for the
 installer (the disks are being or were written); before that, nothing was written to the disks and the
@@ -32,6 +43,7 @@ from provision.errors import CheckFailed, InputError
 from provision.journal.records import ActionRecord
 from provision.redact import redact_url
 from provision.spec import HostEntry
+from provision.spec.model import InstallMethod
 
 
 class Step(StrEnum):
@@ -43,10 +55,22 @@ class Step(StrEnum):
     EJECT = "os-eject"
     BOOT_DISK = "os-boot-disk"
     FIRST_BOOT = "os-first-boot"
+    NETBOOT = "os-netboot"
+    BOOT_NET = "os-boot-net"
+    NETBOOT_OFF = "os-netboot-off"
 
 
-ORDER: tuple[Step, ...] = tuple(Step)
+ORDER: tuple[Step, ...] = (Step.HOSTKEY, Step.MEDIA, Step.BOOT_CD, Step.POWER_ON, Step.INSTALLING, Step.EJECT,
+                           Step.BOOT_DISK, Step.FIRST_BOOT)
+NET_ORDER: tuple[Step, ...] = (Step.HOSTKEY, Step.NETBOOT, Step.BOOT_NET, Step.POWER_ON, Step.INSTALLING,
+                               Step.NETBOOT_OFF, Step.BOOT_DISK, Step.FIRST_BOOT)
 WRITING = ORDER.index(Step.POWER_ON)  # from this step on the installer may be writing the disks
+assert NET_ORDER.index(Step.POWER_ON) == WRITING
+CLEANUP = (Step.EJECT, Step.NETBOOT_OFF)
+
+
+def order_of(method: InstallMethod) -> tuple[Step, ...]:
+    return ORDER if method is InstallMethod.VIRTUAL_MEDIA else NET_ORDER
 
 
 class Ssh(StrEnum):
@@ -65,8 +89,14 @@ class Attempt(BaseModel):
     fingerprint: str = ""
 
     @property
+    def order(self) -> tuple[Step, ...]:
+        """The steps of this attempt's method (network: any network step recorded)."""
+        net = any(s in self.outcomes for s in (Step.NETBOOT, Step.BOOT_NET, Step.NETBOOT_OFF))
+        return NET_ORDER if net else ORDER
+
+    @property
     def failed(self) -> Step | None:
-        return next((s for s in ORDER if self.outcomes.get(s, "") == "failed"), None)
+        return next((s for s in self.order if self.outcomes.get(s, "") == "failed"), None)
 
     @property
     def complete(self) -> bool:
@@ -74,8 +104,8 @@ class Attempt(BaseModel):
 
     @property
     def last_done(self) -> int:
-        """Index in ORDER of the last step done (-1: none)."""
-        done = [i for i, s in enumerate(ORDER) if self.outcomes.get(s, "") == "ok"]
+        """Index in its order of the last step done (-1: none)."""
+        done = [i for i, s in enumerate(self.order) if self.outcomes.get(s, "") == "ok"]
         return max(done, default=-1)
 
     def unfinished(self, step: Step) -> bool:
@@ -102,11 +132,11 @@ def resume(attempt: Attempt | None, power: str | None) -> tuple[Step, ...] | Non
         return None  # a failed step ends an attempt: the next run installs again
     if attempt.complete:
         return ()
-    last = attempt.last_done
+    last, order = attempt.last_done, attempt.order
     if last >= WRITING:
-        return ORDER[last + 1:]
+        return order[last + 1:]
     if attempt.unfinished(Step.POWER_ON) and power == "On":
-        return ORDER[WRITING + 1:]  # killed while resetting: the installer is running, wait for it
+        return order[WRITING + 1:]  # killed while resetting: the installer is running, wait for it
     return None
 
 
@@ -124,17 +154,22 @@ class OsObserved(BaseModel):
     attempt: Attempt | None = None
     installer: str | None = None
     """The installer URL: --os-image, else the profile's software.os_installer."""
+    method: InstallMethod = InstallMethod.VIRTUAL_MEDIA
+    """How a new install boots the installer (the host's provision_os_install_method, else the profile's)."""
     refusals: tuple[str, ...] = ()
     """Why a new install cannot start (the installer URL does not answer or is not bootable from CD in the
     host's boot mode, fewer than two boot drives, no
     second virtual medium, no seed tool): observed only when one might."""
 
 
-def _actions(steps: Sequence[Step], installer: str) -> tuple[Action, ...]:
+def _actions(steps: Sequence[Step], installer: str, method: InstallMethod = InstallMethod.VIRTUAL_MEDIA
+             ) -> tuple[Action, ...]:
     what = {Step.HOSTKEY: "new host key pair", Step.MEDIA: redact_url(installer), Step.BOOT_CD: "Cd once",
             Step.POWER_ON: "installer", Step.INSTALLING: "until the installer powers off",
             Step.EJECT: "installer and seed", Step.BOOT_DISK: "Hdd once, power on",
-            Step.FIRST_BOOT: "SSH with the new host key"}
+            Step.FIRST_BOOT: "SSH with the new host key",
+            Step.NETBOOT: f"boot entry for its MAC: {redact_url(installer)}",
+            Step.BOOT_NET: f"{method.boot_target} once", Step.NETBOOT_OFF: "boot entry and seed"}
     return tuple(Action(kind=s.value, target="host", after=what[s]) for s in steps)
 
 
@@ -144,7 +179,7 @@ def plan_os(host: HostEntry, obs: OsObserved) -> StagePlan:
     left = resume(obs.attempt, obs.power)
     if obs.ssh is Ssh.OK:
         if left:  # up with the new key: only what is left of the cleanup, and the attempt closed
-            steps = [s for s in left if s is Step.EJECT]
+            steps = [s for s in left if s in CLEANUP]
             actions = (*_actions(steps, obs.installer or ""),
                        Action(kind=Step.FIRST_BOOT.value, target="host", after="answers SSH", changes_node=False))
             return StagePlan(stage="os", node=host.name, actions=actions, note="installed; answers SSH")
@@ -153,7 +188,7 @@ def plan_os(host: HostEntry, obs: OsObserved) -> StagePlan:
         raise CheckFailed(f"{host.name}: SSH answers with a host key {obs.known_hosts} does not hold for it "
                           f"({obs.ssh_detail}): not installed over; remove or fix its entry there to reinstall")
     if left:
-        return StagePlan(stage="os", node=host.name, actions=_actions(left, obs.installer or ""),
+        return StagePlan(stage="os", node=host.name, actions=_actions(left, obs.installer or "", obs.method),
                          note=f"resuming the install at {left[0].value}")
     ours = obs.attempt is not None and not obs.attempt.complete and \
         obs.attempt.fingerprint == obs.expected_fingerprint
@@ -166,5 +201,6 @@ def plan_os(host: HostEntry, obs: OsObserved) -> StagePlan:
                          "(--os-image, or software.os_installer in its profile)")
     if obs.refusals:
         raise InputError(f"{host.name}: cannot install: " + "; ".join(obs.refusals))
-    return StagePlan(stage="os", node=host.name, actions=_actions(ORDER, obs.installer),
-                     note=f"install from {obs.installer}")
+    how = "" if obs.method is InstallMethod.VIRTUAL_MEDIA else f" over the network ({obs.method.value})"
+    return StagePlan(stage="os", node=host.name, actions=_actions(order_of(obs.method), obs.installer, obs.method),
+                     note=f"install from {redact_url(obs.installer)}{how}")

@@ -29,10 +29,10 @@ from pathlib import Path
 from provision.bringup.model import StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
-from provision.bringup.stages import os_media
+from provision.bringup.stages import os_media, os_net
 from provision.bringup.stages.bmc_session import bmc
 from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, plan_os, resume
-from provision.bringup.stages.seed import build_seed, seed_tool
+from provision.bringup.stages.seed import build_seed, seed_tool, seed_tree
 from provision.errors import ProvisionError
 from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import inventory as inv_ops
@@ -42,6 +42,7 @@ from provision.redfish.ops.waiting import Clock, wait_for
 from provision.remote import hostkeys
 from provision.remote.ssh import SshError, endpoint, known_hosts_file, wait_for_ssh
 from provision.spec import HostEntry
+from provision.spec.model import InstallMethod
 
 SEED = "seed.iso"
 
@@ -51,6 +52,7 @@ class InstallFailed(ProvisionError):
 
 
 def installer_of(host: HostEntry, opts: BringupOptions) -> str | None:
+    """The installer image's URL (--os-image, else the profile's)."""
     pinned = host.spec.software.os_installer
     return opts.os_image or (pinned.url if pinned is not None else None)
 
@@ -90,9 +92,11 @@ class OsStage:
             answer, detail = self._probe(host)
         obs = OsObserved(ssh=answer, ssh_detail=detail, power=state, known_hosts=known,
                          expected_fingerprint=hostkeys.fingerprint(key) if key else "",
-                         attempt=attempt, installer=installer_of(host, self.opts))
+                         attempt=attempt, installer=installer_of(host, self.opts), method=host.install_method)
         if answer is Ssh.DOWN and obs.installer and not left:  # a new install might start
-            obs = obs.model_copy(update={"refusals": self._refusals(ctx, obs.installer)})
+            network = obs.method is not InstallMethod.VIRTUAL_MEDIA
+            why = self._net_refusals(ctx) if network else self._refusals(ctx, obs.installer)
+            obs = obs.model_copy(update={"refusals": why})
         return obs
 
     def _probe(self, host: HostEntry) -> tuple[Ssh, str]:
@@ -104,15 +108,21 @@ class OsStage:
             return (Ssh.WRONG_KEY if wrong else Ssh.DOWN), text.removeprefix(f"{host.name}: ")
         return Ssh.OK, ""
 
+    def _net_refusals(self, ctx: StageContext) -> tuple[str, ...]:
+        pinned = ctx.host.spec.software.os_installer
+        if pinned is None or pinned.kernel is None:  # --os-image alone names no kernel to boot
+            return ("a network install boots software.os_installer.kernel and .initrd: its profile names none",)
+        with bmc(ctx, self.opts) as node:
+            why = _boot_drives(node, ctx.host) + os_net.refusals(ctx.host, node, pinned, ctx.host.install_method,
+                                                        self.opts.netboot_dir)
+        return tuple(why)
+
     def _refusals(self, ctx: StageContext, installer: str) -> tuple[str, ...]:
         # one ranged GET, before anything is written
         why = [os_media.preflight(installer, os_media.boot_mode(ctx.host), ctx.host.installer)]
         with bmc(ctx, self.opts) as node:
-            items = inv_ops.drift(ctx.host.spec, inv_ops.observe(node.conn)).items
+            why += _boot_drives(node, ctx.host)
             slots = power.media_slots(node)
-        boot = next((i for i in items if i.key == "storage.boot.count"), None)
-        if boot is not None and boot.verdict != "unknown" and int(boot.observed.split()[0]) < 2:  # "1 (+ 2 of ...)"
-            why.append(f"the BMC lists {boot.observed} boot drive(s) ({boot.expected}): the RAID1 root needs two")
         if not any(s.is_cd for s in slots):
             why.append("the BMC offers no CD/DVD virtual medium for the installer")
         elif seed_slot(slots) is None:
@@ -128,20 +138,28 @@ class OsStage:
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
         """Each step in its own BMC deadline (the waits in them have their own bounds: Connector.waiting)."""
         with _seed_home(ctx.host.name) as home, self._server() as server:
-            for action in plan.actions:
-                if not action.changes_node:  # bookkeeping: the attempt is over, the node answers
-                    ctx.side_effect(self.name, action, lambda: None)
-                    continue
-                step = Step(action.kind)
-                if step is Step.HOSTKEY:  # made first: the journal's record names the key's fingerprint
-                    public = hostkeys.make_key_pair(home, f"root@{ctx.host.name}")
-                    action = action.model_copy(update={"target": f"host {hostkeys.fingerprint(public)}"})
-                    ctx.say(self.name, action.describe())
-                    ctx.side_effect(self.name, action, partial(_hostkey, ctx.host, home, public))
-                    continue
+            try:
+                self._steps(ctx, plan, home, server)
+            finally:  # the boot entry names this run's server, gone with it
+                if any(a.kind == Step.NETBOOT.value for a in plan.actions):
+                    os_net.netboot_off(ctx.host, self.opts.netboot_dir)
+
+    def _steps(self, ctx: StageContext, plan: StagePlan, home: Path, server: ImageServer) -> None:
+        network = any(a.kind == Step.NETBOOT.value for a in plan.actions)
+        for action in plan.actions:
+            if not action.changes_node:  # bookkeeping: the attempt is over, the node answers
+                ctx.side_effect(self.name, action, lambda: None)
+                continue
+            step = Step(action.kind)
+            if step is Step.HOSTKEY:  # made first: the journal's record names the key's fingerprint
+                public = hostkeys.make_key_pair(home, f"root@{ctx.host.name}")
+                action = action.model_copy(update={"target": f"host {hostkeys.fingerprint(public)}"})
                 ctx.say(self.name, action.describe())
-                with bmc(ctx, self.opts) as node:
-                    ctx.side_effect(self.name, action, partial(self._run, ctx.host, node, step, server, home / SEED))
+                ctx.side_effect(self.name, action, partial(_hostkey, ctx.host, home, public, network))
+                continue
+            ctx.say(self.name, action.describe())
+            with bmc(ctx, self.opts) as node:
+                ctx.side_effect(self.name, action, partial(self._run, ctx.host, node, step, server, home / SEED))
 
     @contextlib.contextmanager
     def _server(self) -> Iterator[ImageServer]:
@@ -158,6 +176,16 @@ class OsStage:
                 _fetched(server, self.clock, self.opts.seed_fetch_wait_s)
         elif step is Step.BOOT_CD:
             power.boot_once(node, "Cd")
+        elif step is Step.NETBOOT:
+            pinned = host.spec.software.os_installer
+            files = sorted(p for p in (seed.parent / "seed").rglob("*") if p.is_file())
+            if pinned is None or not files:
+                raise InstallFailed(f"{where}: no seed was made in this run (os-hostkey did not run)")
+            os_net.netboot_on(host, pinned, server, files, self.opts.netboot_dir, installer_of(host, self.opts) or "")
+        elif step is Step.BOOT_NET:
+            power.boot_once(node, host.install_method.boot_target)
+        elif step is Step.NETBOOT_OFF:
+            os_net.netboot_off(host, self.opts.netboot_dir)
         elif step is Step.POWER_ON:
             power.host_reset(node, self.clock, 900)  # On from Off, a reset when on: the override applies
         elif step is Step.INSTALLING:
@@ -171,10 +199,23 @@ class OsStage:
             _first_boot(host, self.opts.first_boot_timeout_s, where)
 
 
-def _hostkey(host: HostEntry, home: Path, public: str) -> None:
-    """The seed made from the pair in `home`, then the public half recorded as the node's expected key."""
+def _boot_drives(node: Node, host: HostEntry) -> list[str]:
+    """Fewer than two boot drives for the RAID1 root, as the BMC lists them."""
+    items = inv_ops.drift(host.spec, inv_ops.observe(node.conn)).items
+    boot = next((i for i in items if i.key == "storage.boot.count"), None)
+    if boot is not None and boot.verdict != "unknown" and int(boot.observed.split()[0]) < 2:  # "1 (+ 2 of ...)"
+        return [f"the BMC lists {boot.observed} boot drive(s) ({boot.expected}): the RAID1 root needs two"]
+    return []
+
+
+def _hostkey(host: HostEntry, home: Path, public: str, network: bool = False) -> None:
+    """The seed made from the pair in `home` (an image for virtual media; its files under home/seed for the
+    network), then the public half recorded as the node's expected key."""
     ssh = endpoint(host)
-    build_seed(home, host.name, home / SEED)
+    if network:
+        seed_tree(home, host.name, home / "seed")
+    else:
+        build_seed(home, host.name, home / SEED)
     hostkeys.record_key(known_hosts_file(ssh), hostkeys.host_pattern(ssh), public)
 
 

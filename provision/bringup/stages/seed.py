@@ -44,14 +44,11 @@ def _user_data(hostname: str, private: str, public: str) -> str:
     return "#cloud-config\n" + json.dumps(doc, indent=1) + "\n"
 
 
-def build_seed(key_dir: Path, hostname: str, out: Path) -> Path:
-    """The seed image at `out` from the key pair in `key_dir` (make_key_pair's); returns `out`."""
-    tool = seed_tool()
-    if tool is None:
-        raise SeedError("no xorriso or genisoimage on this controller: needed to make the seed medium")
+def seed_tree(key_dir: Path, hostname: str, tree: Path) -> list[Path]:
+    """The seed's files under `tree` from the key pair in `key_dir` (make_key_pair's); returns them. Served
+    as they are over the network (NoCloud's nocloud-net reads meta-data and user-data under one URL)."""
     private = (key_dir / KEY_NAME).read_text(encoding="utf-8")
     public = (key_dir / f"{KEY_NAME}.pub").read_text(encoding="utf-8").strip()
-    tree = key_dir / "seed"
     (tree / "provision").mkdir(parents=True, mode=0o700)
     (tree / "meta-data").write_text(f"instance-id: provision-{hostname}\nlocal-hostname: {hostname}\n")
     user = tree / "user-data"
@@ -61,6 +58,16 @@ def build_seed(key_dir: Path, hostname: str, out: Path) -> Path:
     (tree / "provision" / KEY_NAME).chmod(0o600)
     (tree / "provision" / f"{KEY_NAME}.pub").write_text(public + "\n")
     (tree / "provision" / "hostname").write_text(hostname + "\n")
+    return [tree / "meta-data", user, *(tree / "provision" / n for n in (KEY_NAME, f"{KEY_NAME}.pub", "hostname"))]
+
+
+def build_seed(key_dir: Path, hostname: str, out: Path) -> Path:
+    """The seed image at `out` from the key pair in `key_dir` (make_key_pair's); returns `out`."""
+    tool = seed_tool()
+    if tool is None:
+        raise SeedError("no xorriso or genisoimage on this controller: needed to make the seed medium")
+    tree = key_dir / "seed"
+    seed_tree(key_dir, hostname, tree)
     out.touch(mode=0o600)
     argv = [tool, "-as", "mkisofs"] if tool == "xorriso" else [tool]
     argv += ["-quiet", "-R", "-J", "-V", LABEL, "-o", str(out), str(tree)]
