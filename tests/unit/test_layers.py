@@ -24,10 +24,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("spec",),
     ("journal",),
     ("redfish",),
-    ("remote", "conformance"),
+    ("remote", "conformance", "netboot"),
     ("ansible", "scheduler", "discover"),
     ("campaign",),
     ("bringup", "metrics"),
+    ("clean",),
     ("lab",),
     ("cli",),
 )
