@@ -1,10 +1,12 @@
-"""Keep secrets out of every log line and error: a registry of secret strings plus header patterns."""
+"""Keep secrets out of every log line, error and message: a registry of secret strings plus header patterns, a
+run's own secrets, and the password of a URL."""
 
 from __future__ import annotations
 
 import logging
 import re
 import threading
+from collections.abc import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 _LOCK = threading.Lock()
@@ -30,7 +32,7 @@ def register_secret(value: str | None) -> None:
 def scrub(text: str) -> str:
     """Text with every registered secret and every auth header value masked."""
     with _LOCK:
-        secrets = sorted(_SECRETS, key=len, reverse=True)
+        secrets = _longest_first(_SECRETS)
     for s in secrets:
         if s in text:
             text = text.replace(s, MASK)
@@ -39,9 +41,14 @@ def scrub(text: str) -> str:
     return text
 
 
+def _longest_first(secrets: Iterable[str]) -> list[str]:
+    """A secret that contains another is replaced before it, so it is masked whole."""
+    return sorted(secrets, key=len, reverse=True)
+
+
 def mask(text: str, secrets: tuple[str, ...]) -> str:
     """Text with each of these secrets (a run's own, registered or not) masked, longest first."""
-    for secret in sorted(secrets, key=len, reverse=True):
+    for secret in _longest_first(secrets):
         if secret:
             text = text.replace(secret, MASK)
     return text
