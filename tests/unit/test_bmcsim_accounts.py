@@ -141,6 +141,7 @@ def test_roles_limit_what_an_account_may_do(tmp_path: Path) -> None:
 def test_factory_account_must_change_its_password_first(tmp_path: Path) -> None:
     bmc = make_bmc(tmp_path, factory=True)
     assert body(call(bmc, "GET", ADMIN))["PasswordChangeRequired"] is True  # GET of itself is allowed
+    assert bmc.status()["password_change_required"] is True
     for method, path, req in (("GET", "/redfish/v1/Systems", None), ("GET", "/redfish/v1/AccountService", None),
                               ("PATCH", "/redfish/v1/Systems/1", {"AssetTag": "x"}),
                               ("PATCH", ADMIN, {"Password": "new-password-1", "RoleId": "Operator"}),
@@ -159,6 +160,7 @@ def test_factory_account_must_change_its_password_first(tmp_path: Path) -> None:
     assert call(bmc, "PATCH", ADMIN, {"Password": "site-password-1"}, auth=token).status == 200
     assert call(bmc, "GET", "/redfish/v1/Systems", auth=token).status == 200  # the same session, now free
     assert body(call(bmc, "GET", ADMIN, auth=token))["PasswordChangeRequired"] is False
+    assert bmc.status()["password_change_required"] is False
     assert call(bmc, "GET", "/redfish/v1/Systems").status == 401  # the factory password stops working
     assert login(bmc, "admin", FACTORY_PW)[0].status == 401
     assert call(bmc, "GET", "/redfish/v1/Systems", auth=basic("admin", "site-password-1")).status == 200
