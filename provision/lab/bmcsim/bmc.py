@@ -456,7 +456,16 @@ class Bmc:
         states = [p.state for p in self.power.values()]
         return {"name": self.name, "power": states[0] if len(states) == 1 else states,
                 "faults": self.faults.active(), "down": self.is_down(), "sessions": len(self.sessions),
-                "pending_bios": {s: sorted(b.pending()) for s, b in self.bios.items()}}
+                "pending_bios": {s: sorted(b.pending()) for s, b in self.bios.items()},
+                "password_change_required": self.accounts.change_required(), "certificate": self._cert_state()}
+
+    def _cert_state(self) -> str | None:
+        """What HTTPS serves: the lab's certificate, the factory's own, or one installed by ReplaceCertificate."""
+        if self.certs is None:
+            return None
+        if self.certs.tls is None:
+            return "lab"
+        return "factory" if self.cfg.factory and self.certs.version == 1 else "replaced"
 
 
 def _json(raw: bytes) -> Json | None:

@@ -35,7 +35,7 @@ def _refuse(current: Json, key: str, prop: str) -> Json:
     return message("PropertyNotWritable" if key in current else "PropertyUnknown", key, related=[prop])
 
 
-def _names(current: Json, body: Json, errors: list[Json]) -> None:
+def _names(body: Json, errors: list[Json]) -> None:
     if "HostName" in body:
         val = body["HostName"]
         if not isinstance(val, str):
@@ -76,7 +76,7 @@ def _array(current: list[Any], patch: object, prop: str, ok: Any, limit: int) ->
 def patch_protocol(node: str, res: Resources, uri: str, body: Json, interfaces: list[str]) -> list[Json]:
     cur = res.get(uri) or {}
     errors: list[Json] = []
-    _names(cur, body, errors)
+    _names(body, errors)
     ntp_servers: list[Any] | None = None
     for key, val in body.items():
         if key.startswith("@") or key in ("HostName", "FQDN"):
@@ -119,7 +119,7 @@ def patch_interface(node: str, res: Resources, uri: str, body: Json, proto: str 
                     interfaces: list[str]) -> list[Json]:
     cur = res.get(uri) or {}
     errors: list[Json] = []
-    _names(cur, body, errors)
+    _names(body, errors)
     static: list[Any] | None = None
     for key, val in body.items():
         if key.startswith("@") or key in ("HostName", "FQDN"):
