@@ -264,7 +264,7 @@ SITES: tuple[Site, ...] = (
          REDACTION, "a password in a Python dict's repr ('Password': 'x') is logged in clear"),
     Site("redact-short-secrets-kept", "provision/redact.py", "if value and len(value) >= 3:",
          "if value and len(value) > 3:", REDACTION, "a three-character password is not scrubbed"),
-    Site("redact-shortest-first", "provision/redact.py", "sorted(_SECRETS, key=len, reverse=True)", "sorted(_SECRETS, key=len)",
+    Site("redact-shortest-first", "provision/redact.py", "key=len, reverse=True)", "key=len)",
          REDACTION, "a secret that contains another is masked only in part (the shorter one first)"),
     # -- the hollow assertions made real (issue 42) --------------------------------------------------------
     Site("digest-counts-pyc", "provision/ansible/inputs.py", ' and path.suffix != ".pyc"', "",

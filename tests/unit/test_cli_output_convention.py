@@ -48,7 +48,7 @@ def test_no_flag_of_any_command_shows_a_value_type() -> None:
 # file's text (a spec file, a completion script): every other command reads, and takes --output
 WRITES = {"campaign start", "campaign join", "campaign resume", "campaign pause", "campaign abort", "campaign halt",
           "lab up", "lab down", "lab fault", "bmc boot-once", "bmc media", "bios apply", "firmware update",
-          "spec export", "completion"}
+          "spec export", "completion", "bmc setup", "clean", "retire", "unretire", "netboot up", "netboot down"}
 
 
 def test_every_command_that_reads_takes_output() -> None:
