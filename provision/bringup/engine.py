@@ -44,23 +44,28 @@ def run_bringup(
     plan_only: bool = False,
     concurrency: int = 4,
     progress: Progress | None = None,
+    kind: str = "bringup",
+    args: dict[str, object] | None = None,
 ) -> BringupResult:
     """Bring every host through `stages`; returns per-node results (never raises for a node).
 
     A run that changes nodes holds each node's lease in the journal for its whole duration: a node
-    another run holds is refused (NodeLocked naming the holder) before anything is done to any node."""
+    another run holds is refused (NodeLocked naming the holder) before anything is done to any node.
+    `kind` names the run and the lease's owner (a clean is a run of stages too); `args` join the run's record."""
     if journal is None or plan_only:
         return _run(hosts, stages, journal, None, plan_only, concurrency, progress)
     locks = NodeLocks(journal)
-    with locks.hold([h.name for h in hosts], owner="bringup"):
-        return _run(hosts, stages, journal, locks, plan_only, concurrency, progress)
+    with locks.hold([h.name for h in hosts], owner=kind):
+        return _run(hosts, stages, journal, locks, plan_only, concurrency, progress, kind, args)
 
 
 def _run(hosts: Sequence[HostEntry], stages: Sequence[Stage], journal: Journal | None, locks: NodeLocks | None,
-         plan_only: bool, concurrency: int, progress: Progress | None) -> BringupResult:
+         plan_only: bool, concurrency: int, progress: Progress | None, kind: str = "bringup",
+         args: dict[str, object] | None = None) -> BringupResult:
     run_id = None
     if journal is not None and not plan_only:
-        run_id = journal.start_run("bringup", ",".join(h.name for h in hosts), {"stages": [s.name for s in stages]})
+        run_id = journal.start_run(kind, ",".join(h.name for h in hosts),
+                                   {"stages": [s.name for s in stages], **(args or {})})
     say = progress or (lambda node, stage, msg: None)
 
     def one(host: HostEntry) -> NodeResult:
@@ -70,7 +75,7 @@ def _run(hosts: Sequence[HostEntry], stages: Sequence[Stage], journal: Journal |
         finally:
             _close(ctx)
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="bringup") as pool:
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix=kind) as pool:
         results = list(pool.map(one, hosts))
     result = BringupResult(run_id=run_id, plan_only=plan_only, nodes=results)
     if journal is not None and run_id is not None:

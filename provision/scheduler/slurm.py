@@ -169,6 +169,10 @@ class Scontrol:
             raise SlurmError(scrub(f"{shown}: {why}"))
         return proc.stdout
 
+    def run(self, *args: str) -> str:
+        """`scontrol ARGS...` (no shell); its output, or SlurmError naming the command and what it said."""
+        return self._run([self.command, *args])
+
     def show(self, node: str) -> SlurmNode:
         return parse_node(node, self._run([self.command, "-o", "show", "node", node]))
 

@@ -166,6 +166,12 @@ class NvmeIdCtrl(Model):
     total_capacity_bytes: int | None
     pci_vendor_id: int
     namespaces: int | None
+    oacs: int | None = None
+    """Optional Admin Command Support: bit 1 Format NVM."""
+    fna: int | None = None
+    """Format NVM Attributes: bit 2 crypto erase supported as part of a format's secure erase."""
+    sanicap: int | None = None
+    """Sanitize Capabilities: bit 0 crypto erase, bit 1 block erase, bit 2 overwrite."""
 
 
 @tool_parser(TOOL_ID_CTRL)
@@ -180,4 +186,7 @@ def parse_nvme_id_ctrl(text: str) -> NvmeIdCtrl:
         total_capacity_bytes=opt_count(TOOL_ID_CTRL, ctrl, "tnvmcap", what),
         pci_vendor_id=req_int(TOOL_ID_CTRL, ctrl, "vid", what),
         namespaces=opt_int(TOOL_ID_CTRL, ctrl, "nn", what),
+        oacs=opt_int(TOOL_ID_CTRL, ctrl, "oacs", what),
+        fna=opt_int(TOOL_ID_CTRL, ctrl, "fna", what),
+        sanicap=opt_int(TOOL_ID_CTRL, ctrl, "sanicap", what),
     )

@@ -166,13 +166,28 @@ def _show(value: Any) -> str:
 class Bios:
     """One system's BIOS state in one BMC."""
 
-    __slots__ = ("_node", "_res", "_sel", "layout")
+    __slots__ = ("_defaults", "_node", "_res", "_sel", "layout")
 
     def __init__(self, node: str, res: Resources, sel: Sel, lay: BiosLayout) -> None:
         self._node = node
         self._res = res
         self._sel = sel
         self.layout = lay
+        self._defaults = dict((res.get(lay.bios) or {}).get("Attributes") or {})
+        """The factory values: the attributes the BMC started with (what Bios.ResetBios goes back to)."""
+
+    def reset_to_defaults(self) -> None:
+        """Bios.ResetBios: the factory values staged in the pending resource, applied at the next host reset
+        (as Dell, HPE and Lenovo document it); without a pending resource they are current at once."""
+        current = (self._res.get(self.layout.bios) or {}).get("Attributes") or {}
+        changed = {k: v for k, v in self._defaults.items() if current.get(k) != v}
+        if self.layout.settings:
+            settings = self._res.mutable(self.layout.settings)
+            settings["Attributes"] = {**current, **self._defaults} if self.layout.full_copy else changed
+        else:
+            self._res.mutable(self.layout.bios).setdefault("Attributes", {}).update(self._defaults)
+        events.record(self._node, "bios.reset", names=sorted(changed))
+        self._sel.add(f"BIOS reset to defaults requested ({len(changed)} attributes differ)", names=sorted(changed))
 
     def patch_settings(self, body: Json) -> list[Json]:
         """Validate and stage a PATCH of the pending resource; returns errors (nothing staged if any)."""

@@ -320,10 +320,16 @@ class Bmc:
             return no_content()
         if name == "LogService.ClearLog":
             return self._clear_log(owner)
+        if name == "Bios.ResetBios" and (bios := self._bios_at(owner)) is not None:
+            bios.reset_to_defaults()
+            return success()
         if name in ("Bios.ResetBios", "SmcUpdateService.Install", "DellUpdateService.Install"):
             self.sel.add(f"Action {name} accepted (no effect in the lab)")
             return success()
         return error(400, "ActionNotSupported", name)
+
+    def _bios_at(self, uri: str) -> Bios | None:
+        return next((b for b in self.bios.values() if b.layout.bios == uri.rstrip("/")), None)
 
     def _clear_log(self, service: str) -> Reply:
         entries = str((self.res.get(service) or {}).get("Entries", {}).get("@odata.id", "")).rstrip("/")

@@ -136,6 +136,16 @@ def _visible(twin: Twin, kind: str) -> bool:
         log = p.parse_nvme_smart_log(twin.out("nvme", "smart-log", f"/dev/{drive['name']}", "-o", "json"))
         names = critical_warning_names(log.critical_warning)
         return log.available_spare_pct < (log.available_spare_threshold_pct or 0) and len(names) == 1
+    if kind in ("nvme_sanitize_fails", "nvme_no_erase"):  # erase capabilities, and a sanitize's log
+        from provision.clean import nvme as erase
+
+        first, last = twin.drives("scratch")[0], twin.drives("scratch")[-1]
+        if kind == "nvme_no_erase":
+            ident = p.parse_nvme_id_ctrl(twin.out("nvme", "id-ctrl", f"/dev/{last['controller']}", "-o", "json"))
+            return not ident.sanicap and not (ident.oacs or 0) & 0x2
+        twin.run("nvme", "sanitize", f"/dev/{first['controller']}", "--sanact=4")
+        log = twin.out("nvme", "sanitize-log", f"/dev/{first['controller']}", "-o", "json")
+        return erase.parse_sanitize_log(log).status.value == "failed"
     if kind == "gpu_xid":
         gpus = p.parse_nvidia_smi_query(twin.out("nvidia_smi", "-q")).gpus
         return [(e.code, [i for i, g in enumerate(gpus) if e.matches(g.bus_id)])

@@ -27,6 +27,8 @@ FAULT_KINDS: frozenset[str] = frozenset(
         "nvme_wearing_out",
         "nvme_worn",
         "nvme_spare_low",
+        "nvme_sanitize_fails",
+        "nvme_no_erase",
         "package_wrong_version",
         "gpu_xid",
         "gpu_row_remap_pending",
@@ -101,6 +103,8 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         "package_wrong_version": hw.driver_apt_version is not None,
         "nvme_worn": bool(scratch),
         "nvme_spare_low": bool(scratch),
+        "nvme_sanitize_fails": bool(scratch),
+        "nvme_no_erase": bool(scratch),
         "snapshot_missing": bool(scratch),
         "snapshot_stale": bool(scratch),
         "scrub_failed": bool(scratch),
@@ -135,6 +139,10 @@ def fault_params(kind: str, hw: Hardware) -> FaultParams:
         return {"drive": scratch[0].name, "percentage_used": 99, "written_pct": 102}
     if kind == "nvme_spare_low":  # the second: spare below the drive's 10% threshold
         return {"drive": scratch[min(1, len(scratch) - 1)].name, "avail_spare": 5}
+    if kind == "nvme_sanitize_fails":  # the first scratch drive: a sanitize it accepts, then logs as failed
+        return {"drive": scratch[0].name}
+    if kind == "nvme_no_erase":  # the last scratch drive lists no sanitize and no Format NVM
+        return {"drive": scratch[-1].name}
     if kind == "snapshot_missing":  # `zfs list -t snapshot` shows none (sanoid never ran, or they were destroyed)
         return {}
     if kind == "snapshot_stale":  # every snapshot shows 50 hours older: sanoid stopped two days ago

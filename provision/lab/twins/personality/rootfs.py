@@ -35,6 +35,7 @@ BASE_TOOLS = {
     "/usr/local/sbin/lscpu": "lscpu",
     "/usr/local/sbin/dmidecode": "dmidecode",
     "/usr/local/sbin/nvme": "nvme",
+    "/usr/local/sbin/blockdev": "blockdev",  # the twin's drives are files: their size, as the kernel would say
     # The twin shares the lab host's kernel: its kernel log is the simulated server's (NVIDIA lines, Xids).
     "/usr/local/sbin/dmesg": "dmesg",
 }

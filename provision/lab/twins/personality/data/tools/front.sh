@@ -16,7 +16,8 @@ _pv_py() { exec "$_pv_python" -S -I "$_pv_dir/$_pv_tool.py" "$@"; }
 
 _pv_cacheable() {
   case $_pv_tool in
-    nvme|smartctl|ibstat|ibv_devinfo|lscpu|dmidecode) return 0 ;;
+    nvme) case ${1-} in sanitize|sanitize-log|format) return 1 ;; esac; return 0 ;;  # erases, and their log
+    smartctl|ibstat|ibv_devinfo|lscpu|dmidecode) return 0 ;;
     nvidia_smi)
       for _pv_a; do case $_pv_a in -pm|-pm=*|--persistence-mode*|-pl|-pl=*|--power-limit*) return 1 ;; esac; done
       return 0 ;;
