@@ -59,6 +59,8 @@ class CampaignPlan(BaseModel):
     waves: list[list[str]]
     at_baseline: list[str]
     not_applicable: list[str] = []
+    retired: list[str] = []
+    """Targets the journal marks retired (`provision retire`): not read, in no wave, never touched."""
 
     @property
     def unread(self) -> list[Unread]:
@@ -94,14 +96,16 @@ def observe_all(
         return dict(zip([t.name for t in targets], pool.map(one, targets), strict=True))
 
 
-def build_plan(catalog: Catalog, observed: dict[str, FirmwareState | str]) -> CampaignPlan:
-    """Per node the pending updates; waves over the nodes with work (unreadable ones included)."""
-    plans = [_node_plan(catalog, name, state) for name, state in observed.items()]
+def build_plan(catalog: Catalog, observed: dict[str, FirmwareState | str],
+               retired: Sequence[str] = ()) -> CampaignPlan:
+    """Per node the pending updates; waves over the nodes with work (unreadable ones included); `retired`
+    targets (left out of `observed`) are listed as such and planned nowhere."""
+    plans = [_node_plan(catalog, name, state) for name, state in observed.items() if name not in retired]
     busy = [p.node for p in plans if p.needs_work]
     return CampaignPlan(
         campaign=catalog.name, nodes=plans, waves=plan_waves(busy, catalog.policy.waves),
         at_baseline=[p.node for p in plans if not p.needs_work and not p.not_applicable],
-        not_applicable=[p.node for p in plans if p.not_applicable],
+        not_applicable=[p.node for p in plans if p.not_applicable], retired=sorted(retired),
     )
 
 

@@ -23,6 +23,7 @@ from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
 from provision.campaign.report import build_report, render_html
 from provision.campaign.shared import SharedEngine
 from provision.campaign.updater import Target
+from provision.clean import records
 from provision.cli import events
 from provision.cli.firmware import AdvertiseOpt, BindOpt
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, LimitOpt, journal_at
@@ -81,13 +82,27 @@ def plan(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, lim
     fmt = choose(output, as_json)
     resolved = _resolve_read_only(campaign, journal_at(journal, inventory))
     catalog = resolved.catalog
-    targets = control.targets(load_fleet(inventory), catalog, limit)
-    result = build_plan(catalog, observe_all(list(targets.values()), catalog, _updater(resolved.source, insecure)))
+    targets, retired = _without_retired(control.targets(load_fleet(inventory), catalog, limit),
+                                        journal_at(journal, inventory))
+    result = build_plan(catalog, observe_all(list(targets.values()), catalog, _updater(resolved.source, insecure)),
+                        retired)
     if fmt is Format.JSON:
         emit_json(dict(result.model_dump(mode="json"), unread=[u.model_dump() for u in result.unread]))
     else:
         _print_plan(result, fmt)
     _raise_unlooked(result)
+
+
+def _without_retired(targets: dict[str, Target], where: Location | Journal) -> tuple[dict[str, Target], list[str]]:
+    """The targets the journal does not mark retired, and those it does (a journal not made yet marks none)."""
+    if isinstance(where, Journal):
+        marked = set(records.retired(where))
+    elif recorded(where):
+        with Journal(where, read_only=True) as jr:
+            marked = set(records.retired(jr))
+    else:
+        marked = set()
+    return {n: t for n, t in targets.items() if n not in marked}, sorted(n for n in targets if n in marked)
 
 
 def _raise_unlooked(result: CampaignPlan) -> None:
@@ -130,10 +145,12 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
         if resolved.record is not None:
             raise InputError(f"campaign {resolved.catalog.name} already exists in {jr.where}; use resume")
         catalog = resolved.catalog
-        targets = control.targets(load_fleet(inventory), catalog, limit)
+        targets, retired = _without_retired(control.targets(load_fleet(inventory), catalog, limit), jr)
         with _images(catalog, image_bind, image_advertise) as images:
             updater = _updater(resolved.source, insecure, poll_seconds, images)
-            planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater))
+            planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater), retired)
+            for name in planned.retired:
+                console.print(f"{name}: retired (never touched)", markup=False)
             for p in planned.nodes:
                 if p.not_applicable:
                     console.print(f"{p.node}: {p.not_applicable} (never touched)", markup=False, soft_wrap=True)
@@ -381,6 +398,8 @@ def _print_plan(result: CampaignPlan, fmt: Format) -> None:
     for p in result.nodes:
         if p.not_applicable:
             add_row(table, p.node, "-", cell(p.not_applicable, "yellow"), "no")
+    for name in result.retired:
+        add_row(table, name, "-", cell("retired (provision retire): never touched", "yellow"), "no")
     show(table, fmt)
     for u in shared:
         _say(fmt, f"error: could not read {len(u.nodes)} node(s) ({_names(u.nodes)}): {u.cause}")
@@ -392,6 +411,8 @@ def _print_plan(result: CampaignPlan, fmt: Format) -> None:
     summary = "; ".join(counts)
     if result.not_applicable:
         summary += f"; not applicable (never touched): {len(result.not_applicable)}"
+    if result.retired:
+        summary += f"; retired (never touched): {len(result.retired)}"
     _say(fmt, summary)
 
 

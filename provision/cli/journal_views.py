@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
+from provision.clean import records
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, LimitOpt, journal_at, one_host, select_names
 from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, show
 from provision.journal import Journal, StageRecord
@@ -41,14 +42,19 @@ def status_command(
         known = sorted(set(jr.nodes()) | set(leases))
         names = select_names(inventory, nodes or known or ["all"], known, limit) if nodes or limit else known
         last = {n: jr.last_stage(n) for n in names}
-    rows = [_status_row(n, rec, leases.get(n)) for n, rec in last.items()]
+        cleaned, retired = records.cleaned(jr, names), records.retired(jr)
+    rows = [_status_row(n, rec, leases.get(n)).model_copy(update={
+        "cleaned": cleaned[n].describe() if n in cleaned else None,
+        "retired": f"retired at {records.describe_time(retired[n].at)} by {retired[n].by}" if n in retired else None})
+        for n, rec in last.items()]
     if fmt is Format.JSON:
         emit_json(rows)
         return
-    table = new_table("node", "stage", "outcome", "ended", "done", "locked by", "detail", title="bring-up status")
+    table = new_table("node", "stage", "outcome", "ended", "done", "locked by", "cleaned", "detail",
+                      title="bring-up status")
     for r in rows:
         add_row(table, r.node, r.stage or "-", r.outcome or "never run", _when(r.ended_at), "yes" if r.done else "no",
-                r.locked_by or "-", r.detail)
+                r.locked_by or "-", " ".join(filter(None, (r.retired, r.cleaned))) or "-", r.detail)
     show(table, fmt)
 
 
@@ -62,6 +68,10 @@ class NodeStatus(BaseModel):
     locked_by: str | None = None
     """The holder of the node's lease (owner, pid, host, since), when one holds it now."""
     lock: Lease | None = None
+    cleaned: str | None = None
+    """"cleaned at ... by ... (level)": the node's last complete `provision clean`."""
+    retired: str | None = None
+    """"retired at ... by ...": the journal marks it retired (`provision retire`; `unretire` lifts it)."""
 
 
 def _status_row(node: str, rec: StageRecord | None, lease: Lease | None = None) -> NodeStatus:
