@@ -100,8 +100,8 @@ def parse_read_back(text: str) -> ZeroRead:
 
 
 def parse_zpools(text: str) -> tuple[str, ...]:
-    """`zpool list -H -o name`: one pool a line."""
-    return tuple(line.strip() for line in text.splitlines() if line.strip())
+    """`zpool list -H -o name`: one pool a line (an older zpool's "no pools available" is none)."""
+    return tuple(line.strip() for line in text.splitlines() if line.strip() and line.strip() != "no pools available")
 
 
 def parse_md_scan(text: str) -> tuple[str, ...]:

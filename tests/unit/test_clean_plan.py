@@ -259,6 +259,7 @@ def test_erase_commands(method: EraseMethod, command: str) -> None:
 
 def test_scan_parsers() -> None:
     assert nvme.parse_zpools("scratch\nrpool\n") == ("scratch", "rpool")
+    assert nvme.parse_zpools("no pools available\n") == ()
     scan = "ARRAY /dev/md0 metadata=1.2 name=node01:0 UUID=1:2:3:4\nARRAY /dev/md/data metadata=1.2\n"
     assert nvme.parse_md_scan(scan) == ("/dev/md0", "/dev/md/data")
     with pytest.raises(ParseError):

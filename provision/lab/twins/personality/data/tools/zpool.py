@@ -90,7 +90,8 @@ def cmd_status(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int
     flags, _opts, names = _flags(args)
     names = names or _active(data)
     if not names:
-        print("no pools available")
+        if "H" not in flags:  # OpenZFS (zpool_main.c) says so only when not scripted
+            print("no pools available")
         return 0
     blocks = [_status_lines(hw, n, _pool_or_die(data, n), "P" in flags) for n in names]
     print("\n\n".join("\n".join(b) for b in blocks))

@@ -1,0 +1,152 @@
+"""`provision clean` and `provision retire` on the lab: one ML-PROD-V4 twin (real sshd, stand-in nvme/zpool/mdadm
+over 64 MiB drive files) and its simulated BMC.
+
+After a minimal converge (the scratch pool, data written at the start and end of every scratch drive) and a
+preflight (the node's identity in the journal):
+- `clean --level sanitize --yes` killed right after its first drive's sanitize (failpoint drive-erase:after),
+  then run again: every scratch drive sanitized exactly once, each with its evidence journaled (one proven done
+  from the drive after the kill), read back zeroed; the pool gone, the boot pair untouched; BIOS reset to
+  defaults and the spec re-applied and verified; the SEL saved to the journal and cleared; `status` says cleaned;
+- a drive whose sanitize fails (fault nvme_sanitize_fails): exit 1 naming the drive, node "clean failed";
+- `retire --yes` powers the node off and marks it retired; `campaign plan` lists it retired; `unretire`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from provision.clean import nvme, records
+from provision.journal import Journal
+from provision.lab import twins
+from provision.lab.twins.models import TwinInfo
+from tests.lab.verify_lab import ROOT, _zpool_create, project_spec, ssh, verify_lab
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.twins,
+    pytest.mark.skipif(os.geteuid() != 0, reason="node twins need root"),
+]
+
+NODE = "node01"
+CAMPAIGN = ROOT / "campaigns" / "ml_prod_v4_2026q4.yml"
+HW = "/var/lib/provision-lab/hardware.json"
+DIRTY = ("set -e; for d in $(python3 -c 'import json; print(\" \".join(\"/dev/\" + d[\"name\"] for d in "
+         f"json.load(open(\"{HW}\"))[\"nvme\"]))'); do "
+         "dd if=/dev/urandom of=$d bs=1M count=1 conv=notrunc status=none; "
+         "dd if=/dev/urandom of=$d bs=1M count=1 seek=63 conv=notrunc status=none; done")
+NONZERO = ("for d in $(python3 -c 'import json; print(\" \".join(\"/dev/\" + d[\"name\"] for d in "
+           f"json.load(open(\"{HW}\"))[\"nvme\"]))'); do "
+           "echo $d $(cat $d | tr -d '\\000' | wc -c); done")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path, TwinInfo]]:
+    base = tmp_path_factory.mktemp("clean-lab")
+    spec = project_spec()
+    assert spec.storage.scratch is not None
+    with verify_lab(base, 1) as (inventory, twin_dir, infos):
+        ssh(infos[NODE], _zpool_create(spec.storage.scratch.zfs) + " && " + DIRTY)
+        journal = base / "journal.db"
+        done = cli(inventory, journal, "bringup", NODE, "--only", "preflight")
+        assert done.returncode == 0, done.stdout + done.stderr
+        yield inventory, twin_dir, journal, infos[NODE]
+
+
+def cli(inventory: Path, journal: Path, *args: str, env: dict[str, str] | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "provision.cli", *args, "-i", str(inventory), "--journal",
+                           str(journal)], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env={**os.environ, **(env or {})}, check=False)
+
+
+def drives(info: TwinInfo) -> dict[str, dict[str, str]]:
+    hw = json.loads(ssh(info, f"cat {HW}"))
+    return {d["name"]: d for d in hw["nvme"]}
+
+
+def nonzero(info: TwinInfo) -> dict[str, int]:
+    return {line.split()[0].removeprefix("/dev/"): int(line.split()[1]) for line in ssh(info, NONZERO).splitlines()}
+
+
+def erases(info: TwinInfo) -> dict[str, int]:
+    text = ssh(info, "cat /var/lib/provision-lab/nvme-erase.json 2>/dev/null || echo '{}'")
+    return {k: v["erases"] for k, v in json.loads(text).items()}
+
+
+def test_clean_killed_at_a_drive_resumes_without_erasing_it_twice(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, _twin_dir, journal, info = lab
+    hw = drives(info)
+    scratch = sorted(n for n, d in hw.items() if d["role"] == "scratch")
+    boot = sorted(n for n, d in hw.items() if d["role"] == "boot")
+    assert all(nonzero(info)[n] for n in scratch + boot)  # data everywhere before
+    plan = cli(inventory, journal, "clean", NODE, "--plan")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert all(f"/dev/{n}" in plan.stdout for n in scratch) and not any(f"/dev/{n} " in plan.stdout for n in boot)
+    started = time.monotonic()
+    killed = cli(inventory, journal, "clean", NODE, "--level", "sanitize", "--yes",
+                 env={"PROVISION_FAILPOINT": "drive-erase:after"})
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    assert sum(erases(info).values()) == 1
+    done = cli(inventory, journal, "clean", NODE, "--level", "sanitize", "--yes")
+    seconds = time.monotonic() - started
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert erases(info) == dict.fromkeys(scratch, 1)  # each once: the killed one was not sanitized again
+    left = nonzero(info)
+    assert all(left[n] == 0 for n in scratch) and all(left[n] for n in boot)
+    assert nvme.parse_zpools(ssh(info, "zpool list -H -o name")) == ()
+    with Journal(journal) as jr:
+        kept = records.last_evidence(jr, NODE)
+        stages = {s.stage: s for s in jr.stages(NODE) if s.run_id == max(r.run_id for r in jr.stages(NODE))}
+        acts = [a for a in jr.actions(NODE) if a.action in ("bios-defaults", "sel-saved", "sel-clear")]
+    assert sorted(e.device for e in kept) == [f"/dev/{n}" for n in scratch]
+    assert {e.serial for e in kept} == {hw[n]["serial"] for n in scratch}
+    assert all(e.method.value == "sanitize-crypto" and e.read_back.zeroed and e.sanitize and e.sanitize.succeeded
+               for e in kept)
+    assert [e.resumed for e in kept].count(True) == 1
+    assert {"bios-defaults", "sel-saved", "sel-clear"} <= {a.action for a in acts if a.outcome == "ok"}
+    assert all(stages[s].outcome in ("applied", "converged") for s in ("bios-defaults", "bios", "reset", "bmc-state",
+                                                                         "done")), stages
+    status = cli(inventory, journal, "status", NODE, "--json")
+    assert json.loads(status.stdout)[0]["cleaned"].startswith("cleaned at "), status.stdout
+    print(f"\nclean of {len(scratch)} drives, killed once and resumed: {seconds:.1f} s; stages of the resumed run: "
+          + ", ".join(f"{s.stage} {s.duration_s}s" for s in stages.values()))
+
+
+def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, twin_dir, journal, info = lab
+    hw = drives(info)
+    first = sorted(n for n, d in hw.items() if d["role"] == "scratch")[0]
+    ssh(info, DIRTY)
+    twins.fault(twin_dir, NODE, "nvme_sanitize_fails", False)
+    try:
+        done = cli(inventory, journal, "clean", NODE, "--level", "sanitize", "--yes")
+    finally:
+        twins.fault(twin_dir, NODE, "nvme_sanitize_fails", True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert f"/dev/{first} ({hw[first]['serial']}): sanitize-crypto failed" in said
+    assert f"{NODE}: clean failed at disks" in said
+    assert nonzero(info)[first]  # its data is still there, and nothing called it cleaned
+    with Journal(journal) as jr:
+        assert hw[first]["serial"] not in {e.serial for e in records.evidence(jr, NODE)}
+
+
+def test_retire_lists_it_retired_in_a_campaign_plan(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, _twin_dir, journal, _info = lab
+    done = cli(inventory, journal, "retire", NODE, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with Journal(journal) as jr:
+        assert NODE in records.retired(jr)
+    plan = cli(inventory, journal, "campaign", "plan", str(CAMPAIGN), "--json")
+    assert json.loads(plan.stdout)["retired"] == [NODE], plan.stdout + plan.stderr
+    assert cli(inventory, journal, "unretire", NODE).returncode == 0
+    with Journal(journal) as jr:
+        assert NODE not in records.retired(jr)
