@@ -154,3 +154,25 @@ def test_status_shows_cleaned_and_retired(tmp_path: Path, capsys: pytest.Capture
         " by ops@ctl (sanitize)")
     assert rows["node01"]["retired"] is None
     assert rows["node02"]["cleaned"] is None and rows["node02"]["retired"].startswith("retired at ")
+
+
+def test_clean_and_retire_refuse_without_a_terminal_or_yes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    journal = str(tmp_path / "j.db")
+    for verb in ("clean", "retire"):
+        assert main([verb, "node01", "-i", INV, "--journal", journal]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert "no terminal to confirm on; pass --yes" in err and "Traceback" not in err
+    assert not (tmp_path / "j.db").exists()  # refused before anything was opened
+
+
+def test_a_node_another_run_holds_is_refused_before_anything(host: HostEntry, tmp_path: Path) -> None:
+    from provision.bringup.options import BringupOptions
+    from provision.clean.options import CleanOptions
+    from provision.clean.run import run_clean
+    from provision.journal.locks import NodeLocked, NodeLocks
+
+    opts = CleanOptions(bringup=BringupOptions(inventory=Path(INV)))
+    with Journal(tmp_path / "j.db") as jr, NodeLocks(jr).hold(["node01"], owner="bringup"):
+        with pytest.raises(NodeLocked, match="bringup"):
+            run_clean([host], opts, jr)
+        assert jr.runs(records.CLEAN) == []
