@@ -7,6 +7,7 @@ preflight (the node's identity in the journal):
   then run again: every scratch drive sanitized exactly once, each with its evidence journaled (one proven done
   from the drive after the kill), read back zeroed; the pool gone, the boot pair untouched; BIOS reset to
   defaults and the spec re-applied and verified; the SEL saved to the journal and cleared; `status` says cleaned;
+- killed after the BIOS reset to defaults and run again: each scratch drive erased once more, no more;
 - a drive whose sanitize fails (fault nvme_sanitize_fails): exit 1 naming the drive, node "clean failed";
 - `retire --yes` powers the node off and marks it retired; `campaign plan` lists it retired; `unretire`.
 """
@@ -122,6 +123,24 @@ def test_clean_killed_at_a_drive_resumes_without_erasing_it_twice(lab: tuple[Pat
     print(f"\nclean of {len(scratch)} drives, killed once and resumed: {seconds:.1f} s; stages of the resumed run: "
           + ", ".join(f"{s.stage} {s.duration_s}s" for s in stages.values()))
     print("bios-defaults, bios, reset: " + " | ".join(stages[s].detail for s in ("bios-defaults", "bios", "reset")))
+
+
+@pytest.mark.parametrize("failpoint", ["bios-defaults:after"])  # a BMC step; the drive steps: above and unit tests
+def test_a_kill_at_a_step_resumes_and_erases_each_drive_once(lab: tuple[Path, Path, Path, TwinInfo],
+                                                             failpoint: str) -> None:
+    inventory, _twin_dir, journal, info = lab
+    spec = project_spec()
+    assert spec.storage.scratch is not None
+    ssh(info, _zpool_create(spec.storage.scratch.zfs) + " && " + DIRTY)
+    scratch = sorted(n for n, d in drives(info).items() if d["role"] == "scratch")
+    before = erases(info)
+    killed = cli(inventory, journal, "clean", NODE, "--yes", env={"PROVISION_FAILPOINT": failpoint})
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    done = cli(inventory, journal, "clean", NODE, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = erases(info)
+    assert {n: after[n] - before.get(n, 0) for n in scratch} == dict.fromkeys(scratch, 1)
+    assert all(nonzero(info)[n] == 0 for n in scratch)
 
 
 def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
