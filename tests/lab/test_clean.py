@@ -9,6 +9,7 @@ preflight (the node's identity in the journal):
   defaults and the spec re-applied and verified; the SEL saved to the journal and cleared; `status` says cleaned;
 - killed after the BIOS reset to defaults and run again: each scratch drive erased once more, no more;
 - a drive whose sanitize fails (fault nvme_sanitize_fails): exit 1 naming the drive, node "clean failed";
+- a node whose serial differs from the journal's latest reading is refused, nothing erased;
 - `retire --yes` powers the node off and marks it retired; `campaign plan` lists it retired; `unretire`.
 """
 
@@ -26,6 +27,7 @@ import pytest
 
 from provision.clean import nvme, records
 from provision.journal import Journal
+from provision.journal.identities import identities, record_identity
 from provision.lab import twins
 from provision.lab.twins.models import TwinInfo
 from tests.lab.verify_lab import ROOT, _zpool_create, project_spec, ssh, verify_lab
@@ -160,6 +162,24 @@ def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo
     assert nonzero(info)[first]  # its data is still there, and nothing called it cleaned
     with Journal(journal) as jr:
         assert hw[first]["serial"] not in {e.serial for e in records.evidence(jr, NODE)}
+
+
+def test_a_node_whose_serial_changed_is_refused(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, _twin_dir, journal, info = lab
+    with Journal(journal) as jr:
+        last = identities(jr, NODE)[-1]
+        swapped = last.identity.model_copy(update={"system": last.identity.system.model_copy(
+            update={"serial_number": "SWAPPED-BOARD"})})
+        record_identity(jr, NODE, swapped, "test: the board recorded before a swap")
+    before = erases(info)
+    try:
+        done = cli(inventory, journal, "clean", NODE, "--yes")
+    finally:
+        with Journal(journal) as jr:
+            record_identity(jr, NODE, last.identity, "test: the board it is")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 1 and "holds SWAPPED-BOARD" in said and "nothing erased" in said, said
+    assert erases(info) == before
 
 
 def test_retire_lists_it_retired_in_a_campaign_plan(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
