@@ -162,6 +162,8 @@ def plan_disks(node: str, observed: DisksObserved, level: CleanLevel, include_bo
         notes.append("boot drives kept (--include-boot erases them)")
     if not observed.drives:
         notes.append("no NVMe drives found")
+    if level is not CleanLevel.METADATA:
+        notes.append("NVMe drives only: a SATA or SAS drive is not erased by this command")
     return StagePlan(stage=DISKS, node=node, actions=tuple(actions), note="; ".join(notes))
 
 

@@ -65,13 +65,9 @@ def record_evidence(journal: Journal, run_id: int, stage: str, evidence: DriveEv
     journal.action_finished(aid, "ok", evidence.model_dump_json())
 
 
-def evidence(journal: Journal, node: str, current_only: bool = True) -> list[DriveEvidence]:
-    """The node's drive evidence: of the clean in progress (or, current_only=False, of every clean)."""
-    if current_only:
-        rows = _in_cycle(journal, node, EVIDENCE)
-    else:
-        rows = [dict(r) for r in journal.query("SELECT * FROM actions WHERE node = ? AND action = ? ORDER BY id",
-                                               (node, EVIDENCE))]
+def evidence(journal: Journal, node: str) -> list[DriveEvidence]:
+    """The drive evidence of the node's clean in progress."""
+    rows = _in_cycle(journal, node, EVIDENCE)
     return [DriveEvidence.model_validate_json(str(r["detail"])) for r in rows if r["outcome"] == "ok"]
 
 

@@ -22,7 +22,7 @@ from provision.clean import records
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import power
 from provision.redfish.ops.session import Node
-from provision.scheduler.slurm import ActionKind, Scontrol, SlurmAction, apply_checked
+from provision.scheduler.slurm import ActionKind, Scontrol, SlurmAction, apply_checked, parse_node
 from provision.spec import HostEntry
 from provision.spec.patterns import slurm_expand
 from provision.spec.platforms import PlatformIdentity
@@ -60,8 +60,8 @@ class Scheduler:
         self.tool = tool
 
     def view(self, name: str) -> SlurmView:
-        node = self.tool.show(name)
         line = self.tool.run("-o", "show", "node", name)
+        node = parse_node(name, line)
         parts = {}
         for p in filter(None, field(line, "Partitions").split(",")):
             text = self.tool.run("-o", "show", "partition", p)

@@ -7,7 +7,9 @@ preflight (the node's identity in the journal):
   then run again: every scratch drive sanitized exactly once, each with its evidence journaled (one proven done
   from the drive after the kill), read back zeroed; the pool gone, the boot pair untouched; BIOS reset to
   defaults and the spec re-applied and verified; the SEL saved to the journal and cleared; `status` says cleaned;
+- killed after the BIOS reset to defaults and run again: each scratch drive erased once more, no more;
 - a drive whose sanitize fails (fault nvme_sanitize_fails): exit 1 naming the drive, node "clean failed";
+- a node whose serial differs from the journal's latest reading is refused, nothing erased;
 - `retire --yes` powers the node off and marks it retired; `campaign plan` lists it retired; `unretire`.
 """
 
@@ -25,6 +27,7 @@ import pytest
 
 from provision.clean import nvme, records
 from provision.journal import Journal
+from provision.journal.identities import identities, record_identity
 from provision.lab import twins
 from provision.lab.twins.models import TwinInfo
 from tests.lab.verify_lab import ROOT, _zpool_create, project_spec, ssh, verify_lab
@@ -114,10 +117,32 @@ def test_clean_killed_at_a_drive_resumes_without_erasing_it_twice(lab: tuple[Pat
     assert {"bios-defaults", "sel-saved", "sel-clear"} <= {a.action for a in acts if a.outcome == "ok"}
     assert all(stages[s].outcome in ("applied", "converged") for s in ("bios-defaults", "bios", "reset", "bmc-state",
                                                                          "done")), stages
+    # the spec's BIOS holds after the reset to defaults: a bring-up's bios stage finds nothing to write
+    bios = cli(inventory, journal, "bringup", NODE, "--only", "bios", "--plan", "--json")
+    assert json.loads(bios.stdout)["nodes"][0]["stages"][0]["outcome"] == "converged", bios.stdout + bios.stderr
     status = cli(inventory, journal, "status", NODE, "--json")
     assert json.loads(status.stdout)[0]["cleaned"].startswith("cleaned at "), status.stdout
     print(f"\nclean of {len(scratch)} drives, killed once and resumed: {seconds:.1f} s; stages of the resumed run: "
           + ", ".join(f"{s.stage} {s.duration_s}s" for s in stages.values()))
+    print("bios-defaults, bios, reset: " + " | ".join(stages[s].detail for s in ("bios-defaults", "bios", "reset")))
+
+
+@pytest.mark.parametrize("failpoint", ["bios-defaults:after"])  # a BMC step; the drive steps: above and unit tests
+def test_a_kill_at_a_step_resumes_and_erases_each_drive_once(lab: tuple[Path, Path, Path, TwinInfo],
+                                                             failpoint: str) -> None:
+    inventory, _twin_dir, journal, info = lab
+    spec = project_spec()
+    assert spec.storage.scratch is not None
+    ssh(info, _zpool_create(spec.storage.scratch.zfs) + " && " + DIRTY)
+    scratch = sorted(n for n, d in drives(info).items() if d["role"] == "scratch")
+    before = erases(info)
+    killed = cli(inventory, journal, "clean", NODE, "--yes", env={"PROVISION_FAILPOINT": failpoint})
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    done = cli(inventory, journal, "clean", NODE, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = erases(info)
+    assert {n: after[n] - before.get(n, 0) for n in scratch} == dict.fromkeys(scratch, 1)
+    assert all(nonzero(info)[n] == 0 for n in scratch)
 
 
 def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
@@ -137,6 +162,24 @@ def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo
     assert nonzero(info)[first]  # its data is still there, and nothing called it cleaned
     with Journal(journal) as jr:
         assert hw[first]["serial"] not in {e.serial for e in records.evidence(jr, NODE)}
+
+
+def test_a_node_whose_serial_changed_is_refused(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, _twin_dir, journal, info = lab
+    with Journal(journal) as jr:
+        last = identities(jr, NODE)[-1]
+        swapped = last.identity.model_copy(update={"system": last.identity.system.model_copy(
+            update={"serial_number": "SWAPPED-BOARD"})})
+        record_identity(jr, NODE, swapped, "test: the board recorded before a swap")
+    before = erases(info)
+    try:
+        done = cli(inventory, journal, "clean", NODE, "--yes")
+    finally:
+        with Journal(journal) as jr:
+            record_identity(jr, NODE, last.identity, "test: the board it is")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 1 and "holds SWAPPED-BOARD" in said and "nothing erased" in said, said
+    assert erases(info) == before
 
 
 def test_retire_lists_it_retired_in_a_campaign_plan(lab: tuple[Path, Path, Path, TwinInfo]) -> None:

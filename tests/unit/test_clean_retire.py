@@ -154,3 +154,62 @@ def test_status_shows_cleaned_and_retired(tmp_path: Path, capsys: pytest.Capture
         " by ops@ctl (sanitize)")
     assert rows["node01"]["retired"] is None
     assert rows["node02"]["cleaned"] is None and rows["node02"]["retired"].startswith("retired at ")
+
+
+def test_clean_and_retire_refuse_without_a_terminal_or_yes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    journal = str(tmp_path / "j.db")
+    for verb in ("clean", "retire"):
+        assert main([verb, "node01", "-i", INV, "--journal", journal]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert "no terminal to confirm on; pass --yes" in err and "Traceback" not in err
+    assert not (tmp_path / "j.db").exists()  # refused before anything was opened
+
+
+def test_a_node_another_run_holds_is_refused_before_anything(host: HostEntry, tmp_path: Path) -> None:
+    from provision.bringup.options import BringupOptions
+    from provision.clean.options import CleanOptions
+    from provision.clean.run import run_clean
+    from provision.journal.locks import NodeLocked, NodeLocks
+
+    opts = CleanOptions(bringup=BringupOptions(inventory=Path(INV)))
+    with Journal(tmp_path / "j.db") as jr, NodeLocks(jr).hold(["node01"], owner="bringup"):
+        with pytest.raises(NodeLocked, match="bringup"):
+            run_clean([host], opts, jr)
+        assert jr.runs(records.CLEAN) == []
+
+
+def test_the_guard_reads_the_journal_the_inventory_and_slurm(host: HostEntry, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from provision.bringup.options import BringupOptions
+    from provision.bringup.stage import StageContext
+    from provision.clean import bmc_stages
+    from provision.clean.options import CleanOptions
+    from provision.errors import CheckFailed
+    from provision.journal.identities import record_identity
+    from provision.spec.model import RecordedIdentity
+    from provision.spec.slurm import SlurmSettings
+
+    @contextmanager
+    def no_bmc(ctx: Any, opts: Any):  # type: ignore[no-untyped-def]
+        yield None
+
+    monkeypatch.setattr(bmc_stages, "bmc", no_bmc)
+    monkeypatch.setattr(bmc_stages.platform_identity, "of_node", lambda node: IDENT)
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text("#!/bin/sh\necho 'NodeName=gpu-a01 Arch=x86_64 State=MIXED Partitions=gpu Reason=(null)'\n")
+    scontrol.chmod(0o755)
+    stage = bmc_stages.GuardStage(CleanOptions(bringup=BringupOptions(inventory=Path(INV))))
+    with Journal(tmp_path / "j.db") as jr:
+        ctx = StageContext(host=host, journal=jr, run_id=None)
+        with pytest.raises(CheckFailed, match="no serial or UUID recorded"):
+            stage.plan(host, stage.observe(ctx))
+        record_identity(jr, "node01", PlatformIdentity(system=Board(serial_number="S1", uuid="U1")), "preflight")
+        assert "serial S1" in stage.plan(host, stage.observe(ctx)).note
+        moved = host.model_copy(update={"identity": RecordedIdentity(serial="S0")})
+        with pytest.raises(CheckFailed, match=r"inventory \(provision_bmc_identity\) holds S0"):
+            stage.plan(moved, stage.observe(StageContext(host=moved, journal=jr, run_id=None)))
+        busy = host.model_copy(update={"slurm": SlurmSettings(scontrol=str(scontrol), node_name="gpu-a01")})
+        with pytest.raises(CheckFailed, match="gpu-a01 is not drained"):
+            stage.plan(busy, stage.observe(StageContext(host=busy, journal=jr, run_id=None)))

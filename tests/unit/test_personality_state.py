@@ -157,7 +157,8 @@ def test_every_fault_changes_what_tools_report_and_clears(tmp_path: Path, kind: 
 
 
 # Faults whose effect needs more than a converged twin (an engine, an image): covered in their own module.
-COVERED_ELSEWHERE = {"container_gpu_hidden": "test_personality_containers.py"}
+COVERED_ELSEWHERE = {"container_gpu_hidden": "test_personality_containers.py",
+                     "nvme_sanitize_fails": "test_personality_nvme_erase.py", "nvme_no_erase": "test_personality_nvme_erase.py"}
 
 
 def test_fault_kinds_are_all_covered() -> None:
