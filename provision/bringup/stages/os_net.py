@@ -14,6 +14,7 @@ os-netboot-off: tftp/<mac>/ removed; the image server stops with the stage's app
 from __future__ import annotations
 
 import http.client
+import urllib.error
 from pathlib import Path
 
 from provision.bringup.stages import os_media
@@ -56,6 +57,9 @@ def answers(url: str, host: HostEntry) -> str | None:
     try:
         tls = os_media.tls_context(host.installer)
         os_media.read_range(url, 0, 512, 15.0, tls)
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return f"{redact_url(url)}: HTTP {exc.code}"
     except (OSError, http.client.HTTPException, ProvisionError) as exc:
         return f"{redact_url(url)} does not answer: {getattr(exc, 'reason', exc)}"
     return None
