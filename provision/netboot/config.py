@@ -157,16 +157,17 @@ def render_conf(settings: NetbootSettings, user: str) -> str:
              "enable-tftp", f"tftp-root={d / TFTP}", "tftp-unique-root=mac",
              "dhcp-userclass=set:ipxe,iPXE", "dhcp-match=set:ipxe,175",
              "dhcp-match=set:efi-http,option:client-arch,16"]
+    lines += ["dhcp-ignore=tag:!known"]  # a MAC the hosts file does not name is told nothing, in either mode
     if settings.mode is Mode.DHCP:
         lines += [f"dhcp-range={settings.first},{settings.last},{net.netmask},{settings.lease_s}",
-                  "dhcp-ignore=tag:!known", "dhcp-authoritative",
+                  "dhcp-authoritative",
                   "dhcp-option=option:router"]  # no default route through the controller: none sent
     else:
         lines += [f"dhcp-range={net.network_address},proxy,{net.netmask}"]
     lines += ["# PXE firmware of a known node: the iPXE loader over TFTP; iPXE: the node's own boot script",
               f"dhcp-boot=tag:known,tag:!ipxe,tag:!efi-http,{LOADER}", f"dhcp-boot=tag:known,tag:ipxe,{SCRIPT}"]
-    if settings.mode is Mode.PROXY:
-        lines += [f'pxe-service=tag:known,tag:!ipxe,X86-64_EFI,"provision",{LOADER.removesuffix(".efi")}']
+    if settings.mode is Mode.PROXY:  # PXE firmware behind a proxy asks the boot server (port 4011) for its file
+        lines += [f'pxe-service=tag:!ipxe,X86-64_EFI,"provision",{LOADER}']
     if settings.http_loader is not None:
         lines += ["# UEFI HTTP boot firmware of a known node: the loader over HTTP",
                   "dhcp-option-force=tag:known,tag:efi-http,tag:!ipxe,60,HTTPClient",

@@ -1,7 +1,7 @@
 """LAB TEST HELPER: a minimal DHCP client (RFC 2131) standing for a node's firmware, and a TFTP read (RFC 1350).
 
 Run inside a network namespace (`ip netns exec NS python tests/lab/dhcpclient.py IFACE MAC [--pxe|--ipxe|--http]
-[--tftp FILE] [--wait S]`): it sends DISCOVER for MAC as the firmware named would (PXE: vendor class PXEClient, client
+[--tftp FILE] [--wait S] [--from ADDRESS]`): it sends DISCOVER for MAC as the firmware named would (PXE: vendor class PXEClient, client
 arch 7; iPXE: user class iPXE and option 175; UEFI HTTP boot: HTTPClient, arch 16), REQUESTs what is offered
 (a full DHCP server's offer; a proxy's has no address), and prints one JSON object: the offer's and the
 ack's address, next server, boot file and options (as text), and the TFTP file's size when asked.
@@ -64,6 +64,22 @@ def exchange(sock: socket.socket, data: bytes, xid: int, want: int, timeout: flo
     return None
 
 
+def boot_server(mac: bytes, extra: list[tuple[int, bytes]], server: str, source: str, wait: float
+                ) -> dict[str, Any] | None:
+    """PXE after a proxy's offer: a REQUEST to the boot server (port 4011) from the address the site's DHCP
+    gave (`source`), answered with the boot file."""
+    xid = int.from_bytes(os.urandom(4), "big")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((source, 0))
+        s.settimeout(wait)
+        s.sendto(packet(mac, xid, 3, extra), (server, 4011))
+        try:
+            got, _ = s.recvfrom(4096)
+        except TimeoutError:
+            return None
+    return parse(got)
+
+
 def tftp(server: str, name: str, source: str) -> int:
     """Bytes of `name` read from `server` over TFTP from address `source` (-1: no answer, -2: an error packet)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -110,9 +126,13 @@ def main(argv: list[str]) -> int:
             req = [(50, socket.inet_aton(offer["yiaddr"])), (54, socket.inet_aton(offer["server"])), *extra]
             ack = exchange(sock, packet(mac, xid, 3, req), xid, 5, wait)
     out: dict[str, Any] = {"offer": offer, "ack": ack}
+    if "--from" in rest and offer is not None and offer["yiaddr"] == "0.0.0.0":  # a proxy's offer: ask its
+        out["boot"] = boot_server(mac, extra, str(offer["server"]), rest[rest.index("--from") + 1], wait)  # :4011
     if "--tftp" in rest and ack is not None:  # as firmware does: from the address it was given
         subprocess.run(["ip", "addr", "replace", f"{ack['yiaddr']}/24", "dev", iface], check=True)
         out["tftp"] = tftp(ack["siaddr"], rest[rest.index("--tftp") + 1], ack["yiaddr"])
+    elif "--tftp" in rest and out.get("boot"):
+        out["tftp"] = tftp(out["boot"]["siaddr"], rest[rest.index("--tftp") + 1], rest[rest.index("--from") + 1])
     print(json.dumps(out))
     return 0
 

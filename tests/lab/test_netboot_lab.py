@@ -161,3 +161,24 @@ def test_netboot_answers_only_the_lab_node_and_leaves_nothing_after_down(net: Ne
     assert ":67 " not in ports(net) and ":69 " not in ports(net)
     again = cli(net, "netboot", "down", "--dir", str(d))
     assert again.returncode == 0 and "was not up" in again.stdout
+
+
+def test_a_proxy_beside_the_sites_dhcp_boots_only_the_lab_node(net: Net, inventory: Path, nbdir: Path,
+                                                                tmp_path: Path) -> None:
+    """Proxy DHCP: the site's server gives the address (here: one set by hand); dnsmasq gives no address,
+    only boot information, PXE firmware getting its file from the boot server (port 4011)."""
+    loader = tmp_path / "loader.efi"
+    loader.write_bytes(b"MZ" + b"\x90" * 700)
+    net.ip("ip", "addr", "replace", "10.77.0.200/24", "dev", net.client_if, ns=net.client)
+    up = cli(net, "netboot", "up", "node01", "-i", str(inventory), "--interface", net.server_if, "--network",
+             "10.77.0.0/24", "--mode", "proxy", "--loader", str(loader), "--dir", str(nbdir))
+    assert up.returncode == 0, up.stderr
+    pxe = net.firmware(NODE_MAC, "--pxe", "--from", "10.77.0.200", "--tftp", "ipxe.efi")
+    assert pxe["offer"]["yiaddr"] == "0.0.0.0" and pxe["ack"] is None  # no address from a proxy
+    assert pxe["boot"]["file"] == "ipxe.efi" and pxe["tftp"] == loader.stat().st_size
+    assert boot_file(net.firmware(NODE_MAC, "--ipxe")["offer"]) == "boot.ipxe"
+    assert net.firmware(STRANGER_MAC, "--pxe", "--wait", "4")["offer"] is None
+    assert "proxy-ignored" in (nbdir / "dnsmasq.log").read_text()
+    assert not (nbdir / "dnsmasq.leases").exists() or not (nbdir / "dnsmasq.leases").read_text().strip()
+    assert cli(net, "netboot", "down", "--dir", str(nbdir)).returncode == 0
+    assert not nbdir.exists() and ":67 " not in ports(net) and ":4011 " not in ports(net)

@@ -51,7 +51,8 @@ def test_a_proxy_gives_no_addresses_and_offers_the_loader_to_pxe_clients(tmp_pat
     conf = render_conf(settings(tmp_path, Mode.PROXY), "root").splitlines()
     assert "dhcp-range=10.77.0.0,proxy,255.255.255.0" in conf
     assert not any(line.startswith("dhcp-range=10.77.0.1") for line in conf) and "dhcp-authoritative" not in conf
-    assert any(line.startswith("pxe-service=tag:known,") for line in conf)
+    assert 'pxe-service=tag:!ipxe,X86-64_EFI,"provision",ipxe.efi' in conf  # the boot server's answer (4011)
+    assert "dhcp-ignore=tag:!known" in conf  # a proxy tells a stranger nothing either
 
 
 def test_http_boot_hands_its_firmware_the_loaders_url(tmp_path: Path) -> None:
