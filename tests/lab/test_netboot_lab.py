@@ -177,6 +177,12 @@ def test_a_proxy_beside_the_sites_dhcp_boots_only_the_lab_node(net: Net, invento
     assert pxe["offer"]["yiaddr"] == "0.0.0.0" and pxe["ack"] is None  # no address from a proxy
     assert pxe["boot"]["file"] == "ipxe.efi" and pxe["tftp"] == loader.stat().st_size
     assert boot_file(net.firmware(NODE_MAC, "--ipxe")["offer"]) == "boot.ipxe"
+    # its own TFTP root (its MAC from the neighbour table: a proxy leases nothing) while its entry exists
+    script = "#!ipxe\nboot\n"
+    service.add_boot_entry(nbdir, NetbootNode(name="node01", mac=NODE_MAC), script)
+    assert net.firmware(NODE_MAC, "--ipxe", "--from", "10.77.0.200", "--tftp", "boot.ipxe")["tftp"] == len(script)
+    service.remove_boot_entry(nbdir, "node01")
+    assert net.firmware(NODE_MAC, "--ipxe", "--from", "10.77.0.200", "--tftp", "boot.ipxe")["tftp"] == -2
     assert net.firmware(STRANGER_MAC, "--pxe", "--wait", "4")["offer"] is None
     assert "proxy-ignored" in (nbdir / "dnsmasq.log").read_text()
     assert not (nbdir / "dnsmasq.leases").exists() or not (nbdir / "dnsmasq.leases").read_text().strip()
