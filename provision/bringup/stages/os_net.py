@@ -14,6 +14,7 @@ os-netboot-off: tftp/<mac>/ removed; the image server stops with the stage's app
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import urllib.error
 from pathlib import Path
 
@@ -50,6 +51,19 @@ def refusals(host: HostEntry, node: Node, installer: OsInstaller, method: Instal
         why.append(f"netboot {directory} answers MAC {entry.mac}, its provisioning MAC is {mac} "
                    "(provision netboot up again)")
     return why
+
+
+def server_refusal(bind: str, advertise: str | None) -> str | None:
+    """Why a node could not fetch from the stage's image server over the network (None: it may)."""
+    shown = advertise or bind
+    try:
+        loopback = ipaddress.ip_address(shown).is_loopback or ipaddress.ip_address(shown).is_unspecified
+    except ValueError:  # a name: the site's to resolve
+        loopback = shown == "localhost"
+    if loopback:
+        return (f"the image server would be advertised as {shown}: a node cannot fetch its seed from it over the "
+                "network (--image-bind / --image-advertise: an address of the provisioning network)")
+    return None
 
 
 def answers(url: str, host: HostEntry) -> str | None:

@@ -114,8 +114,9 @@ class OsStage:
             return ("a network install boots software.os_installer.kernel and .initrd: its profile names none",)
         with bmc(ctx, self.opts) as node:
             why = _boot_drives(node, ctx.host) + os_net.refusals(ctx.host, node, pinned, ctx.host.install_method,
-                                                        self.opts.netboot_dir)
-        return tuple(why)
+                                                                  self.opts.netboot_dir)
+        server = os_net.server_refusal(self.opts.image_bind, self.opts.image_advertise)
+        return tuple(why + ([server] if server else []))
 
     def _refusals(self, ctx: StageContext, installer: str) -> tuple[str, ...]:
         # one ranged GET, before anything is written

@@ -246,3 +246,18 @@ def test_an_installer_kernel_that_does_not_answer_is_refused(make_host: Callable
         assert os_net.answers(srv.url_for(kernel), host) is None
         missing = srv.url_for(kernel).replace("vmlinuz", "gone")
         assert os_net.answers(missing, host) == f"{missing}: HTTP 404"
+
+
+@pytest.mark.parametrize(("bind", "advertise", "refused"), [
+    ("127.0.0.1", None, "advertised as 127.0.0.1"),  # bringup's default: fine for a BMC on the lab host only
+    ("0.0.0.0", None, "advertised as 0.0.0.0"),
+    ("0.0.0.0", "10.77.0.1", None),
+    ("10.77.0.1", None, None),
+    ("::1", None, "advertised as ::1"),
+    ("0.0.0.0", "deploy.example", None),  # a name: the site's to resolve
+    ("0.0.0.0", "localhost", "advertised as localhost"),
+])
+def test_a_network_install_needs_an_image_server_the_node_can_reach(bind: str, advertise: str | None,
+                                                                   refused: str | None) -> None:
+    got = os_net.server_refusal(bind, advertise)
+    assert (got is None) if refused is None else (got is not None and refused in got)
