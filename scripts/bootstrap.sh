@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(debootstrap systemd-container iproute2 dpkg-dev openssh-client procps psmisc curl ca-certificates)
+APT_PACKAGES+=(dnsmasq-base)   # provision netboot and tests/lab/test_netboot_lab.py (the binary only: no system service)
 APT_PACKAGES+=(slurm-wlm munge)   # tests/lab/test_slurm.py: slurmctld+munged on the host, slurmd's debs for the twins
 # report and metrics validators the tests run: xmllint (JUnit vs junit-10.xsd), promtool (verify/campaign --prom)
 APT_PACKAGES+=(libxml2-utils prometheus)

@@ -16,6 +16,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.shared import SharedBringup, ShareSummary
 from provision.bringup.stages import default_stages
 from provision.cli.events import StageEvents, tee
+from provision.cli.firmware import AdvertiseOpt, BindOpt
 from provision.cli.options import (
     DEFAULT_INVENTORY,
     PATTERN_HELP,
@@ -68,6 +69,11 @@ def bringup_command(
     journal: Annotated[Path | None, typer.Option("--journal", help="Journal database")] = None,
     log_dir: Annotated[Path, typer.Option("--log-dir", help="One log file per node")] = Path("logs/bringup"),
     os_image: Annotated[str | None, typer.Option("--os-image", help="Installer URL for nodes without an OS")] = None,
+    image_bind: BindOpt = "127.0.0.1",
+    image_advertise: AdvertiseOpt = None,
+    netboot_dir: Annotated[Path | None, typer.Option(
+        "--netboot-dir", help="os, network installs: provision netboot's directory (env PROVISION_NETBOOT_DIR)")]
+    = None,
     level: Annotated[Level, typer.Option("--level", help="Conformance level of the verify stage")] = Level.FULL,
     poll: Annotated[float, typer.Option("--poll-seconds", min=0.05, max=60.0, help="BMC polling interval")] = 1.0,
     recheck: Annotated[bool, typer.Option(
@@ -97,7 +103,8 @@ def bringup_command(
     check_paths(journal=where.path, log_dir=log_dir, os_image=os_image)
     hosts = load_hosts(inventory, nodes, limit)
     opts = BringupOptions(inventory=inventory, insecure=insecure, os_image=os_image, verify_level=level,
-                          poll_s=poll, recheck=recheck, strategy=chosen)
+                          poll_s=poll, recheck=recheck, strategy=chosen, image_bind=image_bind,
+                          image_advertise=image_advertise, **({"netboot_dir": netboot_dir} if netboot_dir else {}))
     stages = select_stages(default_stages(opts), start.value if start else None, only.value if only else None,
                            end.value if end else None)
     fmt = choose(output, as_json)  # the summary: a table on a terminal, tab-separated lines in a pipe or a log

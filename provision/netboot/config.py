@@ -8,13 +8,18 @@ the hosts file's MACs through `tag:known`). Files, all under one directory:
 
     dnsmasq.conf      the service (netboot up writes it; a site that runs dnsmasq itself includes it)
     hosts             one line per node: its provisioning MAC, a tag per node (dhcp-hostsfile)
-    opts/<node>       written by the os stage during a node's install (dhcp-optsdir, read as it appears):
-                      the node's boot script URL on the stage's image server, handed to iPXE on that MAC only
-    tftp/             the iPXE loader (a copy), for PXE firmware
+    tftp/ipxe.efi     the iPXE loader (a copy), for PXE firmware
+    tftp/<mac>/       written by the os stage during a node's install, removed after: its boot.ipxe and
+                      the loader. dnsmasq's tftp-unique-root=mac makes tftp/<mac>/ the TFTP root of that
+                      MAC alone (resolved from its lease or the neighbour table), so the script, which
+                      holds the seed's URL, is read by that node only; without the directory the node
+                      finds no boot.ipxe and boots on from its next device
     dnsmasq.pid, dnsmasq.leases, dnsmasq.log   (provision runs it)
 
-A boot script (iPXE) names the installer's kernel and initrd, its image URL and the seed's URL; the
-seed's files and the script are served by the os stage's image server under its unguessable prefix.
+A boot script (iPXE) names the installer's kernel and initrd, its image URL and the seed's URL; the seed's
+files are served by the os stage's image server under its unguessable prefix. Nothing needs dnsmasq to
+re-read a file (dnsmasq 2.90 crashes answering DHCP after a SIGHUP that dropped a dhcp-optsdir file: seen
+in this lab), TFTP reads each file when asked.
 Bad input is refused in one line before anything is written: a node without a provisioning MAC, a MAC
 given twice, an address range that overlaps the site's, a range outside the interface's subnet.
 """
@@ -32,7 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from provision.errors import InputError
 
 MAC = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
-CONF, HOSTS, OPTS, TFTP = "dnsmasq.conf", "hosts", "opts", "tftp"
+CONF, HOSTS, TFTP = "dnsmasq.conf", "hosts", "tftp"
+SCRIPT = "boot.ipxe"
 PID, LEASES, LOG = "dnsmasq.pid", "dnsmasq.leases", "dnsmasq.log"
 LOADER = "ipxe.efi"
 """The loader's name in tftp/ (the file PXE firmware asks for)."""
@@ -146,20 +152,22 @@ def render_conf(settings: NetbootSettings, user: str) -> str:
     net = settings.network
     lines = ["# written by `provision netboot up`: rewritten on each run, do not edit",
              "port=0", f"interface={settings.interface}", "bind-interfaces", f"user={user}",
-             f"dhcp-leasefile={d / LEASES}", f"dhcp-hostsfile={d / HOSTS}", f"dhcp-optsdir={d / OPTS}",
+             f"dhcp-leasefile={d / LEASES}", f"dhcp-hostsfile={d / HOSTS}",
              "log-dhcp", f"log-facility={d / LOG}", f"pid-file={d / PID}",
-             "enable-tftp", f"tftp-root={d / TFTP}",
+             "enable-tftp", f"tftp-root={d / TFTP}", "tftp-unique-root=mac",
              "dhcp-userclass=set:ipxe,iPXE", "dhcp-match=set:ipxe,175",
              "dhcp-match=set:efi-http,option:client-arch,16"]
+    lines += ["dhcp-ignore=tag:!known"]  # a MAC the hosts file does not name is told nothing, in either mode
     if settings.mode is Mode.DHCP:
         lines += [f"dhcp-range={settings.first},{settings.last},{net.netmask},{settings.lease_s}",
-                  "dhcp-ignore=tag:!known", "dhcp-authoritative"]
+                  "dhcp-authoritative",
+                  "dhcp-option=option:router"]  # no default route through the controller: none sent
     else:
         lines += [f"dhcp-range={net.network_address},proxy,{net.netmask}"]
-    lines += ["# PXE firmware of a known node: the iPXE loader over TFTP",
-              f"dhcp-boot=tag:known,tag:!ipxe,tag:!efi-http,{LOADER}"]
-    if settings.mode is Mode.PROXY:
-        lines += [f'pxe-service=tag:known,tag:!ipxe,X86-64_EFI,"provision",{LOADER.removesuffix(".efi")}']
+    lines += ["# PXE firmware of a known node: the iPXE loader over TFTP; iPXE: the node's own boot script",
+              f"dhcp-boot=tag:known,tag:!ipxe,tag:!efi-http,{LOADER}", f"dhcp-boot=tag:known,tag:ipxe,{SCRIPT}"]
+    if settings.mode is Mode.PROXY:  # PXE firmware behind a proxy asks the boot server (port 4011) for its file
+        lines += [f'pxe-service=tag:!ipxe,X86-64_EFI,"provision",{LOADER}']
     if settings.http_loader is not None:
         lines += ["# UEFI HTTP boot firmware of a known node: the loader over HTTP",
                   "dhcp-option-force=tag:known,tag:efi-http,tag:!ipxe,60,HTTPClient",
@@ -172,9 +180,9 @@ def render_hosts(nodes: list[NetbootNode]) -> str:
     return "".join(f"{n.mac},set:{n.tag}\n" for n in nodes)
 
 
-def render_opts(node: NetbootNode, script_url: str) -> str:
-    """The node's boot script for iPXE on its MAC only (an opts/<node> file, written by the os stage)."""
-    return f"tag:{node.tag},tag:ipxe,option:bootfile-name,{script_url}\n"
+def mac_dir(mac: str) -> str:
+    """The name tftp-unique-root=mac gives a MAC's TFTP root: aa-bb-cc-dd-ee-ff."""
+    return mac.lower().replace(":", "-")
 
 
 def ipxe_script(kernel: str, initrd: str, image: str, seed: str, cmdline: str = "") -> str:

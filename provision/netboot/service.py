@@ -6,9 +6,8 @@ over a running one stops it first. down: the dnsmasq whose pid file and command 
 directory's config is stopped (SIGTERM, then SIGKILL), then the directory removed: no process, port
 or file is left. status: whether it runs, the nodes it answers, its leases, the installs under way.
 
-The os stage writes a node's opts/<node> during its install (dnsmasq reads the directory as files
-appear) and removes it after; dnsmasq forgets a removed file at SIGHUP, which provision sends to its own
-dnsmasq (a site that runs dnsmasq itself sends it, or restarts it).
+The os stage writes a node's tftp/<mac>/ (its boot script and the loader) during its install and removes
+it after: dnsmasq reads TFTP files as they are asked for, nothing is signalled.
 """
 
 from __future__ import annotations
@@ -30,14 +29,14 @@ from provision.netboot.config import (
     HOSTS,
     LEASES,
     LOADER,
-    OPTS,
     PID,
+    SCRIPT,
     TFTP,
     NetbootNode,
     NetbootSettings,
+    mac_dir,
     render_conf,
     render_hosts,
-    render_opts,
 )
 from provision.private import ensure_private_dir
 
@@ -70,7 +69,7 @@ class NetbootStatus(BaseModel):
     """MAC,tag lines of the hosts file, as node tags."""
     leases: tuple[Lease, ...] = ()
     installing: tuple[str, ...] = ()
-    """Nodes whose boot entry the os stage has written (an install under way)."""
+    """Node tags (or MACs) whose boot entry the os stage has written (an install under way)."""
 
 
 def default_dir() -> Path:
@@ -97,10 +96,9 @@ def running_pid(directory: Path) -> int | None:
 
 
 def write_files(settings: NetbootSettings, nodes: list[NetbootNode], loader: Path | None) -> None:
-    """The directory: config, hosts file, opts/ (kept: installs under way), tftp/ with the loader."""
+    """The directory: config, hosts file, tftp/ with the loader (installs under way keep their tftp/<mac>/)."""
     d = ensure_private_dir(settings.directory, parents=True)
-    for sub in (OPTS, TFTP):
-        (d / sub).mkdir(mode=0o755, exist_ok=True)
+    (d / TFTP).mkdir(mode=0o755, exist_ok=True)
     if loader is not None:
         shutil.copyfile(loader, d / TFTP / LOADER)
     _atomic(d / HOSTS, render_hosts(nodes))
@@ -169,7 +167,10 @@ def status(directory: Path) -> NetbootStatus:
     tags = tuple(line.split(",set:", 1)[1].strip() for line in _lines(directory / HOSTS) if ",set:" in line)
     leases = tuple(Lease(mac=f[1], address=f[2], hostname=f[3]) for f in
                    (line.split() for line in _lines(directory / LEASES)) if len(f) >= 4)
-    installing = tuple(sorted(p.name for p in (directory / OPTS).glob("*") if p.is_file()))
+    macs = {line.split(",", 1)[0]: line.split(",set:", 1)[1].strip() for line in _lines(directory / HOSTS)
+            if ",set:" in line}
+    installing = tuple(sorted(macs.get(p.name.replace("-", ":"), p.name) for p in (directory / TFTP).glob("*")
+                              if p.is_dir()))
     return NetbootStatus(directory=directory, written=True, pid=running_pid(directory), nodes=tags, leases=leases,
                          installing=installing)
 
@@ -184,24 +185,25 @@ def hosts_entry(directory: Path, node: str) -> NetbootNode | None:
     return None
 
 
-def add_boot_entry(directory: Path, node: NetbootNode, script_url: str) -> Path:
-    """The node's opts/<node> (its boot script's URL for its MAC only); dnsmasq reads it as it appears."""
-    path = directory / OPTS / node.name
-    _atomic(path, render_opts(node, script_url))
-    return path
+def add_boot_entry(directory: Path, node: NetbootNode, script: str) -> Path:
+    """The node's tftp/<mac>/: its boot script and the loader, read over TFTP by its MAC only."""
+    root = directory / TFTP / mac_dir(node.mac)
+    root.mkdir(mode=0o755, exist_ok=True)
+    loader = directory / TFTP / LOADER
+    if loader.is_file():
+        shutil.copyfile(loader, root / LOADER)  # this MAC's root replaces tftp/ for every file it reads
+    _atomic(root / SCRIPT, script)
+    return root
 
 
 def remove_boot_entry(directory: Path, node: str) -> bool:
-    """Remove the node's opts/<node> and make dnsmasq forget it (SIGHUP to provision's own dnsmasq);
-    True: there was one."""
-    path = directory / OPTS / node
-    had = path.exists()
-    path.unlink(missing_ok=True)
-    pid = running_pid(directory)
-    if had and pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGHUP)
-    return had
+    """Remove the node's tftp/<mac>/ (True: there was one); its next network boot finds no script."""
+    entry = hosts_entry(directory, node)
+    root = directory / TFTP / mac_dir(entry.mac) if entry is not None else None
+    if root is None or not root.exists():
+        return False
+    shutil.rmtree(root)
+    return True
 
 
 def _atomic(path: Path, text: str) -> None:

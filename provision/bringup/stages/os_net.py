@@ -6,14 +6,16 @@ BMC not offering the boot target (Pxe / UefiHttp) in BootSourceOverrideTarget@Re
 provisioning MAC (provision_provisioning_mac, else the one physical interface of the system's
 EthernetInterfaces); the netboot directory (provision netboot up) without the node, or with another MAC.
 
-os-netboot: the seed's files (seed.py's tree) and the node's iPXE script are registered with the stage's
-image server (unguessable prefix), and opts/<node> hands the script's URL to iPXE on the node's MAC only.
-os-netboot-off: opts/<node> removed (dnsmasq forgets it); the image server stops with the stage's apply.
+os-netboot: the seed's files (seed.py's tree) are registered with the stage's image server (unguessable
+prefix); the node's iPXE script, naming them, goes to tftp/<mac>/, which dnsmasq serves to that MAC only.
+os-netboot-off: tftp/<mac>/ removed; the image server stops with the stage's apply.
 """
 
 from __future__ import annotations
 
 import http.client
+import ipaddress
+import urllib.error
 from pathlib import Path
 
 from provision.bringup.stages import os_media
@@ -26,8 +28,6 @@ from provision.redfish.ops import netif
 from provision.redfish.ops.session import Node
 from provision.spec import HostEntry
 from provision.spec.model import InstallMethod, OsInstaller
-
-SCRIPT = "boot.ipxe"
 
 
 def refusals(host: HostEntry, node: Node, installer: OsInstaller, method: InstallMethod, directory: Path) -> list[str]:
@@ -53,11 +53,27 @@ def refusals(host: HostEntry, node: Node, installer: OsInstaller, method: Instal
     return why
 
 
+def server_refusal(bind: str, advertise: str | None) -> str | None:
+    """Why a node could not fetch from the stage's image server over the network (None: it may)."""
+    shown = advertise or bind
+    try:
+        loopback = ipaddress.ip_address(shown).is_loopback or ipaddress.ip_address(shown).is_unspecified
+    except ValueError:  # a name: the site's to resolve
+        loopback = shown == "localhost"
+    if loopback:
+        return (f"the image server would be advertised as {shown}: a node cannot fetch its seed from it over the "
+                "network (--image-bind / --image-advertise: an address of the provisioning network)")
+    return None
+
+
 def answers(url: str, host: HostEntry) -> str | None:
     """None when `url` answers a ranged GET of its first bytes; else why, in words."""
     try:
         tls = os_media.tls_context(host.installer)
         os_media.read_range(url, 0, 512, 15.0, tls)
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return f"{redact_url(url)}: HTTP {exc.code}"
     except (OSError, http.client.HTTPException, ProvisionError) as exc:
         return f"{redact_url(url)} does not answer: {getattr(exc, 'reason', exc)}"
     return None
@@ -71,10 +87,9 @@ def netboot_on(host: HostEntry, installer: OsInstaller, server: ImageServer, see
         raise service.NetbootError(f"{host.name}: os-netboot: netboot {directory} no longer has its entry")
     urls = [server.url_for(f) for f in seed_files]
     seed = urls[0].rsplit("/", 1)[0] + "/"
-    script = seed_files[0].parent / SCRIPT
     assert installer.kernel is not None and installer.initrd is not None
-    script.write_text(ipxe_script(installer.kernel, installer.initrd, image, seed, installer.cmdline))
-    service.add_boot_entry(directory, entry, server.url_for(script))
+    service.add_boot_entry(directory, entry, ipxe_script(installer.kernel, installer.initrd, image, seed,
+                                                         installer.cmdline))
 
 
 def netboot_off(host: HostEntry, directory: Path) -> None:

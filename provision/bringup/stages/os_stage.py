@@ -114,8 +114,9 @@ class OsStage:
             return ("a network install boots software.os_installer.kernel and .initrd: its profile names none",)
         with bmc(ctx, self.opts) as node:
             why = _boot_drives(node, ctx.host) + os_net.refusals(ctx.host, node, pinned, ctx.host.install_method,
-                                                        self.opts.netboot_dir)
-        return tuple(why)
+                                                                  self.opts.netboot_dir)
+        server = os_net.server_refusal(self.opts.image_bind, self.opts.image_advertise)
+        return tuple(why + ([server] if server else []))
 
     def _refusals(self, ctx: StageContext, installer: str) -> tuple[str, ...]:
         # one ranged GET, before anything is written
@@ -140,9 +141,9 @@ class OsStage:
         with _seed_home(ctx.host.name) as home, self._server() as server:
             try:
                 self._steps(ctx, plan, home, server)
-            finally:  # the boot entry names this run's server, gone with it
+            finally:
                 if any(a.kind == Step.NETBOOT.value for a in plan.actions):
-                    os_net.netboot_off(ctx.host, self.opts.netboot_dir)
+                    _forget_entry(ctx.host, self.opts.netboot_dir)
 
     def _steps(self, ctx: StageContext, plan: StagePlan, home: Path, server: ImageServer) -> None:
         network = any(a.kind == Step.NETBOOT.value for a in plan.actions)
@@ -197,6 +198,12 @@ class OsStage:
             power.host_reset(node, self.clock, 900)
         elif step is Step.FIRST_BOOT:
             _first_boot(host, self.opts.first_boot_timeout_s, where)
+
+
+def _forget_entry(host: HostEntry, netboot_dir: Path) -> None:
+    """However apply ends: the boot entry names this run's image server, which is gone with it (a killed run
+    leaves it to os-netboot-off of the run that resumes, or to os-netboot of a new attempt)."""
+    os_net.netboot_off(host, netboot_dir)
 
 
 def _boot_drives(node: Node, host: HostEntry) -> list[str]:

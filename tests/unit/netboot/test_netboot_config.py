@@ -15,12 +15,12 @@ from provision.netboot.config import (
     NetbootNode,
     NetbootSettings,
     ipxe_script,
+    mac_dir,
     normal_mac,
     parse_range,
     refusals,
     render_conf,
     render_hosts,
-    render_opts,
 )
 from provision.redfish.ops.netif import parse_nics, provisioning_mac
 
@@ -39,8 +39,10 @@ def test_full_dhcp_answers_only_known_macs_on_its_interface_without_dns(tmp_path
     assert "port=0" in conf and "interface=pv0" in conf and "bind-interfaces" in conf
     assert "dhcp-range=10.77.0.100,10.77.0.150,255.255.255.0,3600" in conf
     assert "dhcp-ignore=tag:!known" in conf  # a MAC not in the hosts file gets nothing
-    assert f"dhcp-hostsfile={tmp_path / 'hosts'}" in conf and f"dhcp-optsdir={tmp_path / 'opts'}" in conf
+    assert f"dhcp-hostsfile={tmp_path / 'hosts'}" in conf and "dhcp-option=option:router" in conf
     assert "dhcp-boot=tag:known,tag:!ipxe,tag:!efi-http,ipxe.efi" in conf  # PXE firmware: the loader by TFTP
+    assert "dhcp-boot=tag:known,tag:ipxe,boot.ipxe" in conf  # iPXE: the script in the MAC's own TFTP root
+    assert "tftp-unique-root=mac" in conf
     assert f"tftp-root={tmp_path / 'tftp'}" in conf and f"pid-file={tmp_path / 'dnsmasq.pid'}" in conf
     assert not any("HTTPClient" in line for line in conf)  # no HTTP boot offered without its loader
 
@@ -49,7 +51,8 @@ def test_a_proxy_gives_no_addresses_and_offers_the_loader_to_pxe_clients(tmp_pat
     conf = render_conf(settings(tmp_path, Mode.PROXY), "root").splitlines()
     assert "dhcp-range=10.77.0.0,proxy,255.255.255.0" in conf
     assert not any(line.startswith("dhcp-range=10.77.0.1") for line in conf) and "dhcp-authoritative" not in conf
-    assert any(line.startswith("pxe-service=tag:known,") for line in conf)
+    assert 'pxe-service=tag:!ipxe,X86-64_EFI,"provision",ipxe.efi' in conf  # the boot server's answer (4011)
+    assert "dhcp-ignore=tag:!known" in conf  # a proxy tells a stranger nothing either
 
 
 def test_http_boot_hands_its_firmware_the_loaders_url(tmp_path: Path) -> None:
@@ -59,11 +62,10 @@ def test_http_boot_hands_its_firmware_the_loaders_url(tmp_path: Path) -> None:
     assert "dhcp-boot=tag:known,tag:efi-http,tag:!ipxe,http://10.77.0.1:8080/ipxe.efi" in conf
 
 
-def test_each_node_has_its_own_tag_and_its_boot_script_goes_to_that_tag_only() -> None:
+def test_each_node_has_its_own_tag_and_its_own_tftp_root() -> None:
     nodes = [NetbootNode(name="node01", mac="52:54:00:00:00:01"), NetbootNode(name="gpu.a_1", mac="52:54:00:00:00:02")]
     assert render_hosts(nodes) == "52:54:00:00:00:01,set:pv-node01\n52:54:00:00:00:02,set:pv-gpu-a-1\n"
-    assert render_opts(nodes[0], "http://c:1/p/boot.ipxe") == \
-        "tag:pv-node01,tag:ipxe,option:bootfile-name,http://c:1/p/boot.ipxe\n"
+    assert mac_dir("52:54:00:AB:00:01") == "52-54-00-ab-00-01"  # as dnsmasq's tftp-unique-root=mac names it
 
 
 def test_the_ipxe_script_boots_the_kernel_with_the_image_and_the_seed() -> None:
@@ -143,3 +145,19 @@ def test_the_provisioning_mac_is_the_systems_one_physical_interface() -> None:
     mac, why = provisioning_mac(two)
     assert mac is None and "lists 2 interfaces (1, 2): set provision_provisioning_mac" in why
     assert provisioning_mac([])[0] is None
+
+
+def test_a_boot_entry_is_the_macs_own_tftp_root_and_goes_whole(tmp_path: Path) -> None:
+    from provision.netboot import service
+
+    node = NetbootNode(name="node01", mac="52:54:00:00:00:01")
+    service.write_files(settings(tmp_path / "nb"), [node], None)
+    (tmp_path / "nb" / "tftp" / "ipxe.efi").write_bytes(b"MZ")
+    root = service.add_boot_entry(tmp_path / "nb", node, "#!ipxe\nboot\n")
+    assert root == tmp_path / "nb" / "tftp" / "52-54-00-00-00-01"
+    assert sorted(p.name for p in root.iterdir()) == ["boot.ipxe", "ipxe.efi"]  # the loader too: it is the root
+    assert service.status(tmp_path / "nb").installing == ("pv-node01",)
+    assert service.remove_boot_entry(tmp_path / "nb", "node01") and not root.exists()
+    assert not service.remove_boot_entry(tmp_path / "nb", "node01")
+    assert service.status(tmp_path / "nb").installing == ()
+    assert (tmp_path / "nb" / "tftp" / "ipxe.efi").is_file()  # the shared loader stays
