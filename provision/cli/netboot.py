@@ -15,7 +15,7 @@ import typer
 from pydantic import ValidationError
 
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, JsonOpt, load_hosts
-from provision.cli.output import console, emit_json
+from provision.cli.output import Format, OutputOpt, choose, console, emit_json
 from provision.errors import InputError, RedfishError
 from provision.netboot import service
 from provision.netboot.config import Mode, NetbootSettings, network_of, parse_range, refusals
@@ -94,16 +94,25 @@ def down_command(directory: DirOpt = None) -> None:
 
 
 @app.command("status")
-def status_command(directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+def status_command(directory: DirOpt = None, json_out: JsonOpt = False, output: OutputOpt = None) -> None:
     """Whether dnsmasq runs, the nodes it answers, their leases, the installs under way."""
     st = service.status(directory or service.default_dir())
-    if json_out:
+    fmt = choose(output, json_out)
+    if fmt is Format.JSON:
         emit_json(st.model_dump(mode="json"))
+        return
+    leases = [f"{lease.mac} {lease.address}" for lease in st.leases]
+    if fmt is Format.PLAIN:  # one field per line, tab-separated, lists comma-separated; `-` for none
+        fields = {"directory": str(st.directory), "written": "yes" if st.written else "no",
+                  "dnsmasq_pid": str(st.pid or "-"), "nodes": ",".join(st.nodes) or "-",
+                  "leases": ",".join(leases) or "-", "installing": ",".join(st.installing) or "-"}
+        for key, value in fields.items():
+            print(f"{key}\t{value}")
         return
     if not st.written:
         console.print(f"netboot: not up ({st.directory})", markup=False, soft_wrap=True)
         return
     run = f"dnsmasq pid {st.pid}" if st.pid else "dnsmasq not running (written only)"
     console.print(f"netboot: {run}; nodes: {', '.join(st.nodes) or 'none'}; leases: "
-                  f"{', '.join(f'{lease.mac} {lease.address}' for lease in st.leases) or 'none'}; installing: "
+                  f"{', '.join(leases) or 'none'}; installing: "
                   f"{', '.join(st.installing) or 'none'}", markup=False, soft_wrap=True)

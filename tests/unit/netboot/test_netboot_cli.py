@@ -3,6 +3,7 @@ or started; `down` removes what up wrote; the loader refuses a method it does no
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -43,8 +44,13 @@ def test_write_only_renders_one_entry_per_network_node(tmp_path: Path, capsys: p
     assert (d / "tftp" / "ipxe.efi").read_bytes() == b"MZ loader"
     assert "interface=pv0" in (d / "dnsmasq.conf").read_text()
     assert service.running_pid(d) is None
-    assert main(["netboot", "status", "--dir", str(d)]) == 0
+    assert main(["netboot", "status", "--dir", str(d), "-o", "table"]) == 0
     assert "dnsmasq not running (written only); nodes: pv-node01, pv-node02" in capsys.readouterr().out
+    assert main(["netboot", "status", "--dir", str(d)]) == 0  # in a pipe: a field per line, tab-separated
+    assert capsys.readouterr().out.splitlines() == [f"directory\t{d}", "written\tyes", "dnsmasq_pid\t-",
+                                                    "nodes\tpv-node01,pv-node02", "leases\t-", "installing\t-"]
+    assert main(["netboot", "status", "--dir", str(d), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nodes"] == ["pv-node01", "pv-node02"]
     assert main(["netboot", "down", "--dir", str(d)]) == 0
     assert not d.exists()
 
