@@ -179,6 +179,13 @@ def test_a_kill_at_each_failpoint_resumes_without_lockout(host: HostEntry, tmp_p
         assert note in resumed["bmc-password"].plan.note
         again = run(host, bmc, jr)
         assert all(r.outcome is Outcome.CONVERGED and not r.plan.actions for r in again.values())
+        # the dead run's rotation record is closed, saying which password worked (others stay as the kill left them)
+        assert not [a for a in jr.open_actions("node01") if a.action == "rotate-password"]
+        rotations = [(a.outcome, a.detail) for a in jr.actions("node01") if a.action == "rotate-password"]
+        if point == "rotate-password:after":
+            assert rotations == [("ok", "after a restart: the new password works")]
+        elif point == "rotate-password:before":
+            assert rotations[0] == ("failed", "after a restart: the old password works") and rotations[1][0] == "ok"
     users = {a.user: a.password for a in bmc.accounts.values()}
     assert users == {"ADMIN": ROTATED, "provision": SITE, "operator": OPERATOR}
     assert certs.issued_by(certs.load_cert(bmc.cert_pem, "served"),
