@@ -26,6 +26,8 @@ class ManagerSettings(BaseModel):
     ethernet_uri: str | None = None
     hostname: str | None = None
     dns: tuple[str, ...] | None = None
+    slots: dict[str, int] = {}
+    """Per array property (NTP.NTPServers, StaticNameServers): how many items the BMC lists, empty ones too."""
 
 
 class Setting(BaseModel):
@@ -36,6 +38,9 @@ class Setting(BaseModel):
     uri: str
     path: str
     value: JsonValue
+    slots: int = 0
+    """An array's items on the BMC now: those past the new value are removed with nulls (DSP0266 array PATCH:
+    items not named are kept)."""
 
     def body(self) -> Json:
         out: Json = {}
@@ -43,7 +48,10 @@ class Setting(BaseModel):
         cur = out
         for key in keys[:-1]:
             cur = cur.setdefault(key, {})
-        cur[keys[-1]] = self.value
+        value = self.value
+        if isinstance(value, list) and self.slots > len(value):
+            value = [*value, *([None] * (self.slots - len(value)))]
+        cur[keys[-1]] = value
         return out
 
 
@@ -72,6 +80,8 @@ def parse(proto: Json | None, proto_uri: str | None, eth: Json | None, eth_uri: 
         ethernet_uri=eth_uri if eth else None,
         hostname=str(eth["HostName"]) if isinstance(eth.get("HostName"), str) else None,
         dns=_servers(eth.get("StaticNameServers")),
+        slots={k: len(v) for k, v in (("NTP.NTPServers", ntp.get("NTPServers") if isinstance(ntp, dict) else None),
+                                      ("StaticNameServers", eth.get("StaticNameServers"))) if isinstance(v, list)},
     )
 
 

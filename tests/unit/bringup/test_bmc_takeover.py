@@ -346,3 +346,14 @@ def test_a_signing_command_that_fails_is_one_line_and_nothing_is_installed(host:
     got = run(failing, bmc, None)
     assert got["bmc"].outcome is Outcome.FAILED and got["bmc"].error == "sign_command false exited 1"
     assert bmc.cert_pem == before
+
+
+def test_ntp_servers_past_the_spec_are_removed_with_nulls(host: HostEntry) -> None:
+    """A BMC listing more servers than the spec: the PATCH nulls the rest (DSP0266: items not named are kept)."""
+    bmc = _factory()
+    bmc.proto["NTP"]["NTPServers"] = ["0.pool.example", "1.pool.example", "2.pool.example"]
+    got = run(host, bmc, None)
+    assert got["bmc"].outcome is Outcome.APPLIED, got["bmc"].error
+    assert bmc.proto["NTP"]["NTPServers"] == ["10.0.0.1", "10.0.0.2"]
+    assert ("PATCH", "/redfish/v1/Managers/1/NetworkProtocol",
+            {"NTP": {"NTPServers": ["10.0.0.1", "10.0.0.2", None]}}) in bmc.requests
