@@ -51,7 +51,9 @@ def up(
     bmc_only: Annotated[bool, typer.Option("--bmc-only", help="Simulated BMCs only, no node twins.")] = False,
     factory: Annotated[bool, typer.Option(
         "--factory", help="Every BMC as from the factory: its one account (the inventory's user and password) "
-        "must change its password first (PasswordChangeRequired).")] = False,
+        "must change its password first (PasswordChangeRequired), and HTTPS serves a self-signed certificate of "
+        "its own (<lab>/factory-certs/NODE.pem, host_vars provision_lab_bmc_factory_cert_file), not the lab "
+        "CA's.")] = False,
     vm: Annotated[bool, typer.Option(
         "--vm", help="The node's host is a qemu VM its BMC drives (blank drives, UEFI, off; no twin), with its "
         "installer CD served and named in the inventory: `provision bringup node01 --only os` installs it. "

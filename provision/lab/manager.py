@@ -518,11 +518,12 @@ def status(lab_dir: Path) -> dict[str, Any]:
             "bmc": f"https://127.0.0.1:{n.https_port}" if n.https_port else None,
             "bmc_http": f"http://127.0.0.1:{n.http_port}" if n.http_port else None, "tree": n.tree,
             "power": info.get("power"), "faults": info.get("faults"),
+            "password_change_required": info.get("password_change_required"), "certificate": info.get("certificate"),
             "ssh": n.ssh.model_dump(mode="json") if n.ssh else None,
             "vm": {"ssh": f"127.0.0.1:{n.vm.ssh_port}", "installer": n.vm.installer_url} if n.vm else None,
         })
     return {"state": "up", "lab_dir": str(lab), "inventory": str(state.inventory), "pid": state.pid,
-            "profile": state.profile, "tree": state.tree, "as_captured": state.as_captured,
+            "profile": state.profile, "tree": state.tree, "as_captured": state.as_captured, "factory": state.factory,
             "twins": state.twins, "vm": state.vm, "warnings": state.warnings, "nodes": nodes}
 
 

@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from provision.lab import manager
+
 pytestmark = pytest.mark.lab
 
 ACCOUNT = "/redfish/v1/AccountService/Accounts/1"
@@ -79,6 +81,9 @@ def test_factory_bmc_taken_over(factory_lab: Any, tmp_path: Path) -> None:
     factory_pem = Path(hv["provision_lab_bmc_factory_cert_file"]).read_text()
 
     # the factory certificate: self-signed, the BMC's own, not the lab CA's
+    status = manager.status(factory_lab.state.lab_dir)
+    assert status["factory"] is True
+    assert (status["nodes"][0]["certificate"], status["nodes"][0]["password_change_required"]) == ("factory", True)
     served = ssl.get_server_certificate(("127.0.0.1", port))
     cert = x509.load_pem_x509_certificate(served.encode())
     assert cert.issuer == cert.subject
@@ -119,3 +124,5 @@ def test_factory_bmc_taken_over(factory_lab: Any, tmp_path: Path) -> None:
     assert ssl.get_server_certificate(("127.0.0.1", port)).strip() == signed.strip()
     with pytest.raises(ssl.SSLCertVerificationError):
         Conn(port, pinned, "admin", "site-password-1").call("GET", "/redfish/v1")
+    node = manager.status(factory_lab.state.lab_dir)["nodes"][0]
+    assert (node["certificate"], node["password_change_required"]) == ("replaced", False)

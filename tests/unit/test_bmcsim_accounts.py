@@ -141,6 +141,7 @@ def test_roles_limit_what_an_account_may_do(tmp_path: Path) -> None:
 def test_factory_account_must_change_its_password_first(tmp_path: Path) -> None:
     bmc = make_bmc(tmp_path, factory=True)
     assert body(call(bmc, "GET", ADMIN))["PasswordChangeRequired"] is True  # GET of itself is allowed
+    assert bmc.status()["password_change_required"] is True
     for method, path, req in (("GET", "/redfish/v1/Systems", None), ("GET", "/redfish/v1/AccountService", None),
                               ("PATCH", "/redfish/v1/Systems/1", {"AssetTag": "x"}),
                               ("PATCH", ADMIN, {"Password": "new-password-1", "RoleId": "Operator"}),
@@ -159,6 +160,7 @@ def test_factory_account_must_change_its_password_first(tmp_path: Path) -> None:
     assert call(bmc, "PATCH", ADMIN, {"Password": "site-password-1"}, auth=token).status == 200
     assert call(bmc, "GET", "/redfish/v1/Systems", auth=token).status == 200  # the same session, now free
     assert body(call(bmc, "GET", ADMIN, auth=token))["PasswordChangeRequired"] is False
+    assert bmc.status()["password_change_required"] is False
     assert call(bmc, "GET", "/redfish/v1/Systems").status == 401  # the factory password stops working
     assert login(bmc, "admin", FACTORY_PW)[0].status == 401
     assert call(bmc, "GET", "/redfish/v1/Systems", auth=basic("admin", "site-password-1")).status == 200
@@ -211,3 +213,24 @@ def test_as_captured_tree_gains_the_account_service(tmp_path: Path) -> None:
     assert call(bmc, "PATCH", ADMIN, {"Password": "site-password-1"}).status == 200
     coll = body(call(bmc, "GET", ACCOUNTS, auth=basic("admin", "site-password-1")))
     assert [m["@odata.id"] for m in coll["Members"]] == [ADMIN]
+
+
+def test_captured_account_service_is_kept_and_its_policy_honoured(tmp_path: Path) -> None:
+    """As captured, the capture's AccountService stays; the simulator's account joins its collection under the
+    next free Id, and the capture's MinPasswordLength (a BlueField BMC's: 12) is the rule."""
+    tree = Path(__file__).resolve().parent.parent / "fixtures" / "redfish" / "full" / "nvidia_dpu"
+    node = BmcConfig(name="node01", index=1, password=SecretStr(FACTORY_PW), tree=tree, factory=True, as_captured=True)
+    cfg = SimConfig(lab_dir=tmp_path, nodes=[node], control_token=SecretStr("t"), ready_file=tmp_path / "r.json",
+                    log_file=tmp_path / "log")
+    bmc = Bmc(node, cfg, get_seed(tree, True, cfg.parts), SimClock(cfg.speed))
+    mine = bmc.accounts.collection + "/1"
+    assert bmc.accounts.at(mine) is not None  # "1" is free: the captured members are root and the UEFI ones
+    assert body(call(bmc, "GET", "/redfish/v1/AccountService/Accounts/root", auth=basic("admin", FACTORY_PW))) \
+        ["error"]["code"].endswith("PasswordChangeRequired")
+    short = call(bmc, "PATCH", mine, {"Password": "eleven-char"})
+    assert short.status == 400 and msg_ids(short) == ["Base.PropertyValueFormatError"]
+    assert call(bmc, "PATCH", mine, {"Password": "twelve-chars"}).status == 200
+    members = [m["@odata.id"] for m in body(call(bmc, "GET", ACCOUNTS, auth=basic("admin", "twelve-chars")))["Members"]]
+    assert mine in members and "/redfish/v1/AccountService/Accounts/root" in members
+    assert body(call(bmc, "GET", "/redfish/v1/AccountService/Accounts/root", auth=basic("admin", "twelve-chars"))) \
+        ["UserName"] == "root"  # captured, served as captured

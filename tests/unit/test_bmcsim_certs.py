@@ -111,6 +111,7 @@ def test_service_locations_and_the_lab_certificate(tmp_path: Path) -> None:
     assert "ServerAuthentication" in cert["KeyUsage"]
     shared = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     assert tls_context(bmc, shared, {}) is shared  # the lab's certificate: the shared context
+    assert bmc.status()["certificate"] == "lab"
 
 
 def test_factory_bmc_serves_a_self_signed_certificate_of_its_own(tmp_path: Path) -> None:
@@ -177,6 +178,7 @@ def test_replace_with_the_signed_csr_changes_what_new_connections_get(tmp_path: 
     shared = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     made: dict[int, ssl.SSLContext] = {}
     before = tls_context(bmc, shared, made)
+    assert bmc.status()["certificate"] == "factory"
     ca = SiteCa()
     signed = ca.sign(body(call(bmc, "POST", CSR, csr_request()))["CSRString"])
     reply = call(bmc, "POST", REPLACE, replace_request(signed))
@@ -191,6 +193,7 @@ def test_replace_with_the_signed_csr_changes_what_new_connections_get(tmp_path: 
     served = x509.load_pem_x509_certificate(bmc.certs.tls[0])
     assert served.public_key() == key.public_key()  # the served certificate and key are a pair
     assert any("HTTPS certificate replaced" in m for m in bmc.sel_messages())
+    assert bmc.status()["certificate"] == "replaced"
 
 
 def test_replace_refuses_a_certificate_for_another_key(tmp_path: Path) -> None:

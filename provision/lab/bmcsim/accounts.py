@@ -135,6 +135,10 @@ class Accounts:
         acct = self._by_id.get(uri.rsplit("/", 1)[-1])
         return acct if acct is not None and acct.uri == uri else None
 
+    def change_required(self) -> bool:
+        """Does any account still have to change its password (factory state)?"""
+        return any(a.change_required for a in self._by_id.values())
+
     def owns(self, uri: str) -> bool:
         return uri == self.collection or self.at(uri) is not None
 

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import unquote
 
-from provision.lab.bmcsim import events, expand, multipart, vmedia
+from provision.lab.bmcsim import events, expand, multipart, netsettings, vmedia
 from provision.lab.bmcsim.accounts import ACCOUNT_SERVICE, Account, Accounts, Privilege
 from provision.lab.bmcsim.auth import Sessions
 from provision.lab.bmcsim.bios import Bios
@@ -82,13 +82,15 @@ class Bmc:
             self._personalise()
 
     def _certificates(self, sim: SimConfig) -> Certificates | None:
-        """The manager's HTTPS certificate: from the factory, a self-signed one of its own; else the lab's."""
+        """The manager's HTTPS certificate: from the factory, a self-signed one of its own; else the lab's (served
+        by the shared TLS context until a replace)."""
         if self.seed.https_certs is None:
             return None
         if self.cfg.factory:
             cert, key = self_signed(f"bmc-{self.name}")
             return Certificates(self.name, self.res, self.sel, self.seed.https_certs, cert, key)
-        lab_cert = _read(sim.cert_file) if sim.cert_file is not None else None
+        # as captured, a captured Certificate resource stays as captured until a replace
+        lab_cert = _read(sim.cert_file) if sim.cert_file is not None and not self.cfg.as_captured else None
         return Certificates(self.name, self.res, self.sel, self.seed.https_certs, lab_cert)
 
     def _personalise(self) -> None:
@@ -324,6 +326,9 @@ class Bmc:
             if path == (bios.layout.settings or bios.layout.bios):
                 return bios.patch_settings(body)
         kind = str((self.res.get(path) or {}).get("@odata.type", ""))
+        manager = next((m for m in self.seed.managers if path.startswith(m + "/")), None)
+        if manager is not None and kind.startswith(("#ManagerNetworkProtocol.", "#EthernetInterface.")):
+            return self._patch_network(manager, path, kind, body)
         if kind.startswith("#VirtualMedia."):
             refused = self._media_refused(body)
             reply = refused or vmedia.patch(self.name, self.res, self.sel, path, body)
@@ -331,6 +336,17 @@ class Bmc:
                 self._media_changed(path)
             return [] if reply.status < 300 else (reply.body or {}).get("error", {}).get("@Message.ExtendedInfo")
         return None
+
+    def _patch_network(self, manager: str, path: str, kind: str, body: Json) -> list[Json] | None:
+        mgr = self.res.get(manager) or {}
+        proto = norm(str((mgr.get("NetworkProtocol") or {}).get("@odata.id", ""))) or None
+        coll = self.res.get(norm(str((mgr.get("EthernetInterfaces") or {}).get("@odata.id", "")))) or {}
+        nics = [norm(str(m.get("@odata.id", ""))) for m in coll.get("Members") or []]
+        if kind.startswith("#ManagerNetworkProtocol."):
+            return netsettings.patch_protocol(self.name, self.res, path, body, nics)
+        if path not in nics:
+            return None
+        return netsettings.patch_interface(self.name, self.res, path, body, proto, nics)
 
     def _delete(self, path: str, _req: Request) -> Reply:
         if path.startswith(SESSIONS + "/") and self.sessions.delete(path):
@@ -434,7 +450,16 @@ class Bmc:
         states = [p.state for p in self.power.values()]
         return {"name": self.name, "power": states[0] if len(states) == 1 else states,
                 "faults": self.faults.active(), "down": self.is_down(), "sessions": len(self.sessions),
-                "pending_bios": {s: sorted(b.pending()) for s, b in self.bios.items()}}
+                "pending_bios": {s: sorted(b.pending()) for s, b in self.bios.items()},
+                "password_change_required": self.accounts.change_required(), "certificate": self._cert_state()}
+
+    def _cert_state(self) -> str | None:
+        """What HTTPS serves: the lab's certificate, the factory's own, or one installed by ReplaceCertificate."""
+        if self.certs is None:
+            return None
+        if self.certs.tls is None:
+            return "lab"
+        return "factory" if self.cfg.factory and self.certs.version == 1 else "replaced"
 
 
 def _json(raw: bytes) -> Json | None:

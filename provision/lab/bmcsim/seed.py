@@ -48,6 +48,7 @@ def build(tree_dir: Path, as_captured: bool, parts: Parts) -> Seed:
         invented += synth.add_certificates(res)
         invented += links.bios_registry(res)
         invented += links.fill_dangling(res)
+        synth.manager_network(res)
     before = set(res)
     accounts, accounts_own = synth.accounts_collection(res, invented)
     sel = synth.sel_service(res)

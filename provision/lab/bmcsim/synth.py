@@ -184,3 +184,30 @@ def https_certificates(res: dict[str, Json]) -> str | None:
         if "/NetworkProtocol/HTTPS/Certificates/" in entry and entry.rsplit("/", 1)[0] in res:
             return entry.rsplit("/", 1)[0]
     return None
+
+
+_STUB_KEYS = {"@odata.id", "@odata.type", "Id", "Name"}
+
+
+def manager_network(res: dict[str, Json]) -> list[str]:
+    """Complete mode: the first manager's NetworkProtocol shows NTP, SSDP and IPMI, and its EthernetInterfaces
+    (stubs from `links` where the capture had none) the name and DNS settings the simulator lets one write."""
+    manager = first_member(res, f"{ROOT}/Managers")
+    mgr = res.get(manager or "") or {}
+    proto = res.get(norm(str((mgr.get("NetworkProtocol") or {}).get("@odata.id", ""))))
+    if proto is not None:
+        proto.setdefault("HostName", None)
+        proto.setdefault("FQDN", None)
+        proto.setdefault("NTP", {"ProtocolEnabled": False, "NTPServers": []})
+        proto.setdefault("SSDP", {"ProtocolEnabled": True, "Port": 1900})
+        proto.setdefault("IPMI", {"ProtocolEnabled": True, "Port": 623})
+    coll = res.get(norm(str((mgr.get("EthernetInterfaces") or {}).get("@odata.id", "")))) or {}
+    for link in coll.get("Members") or []:
+        nic = res.get(norm(str(link.get("@odata.id", ""))))
+        if nic is None or set(nic) - _STUB_KEYS:
+            continue  # captured: kept as it is
+        nic.update({"@odata.type": "#EthernetInterface.v1_6_0.EthernetInterface", "Description": "Manager NIC",
+                    "Status": {"State": "Enabled", "Health": "OK"}, "InterfaceEnabled": True, "LinkStatus": "LinkUp",
+                    "HostName": (proto or {}).get("HostName"), "FQDN": (proto or {}).get("FQDN"),
+                    "NameServers": [], "StaticNameServers": []})
+    return []
