@@ -49,7 +49,8 @@ def _take_over_inventory(lab: Any, tmp: Path) -> tuple[Path, dict[str, str]]:
                         "rotate_to": {"file": str(tmp / "admin.pw")}},
             "accounts": [{"user": "provision", "role": "Administrator", "password": {"inventory": True}}],
             "certificate": {"ca_cert": str(tmp / "ca.pem"), "ca_key": str(tmp / "ca.key"),
-                            "sans": ["localhost"]}}})
+                            "sans": ["localhost"]},
+            "ntp": ["192.0.2.10", "192.0.2.11"], "hostname": "{node}-bmc"}})
     hv_file.write_text("---\n" + yaml.safe_dump(hv, sort_keys=False))
     return inv / "hosts.yml", env
 
@@ -89,6 +90,11 @@ def test_factory_bmc_taken_over_resumes_after_a_kill_and_converges(factory: Any,
                                     cafile=str(tmp_path / "ca.pem"), timeout=10)
     client.login(auth="session")
     try:
+        proto = client.get("/redfish/v1/Managers/1/NetworkProtocol").dict
+        assert proto["NTP"]["ProtocolEnabled"] is True
+        assert [s for s in proto["NTP"]["NTPServers"] if s] == ["192.0.2.10", "192.0.2.11"]
+        interfaces = client.get("/redfish/v1/Managers/1/EthernetInterfaces").dict["Members"]
+        assert {client.get(m["@odata.id"]).dict["HostName"] for m in interfaces} == {"node01-bmc"}
         users = {m["UserName"]: m["RoleId"] for m in (
             client.get(m["@odata.id"]).dict for m in client.get("/redfish/v1/AccountService/Accounts").dict["Members"])}
         assert users.get("provision") == "Administrator" and "admin" in users

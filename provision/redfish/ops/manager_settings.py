@@ -55,8 +55,10 @@ class Setting(BaseModel):
         return out
 
 
-def _servers(value: object) -> tuple[str, ...] | None:
-    """A server list without the empty slots many BMCs pad it with."""
+def _servers(value: object, present: bool = False) -> tuple[str, ...] | None:
+    """A server list without the empty slots many BMCs pad it with (`present` and null: offered, empty)."""
+    if value is None and present:
+        return ()
     if not isinstance(value, list):
         return None
     return tuple(str(v) for v in value if isinstance(v, str) and v.strip())
@@ -75,11 +77,11 @@ def parse(proto: Json | None, proto_uri: str | None, eth: Json | None, eth_uri: 
     eth = eth or {}
     return ManagerSettings(
         protocol_uri=proto_uri if proto else None,
-        ntp_servers=_servers(ntp.get("NTPServers")) if isinstance(ntp, dict) else None,
+        ntp_servers=_servers(ntp.get("NTPServers"), "NTPServers" in ntp) if isinstance(ntp, dict) else None,
         ntp_enabled=_enabled(proto, "NTP"), ssdp=_enabled(proto, "SSDP"), ipmi=_enabled(proto, "IPMI"),
         ethernet_uri=eth_uri if eth else None,
-        hostname=str(eth["HostName"]) if isinstance(eth.get("HostName"), str) else None,
-        dns=_servers(eth.get("StaticNameServers")),
+        hostname=str(eth.get("HostName") or "") if "HostName" in eth else None,  # null: offered, not set
+        dns=_servers(eth.get("StaticNameServers"), "StaticNameServers" in eth),
         slots={k: len(v) for k, v in (("NTP.NTPServers", ntp.get("NTPServers") if isinstance(ntp, dict) else None),
                                       ("StaticNameServers", eth.get("StaticNameServers"))) if isinstance(v, list)},
     )

@@ -143,6 +143,8 @@ def test_settings_parse_drops_padding_and_reads_absent_as_none() -> None:
     assert (got.ntp_servers, got.ntp_enabled, got.ssdp, got.ipmi, got.hostname, got.dns) == \
         (("a",), True, None, None, "h", ("1.1.1.1",))
     assert parse(None, "/p", None, None) == ManagerSettings()
+    unset = parse({"NTP": {"NTPServers": None}}, "/p", {"HostName": None, "StaticNameServers": None}, "/e")
+    assert (unset.ntp_servers, unset.hostname, unset.dns) == ((), "", ())  # null: offered and not set
 
 
 CERT = certs.CertObserved(csr_target="/csr", replace_target="/rep", collection="/c", cert_uri="/c/1", pem="x")
