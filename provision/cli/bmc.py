@@ -157,14 +157,15 @@ def setup(nodes: NodesArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_onl
     stages = bmc_setup_stages(BringupOptions(inventory=inventory, insecure=insecure))
     with Journal(where) as jr:
         result = run_bringup(hosts, stages, journal=jr, plan_only=plan_only)
-    rows = [{"node": n.node, "stage": s.stage, "outcome": s.outcome.value, "error": s.error, "note": s.plan.note,
-             "actions": [a.describe() for a in s.plan.actions]} for n in result.nodes for s in n.stages]
+    ran = [(n.node, s) for n in result.nodes for s in n.stages]
     if as_json:
-        emit_json({"run_id": result.run_id, "plan_only": result.plan_only, "ok": result.ok, "stages": rows})
+        emit_json({"run_id": result.run_id, "plan_only": result.plan_only, "ok": result.ok, "stages": [
+            {"node": node, "stage": s.stage, "outcome": s.outcome.value, "error": s.error, "note": s.plan.note,
+             "actions": [a.describe() for a in s.plan.actions]} for node, s in ran]})
     else:
-        for r in rows:
-            what = r["error"] or "; ".join(r["actions"]) or r["note"]
-            console.print(f"{r['node']} {r['stage']}: {r['outcome']}" + (f": {what}" if what else ""),
+        for node, s in ran:  # what it did (or would do), then the stage's note: which password worked, ...
+            what = s.error or "; ".join([a.describe() for a in s.plan.actions] + ([s.plan.note] if s.plan.note else []))
+            console.print(f"{node} {s.stage}: {s.outcome.value}" + (f": {what}" if what else ""),
                           markup=False, highlight=False, soft_wrap=True)
     if not result.ok:
         raise CheckFailed("; ".join(f"{n.node}: failed at {n.failed_stage}" for n in result.nodes if not n.ok))

@@ -173,7 +173,7 @@ class BmcSetup(Frozen):
     def resolved(self, base: Path) -> BmcSetup:
         """Every file path made absolute against `base` (the inventory's directory)."""
         def path(p: Path | None) -> Path | None:
-            return None if p is None or p.is_absolute() else (base / p).resolve()
+            return p if p is None or p.is_absolute() else (base / p).resolve()
 
         def source(s: SecretSource) -> SecretSource:
             return s if s.file is None else s.model_copy(update={"file": path(s.file)})
@@ -183,8 +183,7 @@ class BmcSetup(Frozen):
         accounts = tuple(a.model_copy(update={"password": source(a.password)}) for a in self.accounts)
         cert = self.certificate
         if cert is not None:
-            cert = cert.model_copy(update={"ca_cert": path(cert.ca_cert) or cert.ca_cert,
-                                           "ca_key": path(cert.ca_key) or cert.ca_key})
+            cert = cert.model_copy(update={"ca_cert": path(cert.ca_cert), "ca_key": path(cert.ca_key)})
         return self.model_copy(update={"initial": initial, "accounts": accounts, "certificate": cert})
 
 

@@ -30,7 +30,7 @@ def factory(lab_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield lab
 
 
-def _take_over_inventory(lab: Any, tmp: Path) -> tuple[Path, dict[str, str]]:
+def _take_over_inventory(lab: Any, tmp: Path, csr_timeout_s: float = 120.0) -> tuple[Path, dict[str, str]]:
     """node01 with a bmc: section: the lab's account is the initial one, `provision` the site's."""
     inv = lab.state.lab_dir / "inventory"
     hv_file = inv / "host_vars" / "node01.yml"
@@ -49,7 +49,7 @@ def _take_over_inventory(lab: Any, tmp: Path) -> tuple[Path, dict[str, str]]:
                         "rotate_to": {"file": str(tmp / "admin.pw")}},
             "accounts": [{"user": "provision", "role": "Administrator", "password": {"inventory": True}}],
             "certificate": {"ca_cert": str(tmp / "ca.pem"), "ca_key": str(tmp / "ca.key"),
-                            "sans": ["localhost"]},
+                            "sans": ["localhost"], "csr_timeout_s": csr_timeout_s},
             "ntp": ["192.0.2.10", "192.0.2.11"], "hostname": "{node}-bmc"}})
     hv_file.write_text("---\n" + yaml.safe_dump(hv, sort_keys=False))
     return inv / "hosts.yml", env
@@ -93,8 +93,37 @@ def test_factory_bmc_taken_over_resumes_after_a_kill_and_converges(factory: Any,
         proto = client.get("/redfish/v1/Managers/1/NetworkProtocol").dict
         assert proto["NTP"]["ProtocolEnabled"] is True
         assert [s for s in proto["NTP"]["NTPServers"] if s] == ["192.0.2.10", "192.0.2.11"]
+        interfaces = client.get("/redfish/v1/Managers/1/EthernetInterfaces").dict["Members"]
+        assert {client.get(m["@odata.id"]).dict["HostName"] for m in interfaces} == {"node01-bmc"}
         users = {m["UserName"]: m["RoleId"] for m in (
             client.get(m["@odata.id"]).dict for m in client.get("/redfish/v1/AccountService/Accounts").dict["Members"])}
         assert users.get("provision") == "Administrator" and "admin" in users
     finally:
         client.logout()
+
+
+def test_a_500_after_the_password_took_and_a_csr_that_never_completes(lab_factory: Any, tmp_path: Path) -> None:
+    """bmcsim's faults: the password change answered 500 after it took effect counts as done (the new password
+    logs in); a CSR task that stays Running fails the bmc stage at its deadline, in one line, and the next run
+    (the fault cleared) installs the certificate."""
+    from provision.lab import manager
+
+    with lab_factory(tmp_path / "lab", nodes=1, factory=True) as lab:
+        inv, env = _take_over_inventory(lab, tmp_path, csr_timeout_s=2.0)
+        for kind in ("password-change-500-after-effect", "csr-never-completes"):
+            manager.fault(lab.state.lab_dir, "node01", kind, False, None)
+        journal = tmp_path / "journal.db"
+        first = _setup(inv, env, journal, "--insecure")
+        assert first.returncode == 1, first.stdout + first.stderr
+        lines = first.stdout.splitlines()
+        assert lines[0].startswith("node01 bmc-password: applied: rotate-password account admin"), lines
+        assert lines[1].startswith("node01 bmc-accounts: applied: create-account account provision"), lines
+        assert lines[2].startswith("node01 bmc: failed: ") and "did not complete within 2 s" in lines[2], lines
+        events = (lab.state.lab_dir / manager.SIM_LOG).read_text()
+        assert '"fault.password_500"' in events  # the BMC did answer the change 500
+        manager.fault(lab.state.lab_dir, "node01", "csr-never-completes", True, None)
+        second = _setup(inv, env, journal, "--insecure")
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert "replace-certificate HTTPS certificate not issued by the site CA" in second.stdout
+        third = _setup(inv, env, journal)
+        assert third.returncode == 0 and "converged: certificate issued by the site CA" in third.stdout, third.stdout

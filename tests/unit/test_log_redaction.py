@@ -133,3 +133,28 @@ def test_a_runs_own_secrets_are_masked_longest_first() -> None:
     """redact.mask (Ansible's failure messages): a secret that contains another is masked whole, not in part."""
     assert redact.mask("pw hunter22 then hunter2", ("hunter2", "hunter22", "")) == \
         f"pw {redact.MASK} then {redact.MASK}"
+
+
+def test_a_debug_log_of_bmc_setup_rotating_a_factory_password_holds_neither(
+        inventory_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    factory, rotated = "Fact0ry-" + "pw11", "R0tated-" + "pw22"
+    hv = inventory_copy.parent / "host_vars" / "node01.yml"
+    bmc = FakeBmc(tree=dict(TREE), password=factory, change_first=True)
+    monkeypatch.setenv("T_FACTORY_PW", factory)
+    with Served(bmc) as srv:
+        data = yaml.safe_load(hv.read_text())
+        data.update(provision_bmc_address=srv.address, provision_bmc_username="admin", provision_bmc_password=rotated,
+                    provision_bmc_insecure_http=True, provision_bmc_setup={"initial": {
+                        "user": "admin", "password": {"env": "T_FACTORY_PW"}, "rotate_to": {"inventory": True}}})
+        hv.write_text(yaml.safe_dump(data))
+        log_file = tmp_path / "debug.log"
+        try:
+            code = main(["-vv", "--log-file", str(log_file), "bmc", "setup", "node01", "-i", str(inventory_copy),
+                         "--journal", str(tmp_path / "j.db")])
+        finally:
+            logs.configure(0, None)
+    text = log_file.read_text()
+    assert code == 0, text[-2000:]
+    assert bmc.patches == [("/redfish/v1/AccountService/Accounts/2", {"Password": rotated})]
+    assert "urllib3.connectionpool" in text or "redfish" in text
+    assert factory not in text and rotated not in text

@@ -49,6 +49,12 @@ def test_the_section_loads_with_paths_from_the_inventory_and_the_site_ca_as_the_
     assert (host.spec.bmc.protocols.ipmi, host.spec.bmc.protocols.ssdp) == (False, None)
 
 
+def test_absolute_paths_stay_as_given(inventory_copy: Path, tmp_path: Path) -> None:
+    text = GOOD.replace("{file: pw/admin}", f"{{file: {tmp_path / 'admin'}}}")
+    setup = load_fleet(_inventory(inventory_copy, text)).hosts["node01"].spec.bmc
+    assert setup is not None and setup.initial is not None and setup.initial.rotate_to.file == tmp_path / "admin"
+
+
 BAD = [
     ("  ntpp: [x]\n", "provision_bmc_setup.ntpp: unknown key"),
     ("  accounts:\n    - {user: a, password: {env: X, file: /f}}\n",

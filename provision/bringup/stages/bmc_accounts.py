@@ -34,6 +34,7 @@ from provision.spec import HostEntry
 from provision.spec.bmc_setup import BmcSetup, SecretSource, read_secret
 
 ROTATE = "rotate-password"
+RESOLVED = "rotation-resolved"
 READ_BACK = ("create-account", "set-password", "enable-account")
 ProbeFactory = Callable[[HostEntry], acc.Probe]
 Opener = Callable[[HostEntry, str, SecretStr], AbstractContextManager[Connector]]
@@ -55,8 +56,8 @@ class PasswordObserved(BaseModel):
 
     state: InitialState
     account_uri: str | None = None
-    interrupted: bool = False
-    """The journal shows a rotation started and never finished (the process died in it)."""
+    interrupted: int | None = None
+    """The journal's record of a rotation started and never finished (the process died in it): its id."""
 
 
 class AccountAction(Action):
@@ -65,6 +66,8 @@ class AccountAction(Action):
     uri: str = ""
     user: str = ""
     role: str = ""
+    record: int | None = None
+    """RESOLVED: the interrupted rotation's journal record this closes."""
 
 
 def secret(host: HostEntry, source: SecretSource, key: str) -> SecretStr:
@@ -90,12 +93,18 @@ def check_inputs(host: HostEntry) -> None:
         check_ca(setup.certificate.ca_cert, setup.certificate.ca_key)
 
 
-def rotation_open(journal: Journal | None, node: str, user: str) -> bool:
-    """Whether the latest rotation of `user`'s password journaled for `node` never finished."""
+def rotation_open(journal: Journal | None, node: str, user: str) -> int | None:
+    """The record of the latest rotation of `user`'s password journaled for `node`, if it never finished."""
     if journal is None:
-        return False
+        return None
     rows = [a for a in journal.actions(node) if a.action == ROTATE and a.target == f"account {user}"]
-    return bool(rows) and rows[-1].open
+    return rows[-1].id if rows and rows[-1].open else None
+
+
+def _resolved(user: str, record: int, worked: str) -> AccountAction:
+    """Bookkeeping: the interrupted rotation's record closed, saying which password worked after the restart."""
+    return AccountAction(kind=RESOLVED, target=f"account {user}", after=f"{worked} password works", user=user,
+                         record=record, changes_node=False)
 
 
 def plan_password(host: HostEntry, observed: PasswordObserved) -> StagePlan:
@@ -110,16 +119,18 @@ def plan_password(host: HostEntry, observed: PasswordObserved) -> StagePlan:
                           f"({setup.initial.rotate_to.describe()}) nor its factory password "
                           f"({setup.initial.password.describe()}) is accepted; nothing sent")
     if observed.state is InitialState.ROTATED:
-        note = "a rotation was interrupted; the new password works (it took)" if observed.interrupted \
-            else f"account {user}: rotated"
-        return plan(note=note)
+        if observed.interrupted is None:
+            return plan(note=f"account {user}: rotated")
+        return plan(actions=(_resolved(user, observed.interrupted, "the new"),),
+                    note="a rotation was interrupted; the new password works (it took)")
     if observed.account_uri is None:
         raise CheckFailed(f"{host.name}: initial account {user}: the BMC names no account URI for it; nothing sent")
-    note = "a rotation was interrupted; the old password still works: rotating again" if observed.interrupted \
-        else f"account {user}: {observed.state.value}"
     action = AccountAction(kind=ROTATE, target=f"account {user}", before=observed.state.value, after="rotated",
                            uri=observed.account_uri, user=user)
-    return plan(actions=(action,), note=note)
+    if observed.interrupted is None:
+        return plan(actions=(action,), note=f"account {user}: {observed.state.value}")
+    return plan(actions=(_resolved(user, observed.interrupted, "the old"), action),
+                note="a rotation was interrupted; the old password still works: rotating again")
 
 
 class AccountsObserved(BaseModel):
@@ -220,6 +231,11 @@ class BmcPasswordStage(_AccountStage):
         old = secret(ctx.host, setup.initial.password, "initial.password")
         for action in plan.actions:
             assert isinstance(action, AccountAction)
+            if action.kind == RESOLVED:  # bookkeeping: the dead run's record closed, nothing sent
+                if ctx.journal is not None and action.record is not None:
+                    outcome = "ok" if action.after.startswith("the new") else "failed"
+                    ctx.journal.action_finished(action.record, outcome, f"after a restart: {action.after}")
+                continue
             ctx.say(self.name, action.describe())
             ctx.side_effect(self.name, action, partial(self._rotate, ctx.host, action, old, new))
 

@@ -70,14 +70,14 @@ def names(host: HostEntry, cert: CertificateSpec) -> list[str]:
 
 
 def _setting(kind: str, uri: str | None, path: str, have: object, want: object, node: str,
-             resource: str) -> list[SettingAction]:
+             resource: str, slots: int = 0) -> list[SettingAction]:
     if have == want:
         return []
     if uri is None or have is None:
         raise CheckFailed(f"{node}: the BMC offers no {path} ({resource}): cannot set it to {want!r}")
     value = list(want) if isinstance(want, tuple) else want
     return [SettingAction(kind=kind, target=path, before=_shown(have), after=_shown(want),
-                          setting=ms.Setting(uri=uri, path=path, value=value))]
+                          setting=ms.Setting(uri=uri, path=path, value=value, slots=slots))]
 
 
 def _shown(value: object) -> str:
@@ -91,13 +91,15 @@ def plan_settings(host: HostEntry, setup: BmcSetup, got: ms.ManagerSettings) -> 
     n, proto, eth = host.name, "ManagerNetworkProtocol", "the manager's EthernetInterface"
     out: list[SettingAction] = []
     if setup.ntp:
-        out += _setting("set-ntp", got.protocol_uri, "NTP.NTPServers", got.ntp_servers, setup.ntp, n, proto)
+        out += _setting("set-ntp", got.protocol_uri, "NTP.NTPServers", got.ntp_servers, setup.ntp, n, proto,
+                        got.slots.get("NTP.NTPServers", 0))
         out += _setting("set-ntp", got.protocol_uri, "NTP.ProtocolEnabled", got.ntp_enabled, True, n, proto)
     if setup.hostname is not None:
         out += _setting("set-hostname", got.ethernet_uri, "HostName", got.hostname,
                         fill(setup.hostname, host.name, bmc_host(host)), n, eth)
     if setup.dns:
-        out += _setting("set-dns", got.ethernet_uri, "StaticNameServers", got.dns, setup.dns, n, eth)
+        out += _setting("set-dns", got.ethernet_uri, "StaticNameServers", got.dns, setup.dns, n, eth,
+                        got.slots.get("StaticNameServers", 0))
     for name, want, have in (("SSDP", setup.protocols.ssdp, got.ssdp), ("IPMI", setup.protocols.ipmi, got.ipmi)):
         if want is not None:
             out += _setting("set-protocol", got.protocol_uri, f"{name}.ProtocolEnabled", have, want, n, proto)

@@ -26,6 +26,8 @@ class ManagerSettings(BaseModel):
     ethernet_uri: str | None = None
     hostname: str | None = None
     dns: tuple[str, ...] | None = None
+    slots: dict[str, int] = {}
+    """Per array property (NTP.NTPServers, StaticNameServers): how many items the BMC lists, empty ones too."""
 
 
 class Setting(BaseModel):
@@ -36,6 +38,9 @@ class Setting(BaseModel):
     uri: str
     path: str
     value: JsonValue
+    slots: int = 0
+    """An array's items on the BMC now: those past the new value are removed with nulls (DSP0266 array PATCH:
+    items not named are kept)."""
 
     def body(self) -> Json:
         out: Json = {}
@@ -43,12 +48,17 @@ class Setting(BaseModel):
         cur = out
         for key in keys[:-1]:
             cur = cur.setdefault(key, {})
-        cur[keys[-1]] = self.value
+        value = self.value
+        if isinstance(value, list) and self.slots > len(value):
+            value = [*value, *([None] * (self.slots - len(value)))]
+        cur[keys[-1]] = value
         return out
 
 
-def _servers(value: object) -> tuple[str, ...] | None:
-    """A server list without the empty slots many BMCs pad it with."""
+def _servers(value: object, present: bool = False) -> tuple[str, ...] | None:
+    """A server list without the empty slots many BMCs pad it with (`present` and null: offered, empty)."""
+    if value is None and present:
+        return ()
     if not isinstance(value, list):
         return None
     return tuple(str(v) for v in value if isinstance(v, str) and v.strip())
@@ -67,11 +77,13 @@ def parse(proto: Json | None, proto_uri: str | None, eth: Json | None, eth_uri: 
     eth = eth or {}
     return ManagerSettings(
         protocol_uri=proto_uri if proto else None,
-        ntp_servers=_servers(ntp.get("NTPServers")) if isinstance(ntp, dict) else None,
+        ntp_servers=_servers(ntp.get("NTPServers"), "NTPServers" in ntp) if isinstance(ntp, dict) else None,
         ntp_enabled=_enabled(proto, "NTP"), ssdp=_enabled(proto, "SSDP"), ipmi=_enabled(proto, "IPMI"),
         ethernet_uri=eth_uri if eth else None,
-        hostname=str(eth["HostName"]) if isinstance(eth.get("HostName"), str) else None,
-        dns=_servers(eth.get("StaticNameServers")),
+        hostname=str(eth.get("HostName") or "") if "HostName" in eth else None,  # null: offered, not set
+        dns=_servers(eth.get("StaticNameServers"), "StaticNameServers" in eth),
+        slots={k: len(v) for k, v in (("NTP.NTPServers", ntp.get("NTPServers") if isinstance(ntp, dict) else None),
+                                      ("StaticNameServers", eth.get("StaticNameServers"))) if isinstance(v, list)},
     )
 
 

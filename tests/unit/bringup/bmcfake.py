@@ -227,5 +227,11 @@ def _merge(target: dict[str, Any], body: dict[str, Any], ignore: set[str], prefi
         path = f"{prefix}{k}"
         if isinstance(v, dict):
             _merge(target.setdefault(k, {}), v, ignore, path + ".")
-        elif path not in ignore:
+        elif path in ignore:
+            continue
+        elif isinstance(v, list):  # DSP0266 array PATCH: an item replaces, null removes, items past it are kept
+            current = list(target.get(k) or [])
+            kept = [item for item in v if item is not None]
+            target[k] = kept + current[len(v):]
+        else:
             target[k] = v

@@ -46,25 +46,30 @@ def host(**over: object) -> HostEntry:
     return base.model_copy(update={"spec": base.spec.model_copy(update={"bmc": setup}), "bmc": endpoint})
 
 
-# state, interrupted -> actions (described), note
+# state, the interrupted rotation's record -> actions (described), note
 PASSWORD = [
-    (InitialState.ROTATED, False, [], "account ADMIN: rotated"),
-    (InitialState.ROTATED, True, [], "a rotation was interrupted; the new password works (it took)"),
-    (InitialState.FACTORY, False, ["rotate-password account ADMIN factory password -> rotated"], "account ADMIN: factory password"),
-    (InitialState.CHANGE_REQUIRED, False,
+    (InitialState.ROTATED, None, [], "account ADMIN: rotated"),
+    (InitialState.ROTATED, 7, ["rotation-resolved account ADMIN: the new password works"],
+     "a rotation was interrupted; the new password works (it took)"),
+    (InitialState.FACTORY, None, ["rotate-password account ADMIN factory password -> rotated"],
+     "account ADMIN: factory password"),
+    (InitialState.CHANGE_REQUIRED, None,
      ["rotate-password account ADMIN factory password, change required -> rotated"],
      "account ADMIN: factory password, change required"),
-    (InitialState.FACTORY, True, ["rotate-password account ADMIN factory password -> rotated"],
+    (InitialState.FACTORY, 7, ["rotation-resolved account ADMIN: the old password works",
+                               "rotate-password account ADMIN factory password -> rotated"],
      "a rotation was interrupted; the old password still works: rotating again"),
 ]
 
 
 @pytest.mark.parametrize(("state", "interrupted", "actions", "note"), PASSWORD)
-def test_password_plan(state: InitialState, interrupted: bool, actions: list[str], note: str) -> None:
+def test_password_plan(state: InitialState, interrupted: int | None, actions: list[str], note: str) -> None:
     plan = plan_password(host(), PasswordObserved(state=state, account_uri=f"{U}/2", interrupted=interrupted))
     assert [a.describe() for a in plan.actions] == actions
     assert plan.note == note
-    assert all(getattr(a, "uri", None) == f"{U}/2" for a in plan.actions)
+    assert [getattr(a, "record", None) for a in plan.actions if a.kind == "rotation-resolved"] == \
+        ([interrupted] if interrupted else [])
+    assert plan.converged is (state is InitialState.ROTATED)
 
 
 def test_password_plan_refuses_when_neither_password_works_or_the_account_is_unnamed() -> None:
@@ -138,6 +143,8 @@ def test_settings_parse_drops_padding_and_reads_absent_as_none() -> None:
     assert (got.ntp_servers, got.ntp_enabled, got.ssdp, got.ipmi, got.hostname, got.dns) == \
         (("a",), True, None, None, "h", ("1.1.1.1",))
     assert parse(None, "/p", None, None) == ManagerSettings()
+    unset = parse({"NTP": {"NTPServers": None}}, "/p", {"HostName": None, "StaticNameServers": None}, "/e")
+    assert (unset.ntp_servers, unset.hostname, unset.dns) == ((), "", ())  # null: offered and not set
 
 
 CERT = certs.CertObserved(csr_target="/csr", replace_target="/rep", collection="/c", cert_uri="/c/1", pem="x")

@@ -179,6 +179,13 @@ def test_a_kill_at_each_failpoint_resumes_without_lockout(host: HostEntry, tmp_p
         assert note in resumed["bmc-password"].plan.note
         again = run(host, bmc, jr)
         assert all(r.outcome is Outcome.CONVERGED and not r.plan.actions for r in again.values())
+        # the dead run's rotation record is closed, saying which password worked (others stay as the kill left them)
+        assert not [a for a in jr.open_actions("node01") if a.action == "rotate-password"]
+        rotations = [(a.outcome, a.detail) for a in jr.actions("node01") if a.action == "rotate-password"]
+        if point == "rotate-password:after":
+            assert rotations == [("ok", "after a restart: the new password works")]
+        elif point == "rotate-password:before":
+            assert rotations[0] == ("failed", "after a restart: the old password works") and rotations[1][0] == "ok"
     users = {a.user: a.password for a in bmc.accounts.values()}
     assert users == {"ADMIN": ROTATED, "provision": SITE, "operator": OPERATOR}
     assert certs.issued_by(certs.load_cert(bmc.cert_pem, "served"),
@@ -339,3 +346,14 @@ def test_a_signing_command_that_fails_is_one_line_and_nothing_is_installed(host:
     got = run(failing, bmc, None)
     assert got["bmc"].outcome is Outcome.FAILED and got["bmc"].error == "sign_command false exited 1"
     assert bmc.cert_pem == before
+
+
+def test_ntp_servers_past_the_spec_are_removed_with_nulls(host: HostEntry) -> None:
+    """A BMC listing more servers than the spec: the PATCH nulls the rest (DSP0266: items not named are kept)."""
+    bmc = _factory()
+    bmc.proto["NTP"]["NTPServers"] = ["0.pool.example", "1.pool.example", "2.pool.example"]
+    got = run(host, bmc, None)
+    assert got["bmc"].outcome is Outcome.APPLIED, got["bmc"].error
+    assert bmc.proto["NTP"]["NTPServers"] == ["10.0.0.1", "10.0.0.2"]
+    assert ("PATCH", "/redfish/v1/Managers/1/NetworkProtocol",
+            {"NTP": {"NTPServers": ["10.0.0.1", "10.0.0.2", None]}}) in bmc.requests

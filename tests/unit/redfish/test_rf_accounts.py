@@ -4,11 +4,15 @@ says (a PATCH of the account's Password), and no password reaches a log line or 
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import SecretStr
 
+from provision.cli import main
 from provision.redfish.ops import accounts as acc
 from tests.unit.redfish.rf_fakebmc import FakeBmc, Served
 from tests.unit.redfish.rf_support import options, tree
@@ -36,3 +40,28 @@ def test_a_factory_account_is_named_then_rotated_and_no_password_is_logged(
     assert "HTTP REQUEST" in caplog.text or "PATCH" in caplog.text, "the connector's debug log must be captured"
     for secret in ("s3cret-Pa55", NEW, "wrong-Pw-1"):
         assert secret not in caplog.text
+
+
+def test_bmc_setup_plan_on_a_factory_bmc_names_the_rotation_and_sends_no_change(
+        inventory_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    hv = inventory_copy.parent / "host_vars" / "node01.yml"
+    bmc = FakeBmc(tree=tree("supermicro"), change_first=True)
+    monkeypatch.setenv("T_FACTORY_PW", "s3cret-Pa55")
+    with Served(bmc) as srv:
+        data = yaml.safe_load(hv.read_text())
+        data.update(provision_bmc_address=srv.address, provision_bmc_username="admin", provision_bmc_password=NEW,
+                    provision_bmc_insecure_http=True, provision_bmc_setup={"initial": {
+                        "user": "admin", "password": {"env": "T_FACTORY_PW"}, "rotate_to": {"inventory": True}}})
+        hv.write_text(yaml.safe_dump(data))
+        code = main(["bmc", "setup", "node01", "--plan", "--json", "-i", str(inventory_copy),
+                     "--journal", str(tmp_path / "j.db")])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["plan_only"] is True and out["run_id"] is None
+    stages = {s["stage"]: s for s in out["stages"]}
+    assert stages["bmc-password"]["outcome"] == "planned"
+    assert stages["bmc-password"]["actions"] == [
+        "rotate-password account admin factory password, change required -> rotated"]
+    assert (stages["bmc-accounts"]["outcome"], stages["bmc"]["outcome"]) == ("skipped", "skipped")
+    assert bmc.patches == [] and not [s for s in bmc.seen if s.method in ("POST", "PATCH", "DELETE")
+                                      and "/SessionService/" not in s.path]
