@@ -5,6 +5,7 @@ against the site CA and plans nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,10 +103,10 @@ def test_factory_bmc_taken_over_resumes_after_a_kill_and_converges(factory: Any,
         client.logout()
 
 
-def test_a_500_after_the_password_took_and_a_csr_that_never_completes(lab_factory: Any, tmp_path: Path) -> None:
+def test_a_500_after_the_password_took_a_csr_that_never_completes_then_bringup(lab_factory: Any, tmp_path: Path) -> None:
     """bmcsim's faults: the password change answered 500 after it took effect counts as done (the new password
     logs in); a CSR task that stays Running fails the bmc stage at its deadline, in one line, and the next run
-    (the fault cleared) installs the certificate."""
+    (the fault cleared) installs the certificate; `bringup --to bmc` then finds every day-zero stage converged."""
     from provision.lab import manager
 
     with lab_factory(tmp_path / "lab", nodes=1, factory=True) as lab:
@@ -125,5 +126,13 @@ def test_a_500_after_the_password_took_and_a_csr_that_never_completes(lab_factor
         second = _setup(inv, env, journal, "--insecure")
         assert second.returncode == 0, second.stdout + second.stderr
         assert "replace-certificate HTTPS certificate not issued by the site CA" in second.stdout
-        third = _setup(inv, env, journal)
-        assert third.returncode == 0 and "converged: certificate issued by the site CA" in third.stdout, third.stdout
+        # the same stages inside bring-up, without --insecure: preflight logs in as the site account over TLS
+        # verified against the site CA, and every day-zero stage is converged
+        bringup = subprocess.run([*CLI, "bringup", "node01", "--to", "bmc", "-i", str(inv), "--journal",
+                                  str(journal), "--log-dir", str(tmp_path / "logs"), "--json"],
+                                 capture_output=True, text=True, timeout=180, env=env, check=False)
+        assert bringup.returncode == 0, bringup.stdout[-3000:] + bringup.stderr[-2000:]
+        [node] = json.loads(bringup.stdout)["nodes"]
+        assert [(s["stage"], s["outcome"], s["actions"]) for s in node["stages"]] == [
+            ("bmc-password", "converged", []), ("bmc-accounts", "converged", []), ("preflight", "converged", []),
+            ("bmc", "converged", [])], node
