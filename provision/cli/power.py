@@ -10,7 +10,8 @@ import typer
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, NodeArg, load_host
 from provision.cli.output import console
 from provision.redfish.ops import power as power_ops
-from provision.redfish.ops.session import open_host
+from provision.redfish.ops import session
+from provision.redfish.ops.session import open_node
 from provision.redfish.ops.waiting import Clock
 
 
@@ -33,7 +34,7 @@ def power_command(
     """Power a node on/off/cycle through its BMC and wait until the PowerState says so."""
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (_, facts):
+    with open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
         state = facts.system.power_state
         if action is Action.STATUS:
             console.print(f"{node}: {state}", markup=False)

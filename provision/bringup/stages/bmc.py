@@ -14,7 +14,7 @@ from provision.errors import CheckFailed
 from provision.journal.identities import record_identity
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import inventory as inv_ops
-from provision.redfish.ops.session import Node, options_for, session
+from provision.redfish.ops.session import Node, open_node, options_for
 from provision.redfish.ops.waiting import Clock
 from provision.spec import HostEntry
 from provision.spec.platforms import PlatformIdentity, refuse_profile
@@ -26,7 +26,7 @@ def bmc(ctx: StageContext, opts: BringupOptions) -> Iterator[Node]:
     again by itself when a BMC reset ends the session). Each use runs within the connector's deadline,
     so a BMC that stalls in a stage's reads fails it with one line naming the node and the URI; the
     waits an apply makes are bounded by their own timeouts (Connector.waiting)."""
-    node = ctx.keep("bmc", lambda: session(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)))
+    node = ctx.keep("bmc", lambda: open_node(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)))
     with node.conn.deadline():
         yield node
 
