@@ -1,4 +1,10 @@
-"""Open a connector for an inventory host, and the node facts every operation starts from."""
+"""The two ways to open a BMC, and the node facts every operation starts from.
+
+`open_node(opts)`: logged in and the node's facts read (root, systems, first manager, vendor plugin): what
+an operation on a node starts from (CLI commands, bring-up stages, campaigns). `open_endpoint(opts)`: logged
+in, nothing read beyond the service root: a bare endpoint (verify's own BMC read, discovery). `options_for`
+builds the options from an inventory host's BmcEndpoint (--insecure, retries, concurrency).
+"""
 
 from __future__ import annotations
 
