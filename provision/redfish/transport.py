@@ -28,7 +28,6 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 import certifi
 import urllib3
-from requests_toolbelt import MultipartEncoder
 
 from provision.errors import ProvisionError
 from provision.redfish.redact import MASK
@@ -120,10 +119,9 @@ def encode(body: Any, headers: dict[str, str]) -> bytes | None:
         return None
     if isinstance(body, bytes | str):
         return body.encode() if isinstance(body, str) else body
-    if headers.get("Content-Type") == "multipart/form-data":
-        enc = MultipartEncoder(body)
-        headers["Content-Type"] = enc.content_type
-        return bytes(enc.to_string())
+    if headers.get("Content-Type") == "multipart/form-data":  # parts: name -> (filename, data, content type)
+        data, headers["Content-Type"] = urllib3.encode_multipart_formdata(body)
+        return data
     headers["Content-Type"] = "application/json"
     return json.dumps(body).encode()
 

@@ -80,3 +80,20 @@ def test_a_307_keeps_the_method_and_the_body(no_proxy_env: pytest.MonkeyPatch) -
     moved = [s for s in bmc.seen if s.path == target]
     assert [(s.method, json.loads(s.body)) for s in moved] == [("POST", {"ResetType": "On"})]
     assert moved[0].headers.get("x-auth-token")  # the same BMC: still logged in
+
+
+def test_a_multipart_upload_is_byte_for_byte_what_requests_toolbelt_sent() -> None:
+    """Firmware uploads (MultipartHttpPushUri): the body BMCs were sent before is sent still, boundary aside."""
+    from requests_toolbelt import MultipartEncoder
+
+    from provision.redfish.transport import encode
+
+    parts = {"UpdateParameters": (None, json.dumps({"Targets": ["/redfish/v1/UpdateService/FirmwareInventory/BIOS"]}),
+                                  "application/json"),
+             "UpdateFile": ("bios_3.0.bin", b"\x00\x01--not-a-boundary\r\n\r\nbinary\xff", "application/octet-stream")}
+    headers = {"Content-Type": "multipart/form-data"}
+    sent = encode(parts, headers)
+    before = MultipartEncoder(parts)
+    ours, theirs = headers["Content-Type"].split("boundary="), before.content_type.split("boundary=")
+    assert ours[0] == theirs[0] == "multipart/form-data; "
+    assert sent is not None and sent.replace(ours[1].encode(), b"B") == before.to_string().replace(theirs[1].encode(), b"B")
