@@ -27,8 +27,8 @@ from provision.cli.options import (
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
 from provision.redfish.ops import bios as bios_ops
-from provision.redfish.ops import converge
-from provision.redfish.ops.session import open_host
+from provision.redfish.ops import converge, session
+from provision.redfish.ops.session import open_node
 from provision.redfish.ops.waiting import Clock
 
 app = typer.Typer(help="BIOS settings: vendor-neutral spec keys vs the BMC's attributes.", no_args_is_help=True)
@@ -75,8 +75,8 @@ def diff(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: Js
     as_json = fmt is Format.JSON
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with reading(), open_host(entry, insecure) as (host, facts):
-        plan = bios_ops.plan(host.spec.bios, bios_ops.observe(facts), facts.vendor)
+    with reading(), open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
+        plan = bios_ops.plan(entry.spec.bios, bios_ops.observe(facts), facts.vendor)
     if as_json:
         emit_json({"node": node, "plan": plan})
     else:
@@ -95,9 +95,10 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
     opts = converge.ConvergeOptions(firmware=False, reset=not no_reset)
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with reading() if plan_only else contextlib.nullcontext(), open_host(entry, insecure) as (host, facts):
+    with (reading() if plan_only else contextlib.nullcontext(),
+          open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts):
         known = read_identity(facts, inventory, node, "bios apply")
-        cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
+        cplan = converge.make_plan(facts, entry.spec, opts=opts, known=known)
         assert cplan.bios is not None
         if plan_only or (not cplan.bios.changes and not cplan.bios.invalid):
             if as_json:
@@ -106,7 +107,7 @@ def apply(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, plan_only:
                 render(node, cplan.bios)
             raise_unchecked(node, cplan.bios)
             return
-        result = converge.apply(facts, host.spec, cplan, opts, Clock(poll_s=1.0))
+        result = converge.apply(facts, entry.spec, cplan, opts, Clock(poll_s=1.0))
     if as_json:
         emit_json({"node": node, "plan": cplan.bios, "applied": True, "result": result})
     else:

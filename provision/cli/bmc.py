@@ -28,7 +28,8 @@ from provision.cli.output import Format, OutputOpt, add_row, cell, choose, conso
 from provision.errors import CheckFailed, InputError
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power as power_ops
-from provision.redfish.ops.session import open_host
+from provision.redfish.ops import session
+from provision.redfish.ops.session import open_node
 from provision.spec.platforms import Board, PlatformIdentity, refuse_profile
 
 app = typer.Typer(help="BMC inventory, drift against the spec, boot override and virtual media.",
@@ -43,11 +44,11 @@ def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_jso
     fmt = choose(output, as_json)
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (host, facts):  # within the command's deadline
+    with open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
         inv = inv_ops.observe(facts.conn)
-    report = inv_ops.drift(host.spec, inv)
+    report = inv_ops.drift(entry.spec, inv)
     kept = keep_identity(journal_at(None, inventory), node, inv.identity, "bmc inventory")
-    fits = host.spec.described_platforms.fits(inv.identity)
+    fits = entry.spec.described_platforms.fits(inv.identity)
     if fmt is Format.JSON:
         emit_json({"node": node, "vendor": inv.vendor, "requests": inv.requests, "identity": inv.identity,
                    "profile_fits": fits, "inventory": summary(inv),
@@ -56,7 +57,7 @@ def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_jso
         render(node, inv, report, fmt)
         if kept:
             console.print(f"  {kept}", markup=False, highlight=False)
-    refuse_profile(node, host.spec.profile, host.spec.described_platforms, inv.identity)
+    refuse_profile(node, entry.spec.profile, entry.spec.described_platforms, inv.identity)
     problems = []
     if report.drifted:
         problems.append(f"{len(report.drifted)} figure(s) differ from the spec: "
@@ -182,7 +183,7 @@ def boot_once(node: NodeArg, target: Annotated[str, typer.Argument(help="Pxe, Cd
     if plan_only:
         console.print(f"{node}: would set a one-time boot from {target} (--plan: nothing changed)", markup=False)
         return
-    with open_host(entry, insecure) as (_, facts):
+    with open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
         power_ops.boot_once(facts, target, mode)
     console.print(f"{node}: next boot from {target} (once)", markup=False)
 
@@ -201,6 +202,6 @@ def media(node: NodeArg,
     if plan_only:
         console.print(f"{node}: would {'eject the virtual CD' if eject else f'insert {insert}'} (--plan)", markup=False)
         return
-    with open_host(entry, insecure) as (_, facts):
+    with open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
         uri = power_ops.virtual_media(facts, None if eject else insert)
     console.print(f"{node}: {'ejected' if eject else 'inserted'} ({uri})", markup=False)

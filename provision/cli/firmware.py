@@ -31,10 +31,10 @@ from provision.cli.options import (
 )
 from provision.cli.output import Format, OutputOpt, add_row, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, ChecksIncomplete
-from provision.redfish.ops import converge
+from provision.redfish.ops import converge, session
 from provision.redfish.ops import firmware as fw
 from provision.redfish.ops import identity as platform_identity
-from provision.redfish.ops.session import Node, open_host
+from provision.redfish.ops.session import Node, open_node
 from provision.redfish.ops.waiting import Clock
 from provision.spec.platforms import PlatformIdentity
 
@@ -53,10 +53,10 @@ def status(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_json: 
     as_json = fmt is Format.JSON
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with reading(), open_host(entry, insecure) as (host, facts):
+    with reading(), open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
         known = read_identity(facts, inventory, node, "firmware status")
-        platform_identity.check(facts.conn, host.spec, known)  # a node its profile does not describe: refused
-        rows = fw.status(host.spec.firmware, fw.observe(facts.conn, known), facts.vendor)
+        platform_identity.check(facts.conn, entry.spec, known)  # a node its profile does not describe: refused
+        rows = fw.status(entry.spec.firmware, fw.observe(facts.conn, known), facts.vendor)
     if as_json:
         emit_json({"node": node, "components": [dict(r.model_dump(mode="json"), verdict=r.verdict) for r in rows]})
     else:
@@ -136,9 +136,9 @@ def _plan(node: str, inventory: Path, insecure: bool,
           opts: converge.ConvergeOptions) -> tuple[str, converge.ConvergePlan]:
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with open_host(entry, insecure) as (host, facts):
+    with open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
         known = read_identity(facts, inventory, node, "firmware plan")
-        return node, converge.make_plan(facts, host.spec, opts=opts, known=known)
+        return node, converge.make_plan(facts, entry.spec, opts=opts, known=known)
 
 
 @app.command("plan")
@@ -170,9 +170,10 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
                                     image_bind=image_bind, image_advertise=image_advertise)
     entry = load_host(inventory, node)
     node = entry.name  # the pattern's one host
-    with reading() if plan_only else contextlib.nullcontext(), open_host(entry, insecure) as (host, facts):
+    with (reading() if plan_only else contextlib.nullcontext(),
+          open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts):
         known = read_identity(facts, inventory, node, "firmware update")
-        cplan = converge.make_plan(facts, host.spec, opts=opts, known=known)
+        cplan = converge.make_plan(facts, entry.spec, opts=opts, known=known)
         if plan_only or (cplan.empty and not cplan.firmware.refused):
             if as_json:
                 emit_json({"node": node, "plan": cplan, "applied": False})
@@ -182,7 +183,7 @@ def update(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY,
             return
         if not as_json:
             render(node, cplan)
-        result = converge.apply(facts, host.spec, cplan, opts, Clock(poll_s=1.0))
+        result = converge.apply(facts, entry.spec, cplan, opts, Clock(poll_s=1.0))
     if as_json:
         emit_json({"node": node, "plan": cplan, "applied": True, "result": result})
     else:

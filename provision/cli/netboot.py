@@ -19,8 +19,8 @@ from provision.cli.output import Format, OutputOpt, choose, console, emit_json
 from provision.errors import InputError, RedfishError
 from provision.netboot import service
 from provision.netboot.config import Mode, NetbootSettings, network_of, parse_range, refusals
-from provision.redfish.ops import netif
-from provision.redfish.ops.session import CredentialsMissing, open_host
+from provision.redfish.ops import netif, session
+from provision.redfish.ops.session import CredentialsMissing, open_node
 from provision.spec import HostEntry
 from provision.spec.model import InstallMethod
 
@@ -33,7 +33,7 @@ def _mac_of(host: HostEntry, insecure: bool) -> str | None:
     if host.installer.provisioning_mac:
         return host.installer.provisioning_mac
     try:
-        with open_host(host, insecure) as (_, node):
+        with open_node(session.options_for(host.name, host.bmc, insecure), whole_command=True) as node:
             mac, why = netif.provisioning_mac(netif.host_nics(node))
     except (RedfishError, CredentialsMissing) as exc:
         raise InputError(f"netboot: {host.name}: no provision_provisioning_mac and its BMC could not be read: "

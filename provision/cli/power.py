@@ -11,8 +11,9 @@ from pydantic import BaseModel
 from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, NodeArg, load_host
 from provision.cli.output import Format, OutputOpt, choose, console, emit_json
 from provision.redfish.ops import power as power_ops
+from provision.redfish.ops import session
 from provision.redfish.ops.power import PowerAction
-from provision.redfish.ops.session import open_host
+from provision.redfish.ops.session import open_node
 from provision.redfish.ops.waiting import Clock
 from provision.spec import HostEntry
 
@@ -65,7 +66,7 @@ def power_command(
 
 
 def _power(entry: HostEntry, action: Action, plan_only: bool, timeout: float, insecure: bool) -> PowerAnswer:
-    with open_host(entry, insecure) as (_, facts):
+    with open_node(session.options_for(entry.name, entry.bmc, insecure), whole_command=True) as facts:
         state = facts.system.power_state
         if action is Action.STATUS:
             return PowerAnswer(node=entry.name, power_state=state)

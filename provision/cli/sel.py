@@ -13,7 +13,8 @@ from provision.cli.options import DEFAULT_INVENTORY, InsecureOpt, InventoryOpt, 
 from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, new_table, note, show
 from provision.errors import InputError
 from provision.redfish.ops import sel as sel_ops
-from provision.redfish.ops.session import open_host
+from provision.redfish.ops import session
+from provision.redfish.ops.session import open_node
 from provision.spec import load_fleet
 
 
@@ -35,7 +36,8 @@ def sel_command(
                          f"SEL entries use --last {limit.strip()}")
     hosts = load_fleet(inventory).select([node], limit)
     node = one_host(str(inventory), node, [h.name for h in hosts])
-    with open_host(hosts[0], insecure) as (_, facts):  # within the command's deadline
+    bmc = session.options_for(hosts[0].name, hosts[0].bmc, insecure)
+    with open_node(bmc, whole_command=True) as facts:  # within the command's deadline
         rows = sel_ops.read(facts, last)
         cleared = sel_ops.clear(facts) if clear and not plan_only else None
     if clear and plan_only:

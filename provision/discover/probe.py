@@ -24,11 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from provision.discover.leases import Lease, mac_of
 from provision.discover.targets import Target
 from provision.errors import ProvisionError
-from provision.redfish.connector import ROOT, Connector, ConnectorOptions, Json, default_ca_bundle
-from provision.redfish.connector_fast import ssl_context
+from provision.redfish.connector import ROOT, Connector, ConnectorOptions, Json
 from provision.redfish.errors import RedfishAuthError, RedfishPasswordChangeRequired, RedfishTlsError
 from provision.redfish.ops import identity as identity_ops
+from provision.redfish.ops.session import open_endpoint
 from provision.redfish.retry import RetryPolicy
+from provision.redfish.transport import default_ca_bundle, ssl_context
 from provision.spec.platforms import PlatformIdentity
 
 LOG = logging.getLogger("provision.discover")
@@ -201,17 +202,12 @@ def identify(target: Target, settings: Settings) -> tuple[PlatformIdentity | Non
         verify_tls=settings.verify_tls, retry=RetryPolicy(attempts=2, base_delay_s=0.2, timeout_s=settings.timeout_s),
         deadline_s=settings.deadline_s, max_parallel=2, use_expand=True, name="",
         insecure_http=target.scheme == "http")
-    conn = Connector(opts)
-    try:
-        with conn.deadline():
-            conn.open()
-            systems = conn.members(f"{ROOT}/Systems")
-            if not systems:
-                return None, None, Outcome.NO_SYSTEM
-            ident = identity_ops.read(conn, systems)
-            return ident, bmc_mac(conn, ident, target.host), Outcome.IDENTIFIED
-    finally:
-        conn.close()
+    with open_endpoint(opts, whole_command=True) as conn:
+        systems = conn.members(f"{ROOT}/Systems")
+        if not systems:
+            return None, None, Outcome.NO_SYSTEM
+        ident = identity_ops.read(conn, systems)
+        return ident, bmc_mac(conn, ident, target.host), Outcome.IDENTIFIED
 
 
 def bmc_mac(conn: Connector, ident: PlatformIdentity, ip: str) -> str | None:

@@ -949,10 +949,16 @@ class BmcEndpoint(BaseModel):
 
     @model_validator(mode="after")
     def _no_plain_http(self) -> BmcEndpoint:
-        if self.address.startswith("http://") and not self.insecure_http:
-            raise ValueError(f"{self.address} is plain HTTP: the BMC password would travel in clear "
-                             "(use https://, or set provision_bmc_insecure_http: true)")
+        """The plain-HTTP rule, in this one place: http:// only where the inventory opted in."""
+        if self.plain_http and not self.insecure_http:
+            raise ValueError(f"provision_bmc_address {self.address} is plain HTTP, the BMC password would travel "
+                             "in clear; use https:// (or set provision_bmc_insecure_http: true for this host or group)")
         return self
+
+    @property
+    def plain_http(self) -> bool:
+        """An http:// address (allowed only with insecure_http): the password travels in clear."""
+        return self.address.startswith("http://")
 
 
 class InstallerAccess(BaseModel):

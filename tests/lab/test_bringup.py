@@ -21,7 +21,7 @@ import pytest
 from provision.journal import Journal
 from provision.lab import manager
 from provision.redfish.ops import sel
-from provision.redfish.ops.session import connect, node_facts, options_for
+from provision.redfish.ops.session import node_facts, open_endpoint, options_for
 from provision.spec import load_fleet
 
 pytestmark = [pytest.mark.lab, pytest.mark.twins]
@@ -48,7 +48,7 @@ def _finish(proc: subprocess.Popen[str], timeout: float = 900) -> dict:  # type:
 
 def _sel_messages(lab: manager.LabState, node: str) -> list[str]:
     host = load_fleet(lab.inventory).hosts[node]
-    with connect(options_for(node, host.bmc)) as conn:
+    with open_endpoint(options_for(node, host.bmc)) as conn:
         return [e.message for e in sel.read(node_facts(conn))]
 
 

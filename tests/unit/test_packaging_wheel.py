@@ -78,7 +78,7 @@ def test_the_metadata_is_what_pyproject_declares(wheel: Path) -> None:
         entry_points = zf.read("provision-0.1.0.dist-info/entry_points.txt").decode()
     core = [r for r in meta.get_all("Requires-Dist") or [] if "extra ==" not in r]
     assert len(core) == len(declared["dependencies"])
-    assert {"redfish", "typer", "requests", "urllib3", "paramiko"} <= {r.split("<")[0].split(">")[0] for r in core}
+    assert {"certifi", "typer", "urllib3", "paramiko"} <= {r.split("<")[0].split(">")[0] for r in core}
     assert not [r for r in core if r.startswith("aiohttp")]
     assert set(meta.get_all("Provides-Extra") or []) == set(declared["optional-dependencies"])
     assert "provision = provision.cli:run" in entry_points

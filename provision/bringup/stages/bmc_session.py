@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
-from provision.redfish.ops.session import Node, options_for, session
+from provision.redfish.ops.session import Node, open_node, options_for
 from provision.redfish.ops.waiting import Clock
 
 
@@ -17,7 +17,7 @@ def bmc(ctx: StageContext, opts: BringupOptions) -> Iterator[Node]:
     again by itself when a BMC reset ends the session). Each use runs within the connector's deadline,
     so a BMC that stalls in a stage's reads fails it with one line naming the node and the URI; the
     waits an apply makes are bounded by their own timeouts (Connector.waiting)."""
-    node = ctx.keep("bmc", lambda: session(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)))
+    node = ctx.keep("bmc", lambda: open_node(options_for(ctx.host.name, ctx.host.bmc, insecure=opts.insecure)))
     with node.conn.deadline():
         yield node
 

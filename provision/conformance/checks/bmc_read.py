@@ -20,7 +20,7 @@ from provision.redfish.ops import firmware as fw
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import sel as sel_ops
 from provision.redfish.ops.inventory import observe
-from provision.redfish.ops.session import Node, connect, node_facts, options_for
+from provision.redfish.ops.session import Node, node_facts, open_endpoint, options_for
 from provision.redfish.resources import LogEntry
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors.bios_names import AmbiguousBiosKey
@@ -34,7 +34,7 @@ def read_bmc(host: HostEntry, insecure: bool = False) -> BmcFacts:
     """One session of its own (logged out after) and one read-only pass; raises RedfishError (a
     ProvisionError) when the BMC cannot be read. TLS is verified against provision_bmc_ca_file (or the
     system bundle) unless `insecure`."""
-    with connect(options_for(host.name, host.bmc, insecure=insecure, retry=VERIFY_RETRY)) as conn:
+    with open_endpoint(options_for(host.name, host.bmc, insecure=insecure, retry=VERIFY_RETRY)) as conn:
         return read_connected(conn, host.spec)
 
 

@@ -1,10 +1,14 @@
-"""Open a connector for an inventory host, and the node facts every operation starts from."""
+"""The two ways to open a BMC, and the node facts every operation starts from.
+
+`open_node(opts)`: logged in and the node's facts read (root, systems, first manager, vendor plugin): what
+an operation on a node starts from (CLI commands, bring-up stages, campaigns). `open_endpoint(opts)`: logged
+in, nothing read beyond the service root: a bare endpoint (verify's own BMC read, discovery). `options_for`
+builds the options from an inventory host's BmcEndpoint (--insecure, retries, concurrency).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from provision.errors import InventoryError, RedfishError
@@ -13,7 +17,7 @@ from provision.redfish.resources import ComputerSystem, ServiceRoot
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.transport_warnings import warn_once
 from provision.redfish.vendors import VendorPlugin, detect
-from provision.spec.model import BmcEndpoint, HostEntry
+from provision.spec.model import BmcEndpoint
 
 
 def cause_of(node: str, text: str) -> str:
@@ -36,13 +40,9 @@ def options_for(name: str, bmc: BmcEndpoint, insecure: bool = False, retry: Retr
     if missing:
         raise CredentialsMissing(f"host {name}: {' and '.join(missing)} not set: give them as host or group vars "
                              "(the password vaulted), or set PROVISION_BMC_USERNAME and PROVISION_BMC_PASSWORD")
-    opts = ConnectorOptions(
-        address=bmc.address, username=bmc.username, password=bmc.password, ca_file=bmc.ca_file,
-        verify_tls=bmc.verify_tls and not insecure, auth=bmc.auth, retry=retry or RetryPolicy(),
-        max_parallel=max_parallel, name=name, insecure_http=bmc.insecure_http,
-        deadline_s=bmc.deadline_s,  # provision_bmc_deadline_s
-    )
-    if opts.address.startswith("http://"):
+    opts = ConnectorOptions(**{**dict(bmc), "verify_tls": bmc.verify_tls and not insecure},
+                            retry=retry or RetryPolicy(), max_parallel=max_parallel, name=name)
+    if opts.plain_http:
         warn_once(opts.where, "plain HTTP (provision_bmc_insecure_http): the BMC password travels in clear")
     return opts
 
@@ -59,6 +59,16 @@ class Node:
     systems: tuple[Json, ...] = ()
     """Every ComputerSystem as read for the facts (the platform identity reads its host among them)."""
 
+    def __enter__(self) -> Node:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Log out of the BMC (best effort; never raises)."""
+        self.conn.close()
+
 
 def node_facts(conn: Connector) -> Node:
     """Root, first System (and first Manager), vendor plugin."""
@@ -73,11 +83,17 @@ def node_facts(conn: Connector) -> Node:
                 vendor=detect(root, system), systems=tuple(systems))
 
 
-def open_node(opts: ConnectorOptions) -> Node:
-    """Log in and read the node facts within one deadline (`opts.deadline_s`); the caller closes `node.conn`
-    (nothing is left open on failure)."""
+def open_node(opts: ConnectorOptions, *, whole_command: bool = False) -> Node:
+    """A node: logged in and its facts read (node_facts) within one deadline (`opts.deadline_s`); nothing is
+    left open on failure. The Node is a context manager that logs out at its end (or call `node.close()`).
+    `whole_command`: everything sent until then counts against that same deadline (a CLI command; the waits
+    it makes, a firmware Task, a PowerState, a BMC reset, are bounded by their own timeouts meanwhile:
+    Connector.waiting). Otherwise each later use bounds itself with `node.conn.deadline()` (a session kept
+    across the bring-up stages, a campaign's node)."""
     conn = Connector(opts)
     try:
+        if whole_command:
+            conn.hold_deadline()  # released by conn.close()
         with conn.deadline():
             conn.open()
             return node_facts(conn)
@@ -86,41 +102,17 @@ def open_node(opts: ConnectorOptions) -> Node:
         raise
 
 
-@contextmanager
-def connect(opts: ConnectorOptions) -> Iterator[Connector]:
-    conn = Connector(opts)
-    conn.open()
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
-@contextmanager
-def session(opts: ConnectorOptions) -> Iterator[Node]:
-    """Log in and read the node facts within one deadline (`opts.deadline_s`); logged out at the end. For
-    a session kept across the bring-up stages, each of which bounds its own use with
-    `node.conn.deadline()`: a BMC that stalls fails with one line naming the node and the URI."""
+def open_endpoint(opts: ConnectorOptions, *, whole_command: bool = False) -> Connector:
+    """A bare BMC endpoint: logged in within one deadline (`opts.deadline_s`), nothing read beyond the service
+    root (no node facts); nothing left open on failure. The Connector is a context manager that logs out
+    at its end. `whole_command` as for open_node."""
     conn = Connector(opts)
     try:
+        if whole_command:
+            conn.hold_deadline()  # released by conn.close()
         with conn.deadline():
             conn.open()
-            node = node_facts(conn)
-        yield node
-    finally:
+        return conn
+    except BaseException:
         conn.close()
-
-
-@contextmanager
-def open_host(host: HostEntry, insecure: bool = False) -> Iterator[tuple[HostEntry, Node]]:
-    """Log in to an already-loaded host's BMC, and yield its entry and node facts. Everything the
-    command sends inside runs within one deadline (`ConnectorOptions.deadline_s`); the waits it makes
-    (a firmware Task, a PowerState, a BMC reset) are bounded by their own timeouts meanwhile
-    (Connector.waiting)."""
-    conn = Connector(options_for(host.name, host.bmc, insecure=insecure))
-    try:
-        with conn.deadline():  # the login and the facts count too
-            conn.open()
-            yield host, node_facts(conn)
-    finally:
-        conn.close()
+        raise

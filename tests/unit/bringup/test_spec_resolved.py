@@ -40,7 +40,7 @@ def test_images_stay_right_when_the_working_directory_changes(inventory_copy: Pa
     assert all(Path(i).is_file() for per in images.values() for i in per.values() if "://" not in i)
 
 
-def test_open_host_takes_the_loaded_host_and_never_loads_the_fleet(monkeypatch: pytest.MonkeyPatch,
+def test_open_node_takes_the_loaded_host_and_never_loads_the_fleet(monkeypatch: pytest.MonkeyPatch,
                                                                   inventory_copy: Path) -> None:
     monkeypatch.setenv("PROVISION_BMC_USERNAME", "admin")
     monkeypatch.setenv("PROVISION_BMC_PASSWORD", "s3cret-Pa55")
@@ -51,14 +51,14 @@ def test_open_host_takes_the_loaded_host_and_never_loads_the_fleet(monkeypatch: 
 
     seen: list[str] = []
     monkeypatch.setattr(session, "Connector", lambda opts: _Conn(seen, opts))
-    monkeypatch.setattr(session, "node_facts", lambda conn: "facts")
-    with session.open_host(host) as (entry, facts):
-        assert entry is host and facts == "facts"
+    monkeypatch.setattr(session, "node_facts", lambda conn: session.Node(conn, *[None] * 4))  # type: ignore[arg-type]
+    with session.open_node(session.options_for(host.name, host.bmc), whole_command=True) as facts:
+        assert isinstance(facts.conn, _Conn)
     assert seen == ["node01"] and loads == []
 
 
 class _Conn:
-    """A connector that logs in to nothing (open_host opens, bounds and closes it)."""
+    """A connector that logs in to nothing (open_node opens, bounds and closes it)."""
 
     def __init__(self, seen: list[str], opts: ConnectorOptions) -> None:
         seen.append(opts.name)
@@ -71,3 +71,6 @@ class _Conn:
 
     def deadline(self) -> AbstractContextManager[object]:
         return nullcontext()
+
+    def hold_deadline(self) -> None:
+        pass

@@ -194,6 +194,6 @@ def test_bmc_inventory_exits_1_and_names_what_it_could_not_read(inventory_copy: 
     ("/redfish/v1/Entries/", "/redfish/v1/Entries"),
 ])
 def test_a_next_link_is_known_by_its_path_and_query(link: str, key: str) -> None:
-    from provision.redfish.connector import _page_key
+    from provision.redfish.collection import page_key
 
-    assert _page_key(link) == key
+    assert page_key(link) == key

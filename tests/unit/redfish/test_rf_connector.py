@@ -244,7 +244,7 @@ def test_secrets_never_logged_or_in_errors(caplog: pytest.LogCaptureFixture) -> 
         except RedfishUnavailable as exc:
             errors.append(str(exc))
         conn.patch(f"{SYS}/Bios/SD", {"Attributes": {"Password": "s3cret-Pa55"}})
-        # a redirect is what is left to the DMTF library's transport (requests go on the connector's pool)
+        # a redirect, followed on the same pool (the token goes with it: the same BMC)
         bmc.redirects[f"{SYS}/Moved"] = SYS
         assert conn.get(f"{SYS}/Moved")["Id"] == "1"
         conn.close()
@@ -255,6 +255,6 @@ def test_secrets_never_logged_or_in_errors(caplog: pytest.LogCaptureFixture) -> 
     issued = [s.headers.get("x-auth-token") for s in bmc.seen if s.headers.get("x-auth-token")]
     assert issued, "the test must see tokens in use"
     text = caplog.text + "\n".join(errors)
-    assert "HTTP REQUEST" in caplog.text, "DEBUG logging of the DMTF library must be captured"
+    assert "HTTP REQUEST" in caplog.text, "DEBUG logging of each request must be captured"
     for secret in ["s3cret-Pa55", "other-Secret-9", *issued]:
         assert secret not in text

@@ -1,13 +1,14 @@
-"""The connector's own pool speaks as the DMTF library does: request headers, session login answers."""
+"""The one transport speaks as the DMTF library did: request headers, session login answers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from redfish.rest.v1 import InvalidCredentialsError, RedfishPasswordChangeRequiredError, SessionCreationError
 
-from provision.redfish.connector_fast import request_headers, session_from_login
+from provision.redfish.errors import RedfishPasswordChangeRequired
+from provision.redfish.login import LoginRefused, SessionRefused, session_from_login
+from provision.redfish.transport import Transport
 
 SESSION = "/redfish/v1/SessionService/Sessions/7"
 CHANGE = {"@Message.ExtendedInfo": [{"MessageId": "Base.1.8.PasswordChangeRequired", "MessageArgs": ["/A/1"]}]}
@@ -25,15 +26,15 @@ def test_a_session_is_its_token_and_location(status: int, headers: dict[str, str
 
 
 @pytest.mark.parametrize(("status", "answer", "error", "text"), [
-    (401, {}, InvalidCredentialsError, "Invalid credentials"),
-    (400, {"error": {"@Message.ExtendedInfo": [{"Message": "account locked"}]}}, SessionCreationError,
+    (401, {}, LoginRefused, "Invalid credentials"),
+    (400, {"error": {"@Message.ExtendedInfo": [{"Message": "account locked"}]}}, SessionRefused,
      "HTTP 400: Failed to create the session\naccount locked"),
-    (500, {"error": {"message": "busy"}}, SessionCreationError, "HTTP 500: Failed to create the session\nbusy"),
-    (503, "not json", SessionCreationError, "HTTP 503"),
-    (201, CHANGE, RedfishPasswordChangeRequiredError, "Password Change Required"),
-    (403, {"error": CHANGE}, RedfishPasswordChangeRequiredError, "Password Change Required"),
+    (500, {"error": {"message": "busy"}}, SessionRefused, "HTTP 500: Failed to create the session\nbusy"),
+    (503, "not json", SessionRefused, "HTTP 503"),
+    (201, CHANGE, RedfishPasswordChangeRequired, "Password Change Required"),
+    (403, {"error": CHANGE}, RedfishPasswordChangeRequired, "Password Change Required"),
 ])
-def test_a_refused_login_raises_what_the_library_raises(status: int, answer: Any, error: type[Exception],
+def test_a_refused_login_raises_what_the_library_raised(status: int, answer: Any, error: type[Exception],
                                                        text: str) -> None:
     with pytest.raises(error, match=text):
         session_from_login(status, {}, answer)
@@ -47,5 +48,7 @@ def test_a_refused_login_raises_what_the_library_raises(status: int, answer: Any
 ])
 def test_request_headers_are_the_librarys(given: dict[str, str], key: str | None, basic: str | None,
                                           expected: dict[str, str]) -> None:
-    assert request_headers(given, key, basic) == expected
+    http = Transport("https://127.0.0.1:9", None, 1)
+    http.token, http.basic = key, basic
+    assert http._headers(given) == expected
     assert "X-Auth-Token" not in given  # the caller's dict is not changed
