@@ -1,5 +1,6 @@
-"""DMTF's Redfish Service Validator, offline, against one lab node: no more FAILs than DMTF's own
-mockup server gets on its public-rackmount1 mockup (52)."""
+"""DMTF's Redfish Service Validator, offline, against one lab node: no more FAILs than the lab node had before
+the day-zero services (accounts, certificates, manager settings) were added (34; DMTF's own mockup server
+gets 52 on its public-rackmount1 mockup): a new service may add passes, never a FAIL."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.lab
 
 CSDL = Path(__file__).resolve().parent.parent / "fixtures" / "bmcsim" / "csdl"
-DMTF_MOCKUP_SERVER_FAILS = 52
+LAB_NODE_FAILS = 34  # measured 2026-12-05, before and after the day-zero services
 
 
 def test_service_validator_fail_count(bmc_lab: Any, tmp_path: Path) -> None:
@@ -38,4 +39,4 @@ def test_service_validator_fail_count(bmc_lab: Any, tmp_path: Path) -> None:
     assert table, done.stdout[-2000:] + done.stderr[-2000:]
     passed, _warned, failed = (int(x) for x in table.groups())
     assert passed > 5000, "the validator walked the whole tree"
-    assert failed <= DMTF_MOCKUP_SERVER_FAILS, done.stdout[-3000:]
+    assert failed <= LAB_NODE_FAILS, done.stdout[-3000:]

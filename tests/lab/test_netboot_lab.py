@@ -116,7 +116,7 @@ def test_netboot_answers_only_the_lab_node_and_leaves_nothing_after_down(net: Ne
     assert f"1 node(s) [node01 {NODE_MAC}]; dnsmasq pid" in up.stdout  # node02 installs from virtual media
     pid = service.running_pid(d)
     assert pid is not None and ":67 " in ports(net) and ":69 " in ports(net)
-    status = cli(net, "netboot", "status", "--dir", str(d))
+    status = cli(net, "netboot", "status", "--dir", str(d), "-o", "table")
     assert f"netboot: dnsmasq pid {pid}; nodes: pv-node01; leases: none; installing: none" in status.stdout
 
     # PXE firmware of the lab node: an address of the range, the loader's name, the loader over TFTP
@@ -140,7 +140,7 @@ def test_netboot_answers_only_the_lab_node_and_leaves_nothing_after_down(net: Ne
     assert net.firmware(NODE_MAC, "--ipxe", "--tftp", "boot.ipxe")["tftp"] == len(script)
     assert net.firmware(NODE_MAC, "--pxe", "--tftp", "ipxe.efi")["tftp"] == loader.stat().st_size  # its root
     assert net.firmware(STRANGER_MAC, "--ipxe", "--wait", "4")["offer"] is None
-    assert "installing: pv-node01" in cli(net, "netboot", "status", "--dir", str(d)).stdout
+    assert "installing: pv-node01" in cli(net, "netboot", "status", "--dir", str(d), "-o", "table").stdout
     assert service.remove_boot_entry(d, "node01")
     assert net.firmware(NODE_MAC, "--ipxe", "--tftp", "boot.ipxe")["tftp"] == -2
 
