@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from provision.redfish.connector import ROOT, Connector, Json
-from provision.redfish.ops.session import Node
+from provision.redfish.ops.session import Node, host_system
 from provision.redfish.resources.base import real_text
 from provision.spec.model import NodeSpec
 from provision.spec.platforms import BmcIdentity, Board, DeviceKind, PlatformIdentity, refuse_profile
@@ -25,11 +25,6 @@ def _text(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return real_text(value)
-
-
-def host_system(systems: list[Json]) -> Json:
-    """The host: the first system with a Bios, else the first."""
-    return next((s for s in systems if isinstance(s.get("Bios"), dict)), systems[0] if systems else {})
 
 
 def _linked(obj: Json, key: str) -> list[str]:

@@ -70,16 +70,28 @@ class Node:
         self.conn.close()
 
 
+def host_system(systems: list[Json]) -> Json:
+    """The host: the first system with a Bios, else the first (an HGX baseboard listed before it has none)."""
+    return next((s for s in systems if isinstance(s.get("Bios"), dict)), systems[0] if systems else {})
+
+
 def node_facts(conn: Connector) -> Node:
-    """Root, first System (and first Manager), vendor plugin."""
+    """Root, the host system (host_system), the Manager it names in Links.ManagedBy (else the first), vendor
+    plugin."""
     root = ServiceRoot.parse(conn.root)
     systems = conn.members(f"{ROOT}/Systems")
     if not systems:
         raise RedfishError(f"{conn.opts.where}: no ComputerSystem under {ROOT}/Systems")
-    system = ComputerSystem.parse(systems[0])
-    managers = conn.get_optional(f"{ROOT}/Managers") or {}
-    mgr = [str(m.get("@odata.id")) for m in managers.get("Members", []) if isinstance(m, dict)]
-    return Node(conn=conn, root=root, system=system, manager_uri=mgr[0] if mgr else None,
+    body = host_system(systems)
+    system = ComputerSystem.parse(body)
+    links = body.get("Links")
+    refs = links.get("ManagedBy") if isinstance(links, dict) else None
+    named = [str(m["@odata.id"]) for m in refs if isinstance(m, dict) and m.get("@odata.id")] \
+        if isinstance(refs, list) else []
+    if not named:
+        managers = conn.get_optional(f"{ROOT}/Managers") or {}
+        named = [str(m.get("@odata.id")) for m in managers.get("Members", []) if isinstance(m, dict)]
+    return Node(conn=conn, root=root, system=system, manager_uri=named[0] if named else None,
                 vendor=detect(root, system), systems=tuple(systems))
 
 

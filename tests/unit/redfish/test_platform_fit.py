@@ -431,3 +431,24 @@ def test_a_placeholder_serial_or_uuid_names_no_board(placeholder: str) -> None:
     assert (got.system.serial_number, got.system.uuid, got.system.sku) == (None, None, None)
     assert got.chassis is not None and got.chassis.serial_number is None
     assert got.system.model == "SYS-821GE-TNHR"
+
+
+def test_the_node_is_the_host_system_and_its_own_manager_whatever_the_listing_order() -> None:
+    """A BMC that lists the HGX baseboard before the host (the GH200 capture's two systems, reversed): the node's
+    system is the one with a Bios, and its Manager the one that system names in Links.ManagedBy."""
+    from provision.redfish.connector import ConnectorOptions
+    from provision.redfish.ops.session import open_node
+    from tests.unit.redfish.rf_fakebmc import FakeBmc, Served
+
+    tree = full_tree("nvidia_gh200")
+    systems = tree["/redfish/v1/Systems"]
+    tree["/redfish/v1/Systems"] = {**systems, "Members": list(reversed(systems["Members"]))}
+    assert tree["/redfish/v1/Systems"]["Members"][0]["@odata.id"].endswith("HGX_Baseboard_0")
+    host = tree["/redfish/v1/Systems/System_0"]
+    managed_by = [m["@odata.id"] for m in host["Links"]["ManagedBy"]]
+    with Served(FakeBmc(tree=tree)) as srv:
+        opts = ConnectorOptions(address=srv.address, username="admin", password="s3cret-Pa55", name="n1",
+                                insecure_http=True)
+        with open_node(opts) as node:
+            assert node.system.uri == "/redfish/v1/Systems/System_0"
+            assert node.manager_uri == managed_by[0]

@@ -40,7 +40,7 @@ def short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     (["firmware", "update", "--plan"], f"{ROOT}/UpdateService/FirmwareInventory"),
     (["bios", "diff"], f"{SYS}/Bios"),
     (["bios", "apply", "--plan"], f"{SYS}/Bios"),
-    (["power", "status"], f"{ROOT}/Managers"),  # a node fact: the login and the facts count too
+    (["power", "status"], f"{ROOT}/Systems"),  # a node fact: the login and the facts count too
     (["power", "cycle"], f"{SYS}/ResetActionInfo"),
     (["bmc", "boot-once", "Pxe"], SYS),
     (["bmc", "media", "--eject"], f"{SYS}/VirtualMedia"),
