@@ -355,15 +355,26 @@ def _locked(base: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _create(path: Path, text: str) -> Path:
-    """A new file, atomically: written to a temporary file beside it, then linked in (never replacing)."""
+def _temp_beside(path: Path, text: str, mode: int) -> str:
+    """`text` in a new temporary file beside `path`, synced to disk, with `mode`; its name (removed on failure)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _create(path: Path, text: str) -> Path:
+    """A new file, atomically: written to a temporary file beside it, then linked in (never replacing)."""
+    tmp = _temp_beside(path, text, 0o644)
+    try:
         os.link(tmp, path)  # fails if the file appeared meanwhile: nothing replaced
     finally:
         os.unlink(tmp)
@@ -372,14 +383,8 @@ def _create(path: Path, text: str) -> Path:
 
 def _replace(path: Path, text: str) -> None:
     """Replace `path`'s content atomically (temporary file, fsync, rename), keeping its mode."""
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = _temp_beside(path, text, path.stat().st_mode & 0o7777)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
