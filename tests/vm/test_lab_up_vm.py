@@ -130,6 +130,8 @@ def test_lab_up_vm_then_down_leaves_nothing(tmp_path: Path, simulator_killed: bo
         while not qemu_pids(lab) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert qemu_pids(lab), "powering the host on started no qemu"
+        while not listening(ssh_port) and time.monotonic() < deadline:  # a loaded host: qemu starts its
+            time.sleep(0.2)                                             # forwards some time after its process
         assert listening(ssh_port)  # qemu forwards the node's SSH port
         if simulator_killed:  # its qemu outlives it: lab down must stop that one too
             os.kill(status["pid"], signal.SIGKILL)
