@@ -30,6 +30,7 @@ from provision.errors import CheckFailed, InputError
 from provision.redfish.connector import ROOT, Connector, Json
 from provision.redfish.errors import RedfishOperationFailed, RedfishTimeout
 from provision.redfish.ops.waiting import Clock
+from provision.redfish.resources import Task
 
 CERTIFICATE_SERVICE = f"{ROOT}/CertificateService"
 SIGN_TIMEOUT_S = 60.0
@@ -233,11 +234,11 @@ def generate_csr(conn: Connector, target: str, body: Json, timeout_s: float, clo
             got = conn.request("GET", monitor, allow_status=(202,))
             if isinstance(got.json.get("CSRString"), str):
                 return str(got.json["CSRString"])
-            state = str(got.json.get("TaskState") or "")
-            if state in ("Exception", "Killed", "Cancelled", "Interrupted"):
-                raise RedfishOperationFailed(f"{conn.opts.where}: the CSR task {monitor} ended {state}")
-            if state == "Completed":
+            task = Task.parse(got.json)
+            if task.task_state == "Completed":
                 raise CheckFailed(f"{conn.opts.where}: the CSR task {monitor} completed without a CSR")
+            if task.done:
+                raise RedfishOperationFailed(f"{conn.opts.where}: the CSR task {monitor} ended {task.task_state}")
             if clock.now() >= deadline:
                 raise RedfishTimeout(f"{conn.opts.where}: the CSR task {monitor} did not complete within "
                                      f"{timeout_s:g} s (bmc.certificate.csr_timeout_s)")
