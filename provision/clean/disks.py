@@ -65,6 +65,16 @@ def _mentions(leaf: str, drive: Drive) -> bool:
     return drive.serial in leaf or re.search(rf"(^|/){re.escape(base)}(p\d+)?$", leaf) is not None
 
 
+def _distinct_serials(node: str, drives: list[Drive]) -> None:
+    """An erase is tracked by the drive's serial (a resumed clean skips the serials it has evidence for): two
+    drives with one serial, or one without, would let an unerased drive pass as erased. Refused, nothing done."""
+    serials = [d.serial.strip() for d in drives]
+    bad = sorted(d.device for d in drives if not d.serial.strip() or serials.count(d.serial.strip()) > 1)
+    if bad:
+        raise CheckFailed(f"{node}: drives {', '.join(bad)} report no serial or the same serial: an erase is "
+                          "proven per serial, so none is erased")
+
+
 def observe_disks(host: HostEntry, shell: Shell, erased: frozenset[str],
                   open_erases: dict[str, float]) -> DisksObserved:
     """Read-only: the node's NVMe namespaces with their controllers' erase capabilities, the boot mirror's
@@ -83,6 +93,7 @@ def observe_disks(host: HostEntry, shell: Shell, erased: frozenset[str],
         ident = parse_nvme_id_ctrl(_must(shell, f"nvme id-ctrl {nvme.q(ctrl)} -o json"))
         drives.append(Drive(device=ns.device_path, controller=ctrl, serial=ns.serial, model=ns.model,
                             boot=ns.device_path in boot_devs, caps=DriveCaps.of(ident.sanicap, ident.oacs, ident.fna)))
+    _distinct_serials(host.name, drives)
     boot = [d for d in drives if d.boot]
     pools = []
     for name in nvme.parse_zpools(_pools(shell)):

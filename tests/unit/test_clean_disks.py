@@ -200,3 +200,17 @@ def test_plan_only_runs_no_command_that_changes_the_node(host: HostEntry) -> Non
     actions: tuple[Action, ...] = result.nodes[0].stages[0].plan.actions
     assert [a.kind for a in actions].count("drive-erase") == 2
     assert not any(c.startswith(("nvme sanitize ", "nvme format", "wipefs", "zpool destroy")) for c in node.commands)
+
+
+@pytest.mark.parametrize(("serials", "named"), [({"nvme3n1": "SN2"}, "/dev/nvme2n1, /dev/nvme3n1"),
+                                                ({"nvme2n1": " "}, "/dev/nvme2n1")])
+def test_drives_that_cannot_be_told_apart_by_serial_are_refused(host: HostEntry, tmp_path: Path,
+                                                               serials: dict[str, str], named: str) -> None:
+    """Resume skips the serials with evidence: a shared or missing serial would pass an unerased drive as erased."""
+    node = _node(**{dev: {"serial": sn} for dev, sn in serials.items()})
+    with Journal(tmp_path / "j.db") as jr:
+        result = _clean(host, node, jr)
+    assert not result.ok
+    assert f"drives {named} report no serial or the same serial" in result.nodes[0].stages[0].error
+    assert not any(d.erases for d in node.drives.values())
+    assert not any(c.startswith(("wipefs", "zpool destroy", "mdadm --stop")) for c in node.commands)
