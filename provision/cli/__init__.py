@@ -64,16 +64,39 @@ SUBCOMMANDS: list[tuple[str, str]] = [
 ]
 
 
-def _register() -> None:
+_registered: set[str] = set()
+
+
+def register(names: set[str] | None = None) -> typer.Typer:
+    """Register the subcommands `names` (all when None) on `app` and return it. A command's module is imported
+    only when it is registered, so `provision spec validate` does not import bring-up, campaigns and the lab."""
     import importlib
 
     for name, target in SUBCOMMANDS:
+        if name in _registered or (names is not None and name not in names):
+            continue
         module, _, attr = target.partition(":")
         obj = getattr(importlib.import_module(module), attr or "app")
         if isinstance(obj, typer.Typer):
             app.add_typer(obj, name=name)
         else:  # a plain function registered as a top-level command
             app.command(name=name)(obj)
+        _registered.add(name)
+    return app
+
+
+def _named_command(argv: list[str]) -> set[str] | None:
+    """The subcommand argv runs, as a set of one; None (every subcommand) for the root's help, a completion
+    request or a word that names no subcommand (so the usage error lists them all)."""
+    if any(key.endswith("_COMPLETE") and key.startswith("_PROVISION") for key in os.environ):
+        return None
+    words = iter(argv)
+    for word in words:
+        if word == "--log-file":
+            next(words, None)
+        elif not word.startswith("-"):
+            return {word} if any(word == name for name, _ in SUBCOMMANDS) else None
+    return None
 
 
 def _version(value: bool) -> None:
@@ -104,9 +127,6 @@ def _root(
     transport_warnings.reset()  # a transport warning is said once per BMC per command
 
 
-_register()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turn ProvisionError into one line and an exit code.
 
@@ -114,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     command and the option, exit 2; everything the library raises on purpose is a ProvisionError and
     prints as one red line too. Nothing has run when a usage error is reported.
     """
+    register(_named_command(sys.argv[1:] if argv is None else argv))
     try:
         code = app(args=argv, standalone_mode=False, prog_name="provision")
     except click_errors.NoArgsIsHelpError as exc:  # typer's help renders itself (rich) as it is built

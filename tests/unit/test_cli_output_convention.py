@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import typer
 
-from provision.cli import app, main, output
+from provision.cli import main, output, register
 from tests.conftest import EXAMPLE_INVENTORY
 from tests.unit.test_bringup_engine import FakeStage
 
@@ -30,7 +30,7 @@ def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str,
 
 
 def test_no_flag_of_any_command_shows_a_value_type() -> None:
-    root = typer.main.get_command(app)
+    root = typer.main.get_command(register())
     commands = _commands(root)
     assert len(commands) > 30  # every group and command of the tree
     flags, shown = 0, []
@@ -52,7 +52,7 @@ WRITES = {"campaign start", "campaign join", "campaign resume", "campaign pause"
 
 
 def test_every_command_that_reads_takes_output() -> None:
-    leaves = [(path, c) for path, c in _commands(typer.main.get_command(app)) if not getattr(c, "commands", None)]
+    leaves = [(path, c) for path, c in _commands(typer.main.get_command(register())) if not getattr(c, "commands", None)]
     without = {" ".join(path) for path, c in leaves if "--output" not in {o for p in c.params for o in p.opts}}
     assert without == WRITES
     assert len(leaves) - len(without) >= 20

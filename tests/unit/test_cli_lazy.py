@@ -1,0 +1,51 @@
+"""The command line imports only the subcommand it runs (every one for the root's help and completion)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from provision.cli import SUBCOMMANDS, _named_command
+from tests.conftest import EXAMPLE_INVENTORY
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["spec", "validate", "x.yml"], {"spec"}),
+        (["-v", "bringup", "node01"], {"bringup"}),
+        (["--log-file", "spec", "verify", "node01"], {"verify"}),  # "spec" is --log-file's value here
+        (["--log-file=/tmp/l", "-q", "power", "node01"], {"power"}),
+        (["--help"], None),
+        ([], None),
+        (["nosuch", "x"], None),  # the usage error lists every command
+        (["-q"], None),
+    ],
+)
+def test_the_named_subcommand_is_the_first_word_that_is_no_option(argv: list[str], named: set[str] | None) -> None:
+    assert _named_command(argv) == named
+
+
+def test_a_completion_request_registers_every_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_PROVISION_COMPLETE", "complete_bash")
+    assert _named_command(["spec"]) is None
+
+
+def test_spec_validate_imports_neither_bringup_nor_the_lab_and_still_validates() -> None:
+    code = (
+        "import sys\n"
+        "from provision.cli import main\n"
+        f"rc = main(['spec', 'validate', '-i', {str(EXAMPLE_INVENTORY / 'hosts.yml')!r}])\n"
+        "loaded = [m for m in ('provision.bringup.stages', 'provision.lab.manager', 'provision.campaign.engine')"
+        " if m in sys.modules]\n"
+        "print('RC', rc, 'LOADED', loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert "RC 0 LOADED []" in out.stdout, out.stdout + out.stderr
+
+
+def test_every_subcommand_is_listed_once() -> None:
+    names = [name for name, _ in SUBCOMMANDS]
+    assert len(names) == len(set(names))
