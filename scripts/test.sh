@@ -154,5 +154,7 @@ if [ "$rc" -eq 0 ] && [ -e "$heavy_ran" ]; then
   echo "== generated documents in step"
   python tests/faults/doccheck.py "$committed_matrix" docs/fault-matrix.md --written-after "$started" || rc=$?
 fi
+echo "== tier times (the lab tier's is above)"
+grep -h '^== .* tier: [0-9]* s' "${lane_logs[@]}" || true
 echo "== all tiers: exit ${rc}, $(( $(date +%s) - started )) s"
 exit "$rc"
