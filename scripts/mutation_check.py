@@ -290,6 +290,23 @@ SITES: tuple[Site, ...] = (
     Site("identity-placeholder-serial", "provision/redfish/ops/identity.py", "    return real_text(value)\n",
          "    return value.strip() or None if isinstance(value, str) else None\n",
          (PLACEHOLDER,), "two boards that both report serial N/A read as the same board"),
+    # -- counting by identity, discovery bounds (issues 38, 39) ----------------------------------------------
+    Site("drive-absent-counted", "provision/redfish/ops/counting.py",
+         "        if not d.present or d.removable_media:\n", "        if d.removable_media:\n",
+         ("tests/unit/redfish/test_counting_by_identity.py",),
+         "an empty drive bay (Status.State Absent) is counted as a drive"),
+    Site("drive-counted-per-uri", "provision/redfish/ops/counting.py",
+         "        out.setdefault(d.identity or (\"uri\", d.uri), d)\n", "        out.setdefault((\"uri\", d.uri), d)\n",
+         ("tests/unit/redfish/test_counting_by_identity.py",),
+         "a drive listed under Storage and under Chassis counts twice (by URI, not by serial)"),
+    Site("psu-serial-ignored", "provision/redfish/ops/counting.py",
+         "        if k is not None and k in keys:\n            continue\n", "",
+         ("tests/unit/redfish/test_counting_by_identity.py",),
+         "a PSU listed in Power and PowerSubsystem with one serial counts twice"),
+    Site("discover-max-not-enforced", "provision/discover/targets.py",
+         "    if total > max_addresses:\n", "    if total > max_addresses * 2:\n",
+         ("tests/unit/discover/",),
+         "an address range larger than --max is probed anyway"),
 )
 
 

@@ -41,6 +41,18 @@ def test_a_drive_listed_under_storage_and_chassis_counts_once(spec: NodeSpec) ->
     assert (boot.observed, boot.verdict) == ("1", "drift")
 
 
+def test_an_empty_bay_is_no_drive() -> None:
+    """A bay a BMC lists with Status.State Absent (some BMCs list every slot, filled or not) holds no drive: two
+    drives and two empty bays are two drives, in Storage and under Chassis alike."""
+    empty = {"Status": {"State": "Absent"}}
+    t = node()
+    storage(t, [drive(f"{R}/Systems/1/Storage/1/Drives/0", serial="A0"),
+                 drive(f"{R}/Systems/1/Storage/1/Drives/1", serial=None, **empty)])
+    chassis_drives(t, [drive(f"{R}/Chassis/1/Drives/Bay1", serial="A1"),
+                       drive(f"{R}/Chassis/1/Drives/Bay2", serial=None, **empty)])
+    assert sorted(d.serial_number or "" for d in observe_tree(t).drives) == ["A0", "A1"]
+
+
 def test_drives_without_serial_are_one_per_model_capacity_and_bay() -> None:
     bay = {"PhysicalLocation": {"PartLocation": {"ServiceLabel": "Bay 3", "LocationType": "Bay"}}}
     other_bay = {"PhysicalLocation": {"PartLocation": {"ServiceLabel": "Bay 4", "LocationType": "Bay"}}}
