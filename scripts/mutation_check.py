@@ -208,7 +208,7 @@ SITES: tuple[Site, ...] = (
     Site("health-rollup-ignored", "provision/campaign/redfish_updater.py",
          'health = status.get("HealthRollup") or status.get("Health")', 'health = status.get("Health")', UPDATER,
          "the Redfish health gate reads a chassis's own health, not the rollup of what it holds"),
-    Site("plain-http-spec-unchecked", "provision/spec/model.py",
+    Site("plain-http-spec-unchecked", "provision/spec/fleet.py",
          "if self.plain_http and not self.insecure_http:", "if self.plain_http and self.insecure_http is None:",
          TRANSPORT, "the inventory takes a plain-HTTP BMC nobody opted in for (the rule's one place)"),
     Site("plain-http-warning-lost", "provision/redfish/ops/session.py", "    if opts.plain_http:\n",

@@ -23,8 +23,8 @@ from provision.discover.probe import Outcome, Settings, discover
 from provision.discover.targets import DEFAULT_MAX, DEFAULT_PORT, Target, parse_range
 from provision.errors import CheckFailed, InputError, InventoryError, SpecError
 from provision.spec import load_fleet
+from provision.spec.fleet import HostEntry
 from provision.spec.loader import SiteDefaults, inventory_dir, site_defaults
-from provision.spec.model import HostEntry
 
 RangeOpt = Annotated[str | None, typer.Option(
     "--range", "-r", metavar="RANGE",

@@ -24,9 +24,10 @@ from provision.cli.output import (
 )
 from provision.spec import load_fleet
 from provision.spec.findings import Finding, Severity
+from provision.spec.fleet import Fleet
 from provision.spec.loader import PROFILE_PREFIX, profile_file
 from provision.spec.memory_population import check_profile
-from provision.spec.model import Fleet, NodeSpec
+from provision.spec.model import NodeSpec
 from provision.spec.parts import part_findings
 from provision.spec.power_budget import budget_findings, check_power
 

@@ -17,21 +17,21 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from provision.errors import InputError, InventoryError, SpecError
 from provision.redact import register_secret
 from provision.spec.bmc_setup import BmcSetup
-from provision.spec.model import (
+from provision.spec.fleet import (
     BmcEndpoint,
     Fleet,
     HostEntry,
     InstallerAccess,
-    InstallMethod,
     LabDeclaration,
-    NodeSpec,
     Rack,
     RecordedIdentity,
     SshEndpoint,
     Waiver,
 )
+from provision.spec.model import NodeSpec
 from provision.spec.patterns import HostPatterns, ansible_env
 from provision.spec.slurm import SLURM_VAR, SlurmSettings
+from provision.spec.software import InstallMethod
 from provision.spec.strict_yaml import load_strict, vars_files, yaml_files
 from provision.spec.validation import describe
 

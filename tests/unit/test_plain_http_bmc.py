@@ -16,7 +16,7 @@ from provision.redfish import transport_warnings
 from provision.redfish.connector import ConnectorOptions
 from provision.redfish.ops import session
 from provision.spec import load_fleet
-from provision.spec.model import BmcEndpoint
+from provision.spec.fleet import BmcEndpoint
 
 
 def _set_host_vars(inv: Path, host: str, **values: object) -> None:

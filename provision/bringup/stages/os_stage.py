@@ -42,7 +42,7 @@ from provision.redfish.ops.waiting import Clock, wait_for
 from provision.remote import hostkeys
 from provision.remote.ssh import SshError, endpoint, known_hosts_file, wait_for_ssh
 from provision.spec import HostEntry
-from provision.spec.model import InstallMethod
+from provision.spec.software import InstallMethod
 
 SEED = "seed.iso"
 

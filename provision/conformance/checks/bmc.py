@@ -21,8 +21,11 @@ from provision.errors import ProvisionError
 from provision.redfish.ops.inventory import shown
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.resources.power import Temperature
-from provision.spec.model import Comparison, Cooling, HostEntry, NodeSpec
-from provision.spec.model import Power as PowerSpec
+from provision.spec.acceptance import Comparison
+from provision.spec.fleet import HostEntry
+from provision.spec.hardware import Cooling
+from provision.spec.hardware import Power as PowerSpec
+from provision.spec.model import NodeSpec
 from provision.spec.platforms import DeviceKind
 
 AREA = "bmc"

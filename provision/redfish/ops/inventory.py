@@ -40,9 +40,10 @@ from provision.redfish.resources import (
 )
 from provision.redfish.vendors import GpuView
 from provision.redfish.vendors.registry import detect
-from provision.spec.model import Comparison, NodeSpec
-from provision.spec.model import Storage as StorageSpec
+from provision.spec.acceptance import Comparison
+from provision.spec.model import NodeSpec
 from provision.spec.platforms import PlatformIdentity
+from provision.spec.storage import Storage as StorageSpec
 
 
 class Adapter(BaseModel):

@@ -304,7 +304,7 @@ def test_an_installer_the_host_cannot_boot_is_refused_before_anything_is_written
         refused: str | None) -> None:
     from provision.errors import InputError
     from provision.redfish.image_server import ImageServer
-    from provision.spec.model import Bios
+    from provision.spec.firmware import Bios
 
     fake, host, stage, journal, _ = rig
     host = host.model_copy(update={"spec": host.spec.model_copy(update={"bios": Bios(

@@ -120,7 +120,7 @@ def test_bad_comparisons_refused(spec, comparisons: dict, message: str) -> None:
 
 
 def test_every_drift_item_has_a_default_kind(spec) -> None:  # type: ignore[no-untyped-def]
-    from provision.spec.model import COMPARISONS
+    from provision.spec.acceptance import COMPARISONS
 
     assert {i.key for i in drift(spec, _inv()).items} == set(COMPARISONS)
 
