@@ -196,10 +196,10 @@ SITES: tuple[Site, ...] = (
          "return self.term is not None and self.expires_at - self.clock() > 0", (FENCE,),
          "a leader decides until its lease's last instant (no margin for a pause or a clock ahead)"),
     # -- plain HTTP (issue 42) -----------------------------------------------------------------------------
-    Site("ini-flag-truthy", "provision/spec/loader.py",
+    Site("ini-flag-truthy", "provision/spec/endpoints.py",
          'return str(value).strip().lower() in ("true", "yes", "1")', "return bool(value)",
          (PLAIN,), 'an INI "false" (a non-empty string) opts a host in to plain-HTTP BMC access'),
-    Site("ini-flag-denylist", "provision/spec/loader.py",
+    Site("ini-flag-denylist", "provision/spec/endpoints.py",
          'return str(value).strip().lower() in ("true", "yes", "1")',
          'return str(value).strip().lower() not in ("false", "no", "0")',
          (PLAIN,), 'an INI "off" opts a host in to plain-HTTP BMC access'),
