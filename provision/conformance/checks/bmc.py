@@ -18,7 +18,7 @@ from provision.conformance.checks.bmc_read import read_bmc
 from provision.conformance.checks.memory_layout import layout, redfish_places
 from provision.conformance.model import Outcome, Threshold, worst
 from provision.errors import ProvisionError
-from provision.redfish.ops.inventory import shown
+from provision.redfish.ops.drift import shown
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.resources.power import Temperature
 from provision.spec.acceptance import Comparison

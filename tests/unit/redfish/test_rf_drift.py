@@ -9,7 +9,8 @@ from rf_fakebmc import FakeBmc, Served
 from rf_support import connect, tree
 
 from provision.redfish import resources as r
-from provision.redfish.ops.inventory import Adapter, NodeInventory, drift, observe
+from provision.redfish.ops.drift import drift
+from provision.redfish.ops.inventory import Adapter, NodeInventory, observe
 from provision.redfish.vendors import GpuView
 from provision.spec import load_fleet
 
