@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import unquote
 
-from provision.lab.bmcsim import events, expand, netsettings, vmedia
+from provision.lab.bmcsim import events, expand
 from provision.lab.bmcsim.accounts import ACCOUNT_SERVICE, Account, Accounts, Privilege
 from provision.lab.bmcsim.actions import Actions
 from provision.lab.bmcsim.auth import Sessions
@@ -21,6 +21,7 @@ from provision.lab.bmcsim.host import HostBackend
 from provision.lab.bmcsim.host_link import HostLink
 from provision.lab.bmcsim.messages import message
 from provision.lab.bmcsim.metadata import metadata_xml, service_document
+from provision.lab.bmcsim.patches import Patches
 from provision.lab.bmcsim.power import Power
 from provision.lab.bmcsim.reply import Reply, error, no_content
 from provision.lab.bmcsim.request import Request, json_body
@@ -69,6 +70,7 @@ class Bmc:
         self.bmc_reboot_s = sim.timings.bmc_reboot
         self.down_until = 0.0
         self.actions = Actions(self)
+        self.patches = Patches(self)
         if not cfg.as_captured:
             self._personalise()
 
@@ -240,7 +242,7 @@ class Bmc:
         body = json_body(req.body)
         if body is None:
             return error(400, "MalformedJSON")
-        errors = self._patch_errors(path, body)
+        errors = self.patches.errors(path, body)
         if errors is None:
             return error(405, "OperationNotAllowed")
         if errors:
@@ -250,38 +252,6 @@ class Bmc:
             events.record(self.name, "fault.password_500", path=path)  # the new password is in effect
             return error(500, "InternalError")
         return self._get(path, None)
-
-    def _patch_errors(self, path: str, body: Json) -> list[Json] | None:
-        acct = self.accounts.at(path)
-        if acct is not None:
-            return self.accounts.patch(acct, body)
-        if path in self.power:
-            return self.power[path].patch(body)
-        for bios in self.bios.values():
-            if path == (bios.layout.settings or bios.layout.bios):
-                return bios.patch_settings(body)
-        kind = str((self.res.get(path) or {}).get("@odata.type", ""))
-        manager = next((m for m in self.seed.managers if path.startswith(m + "/")), None)
-        if manager is not None and kind.startswith(("#ManagerNetworkProtocol.", "#EthernetInterface.")):
-            return self._patch_network(manager, path, kind, body)
-        if kind.startswith("#VirtualMedia."):
-            refused = self.link.media_refused(body)
-            reply = refused or vmedia.patch(self.name, self.res, self.sel, path, body)
-            if reply.status < 300:
-                self.link.media_changed(path)
-            return [] if reply.status < 300 else (reply.body or {}).get("error", {}).get("@Message.ExtendedInfo")
-        return None
-
-    def _patch_network(self, manager: str, path: str, kind: str, body: Json) -> list[Json] | None:
-        mgr = self.res.get(manager) or {}
-        proto = norm(str((mgr.get("NetworkProtocol") or {}).get("@odata.id", ""))) or None
-        coll = self.res.get(norm(str((mgr.get("EthernetInterfaces") or {}).get("@odata.id", "")))) or {}
-        nics = [norm(str(m.get("@odata.id", ""))) for m in coll.get("Members") or []]
-        if kind.startswith("#ManagerNetworkProtocol."):
-            return netsettings.patch_protocol(self.name, self.res, path, body, nics)
-        if path not in nics:
-            return None
-        return netsettings.patch_interface(self.name, self.res, path, body, proto, nics)
 
     def _delete(self, path: str, _req: Request) -> Reply:
         if path.startswith(SESSIONS + "/") and self.sessions.delete(path):
