@@ -132,9 +132,4 @@ def var_file(inventory: Path, var: str) -> str:
 
 def profile_file(inventory: Path, profile: str) -> str:
     """The YAML file that defines profile `profile` (for messages), or the inventory directory."""
-    base = inventory_dir(inventory)
-    var = f"{PROFILE_PREFIX}{profile}:"
-    for path in yaml_files(base):
-        if var in path.read_text(encoding="utf-8", errors="replace"):
-            return str(path)
-    return str(base)
+    return var_file(inventory, f"{PROFILE_PREFIX}{profile}")
