@@ -27,6 +27,7 @@ from provision.lab import manager
 from provision.lab.bmcsim import capture
 from provision.lab.bmcsim.config import Parts
 from provision.lab.bmcsim.seed import build
+from provision.lab.state import LabState
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,7 +39,7 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def walk(lab: Path, state: manager.LabState, uris: list[str]) -> tuple[int, float]:
+def walk(lab: Path, state: LabState, uris: list[str]) -> tuple[int, float]:
     hv = yaml.safe_load((lab / "inventory" / "host_vars" / f"{state.nodes[0].name}.yml").read_text())
     auth = base64.b64encode(f"{hv['provision_bmc_username']}:{hv['provision_bmc_password']}".encode()).decode()
     base = hv["provision_lab_bmc_http_address"]

@@ -25,6 +25,7 @@ import yaml
 
 from provision.lab import manager
 from provision.lab.bmcsim.config import TREES_DIR
+from provision.lab.state import LabState
 
 
 def rss_kib(pid: int) -> int:
@@ -34,7 +35,7 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def hit_all(lab: Path, state: manager.LabState, concurrency: int) -> int:
+async def hit_all(lab: Path, state: LabState, concurrency: int) -> int:
     ctx = ssl.create_default_context(cafile=str(lab / "ca.pem"))
     sem = asyncio.Semaphore(concurrency)
     ok = 0

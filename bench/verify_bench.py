@@ -46,7 +46,7 @@ from provision.conformance.runner import verify  # noqa: E402
 from provision.lab.twins import cgroup as twin_cgroup  # noqa: E402
 from provision.lab.twins.models import TwinInfo  # noqa: E402
 from provision.spec import load_fleet  # noqa: E402
-from provision.spec.model import HostEntry  # noqa: E402
+from provision.spec.fleet import HostEntry  # noqa: E402
 from tests.lab.verify_lab import converge, project_spec, ssh, verify_lab  # noqa: E402
 
 BURNIN_PACKAGES = "nccl-tests fio perftest openmpi-bin"

@@ -23,7 +23,7 @@ from typing import Any
 
 from provision import __version__
 from provision.errors import InventoryError
-from provision.spec.loader import plain_data
+from provision.spec.ansible_inventory import plain_data
 
 # Magic variables that say where things are (or are empty/unknown outside a play), not what is applied.
 LOCATION_VARS = frozenset({

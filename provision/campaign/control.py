@@ -10,7 +10,7 @@ from provision.campaign.catalog import Catalog, file_digest, load_catalog
 from provision.campaign.updater import Target
 from provision.errors import InputError
 from provision.journal.campaigns import CampaignRecord, CampaignStore
-from provision.spec.model import Fleet
+from provision.spec.fleet import Fleet
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provision.campaign.catalog import Component
 from provision.errors import ProvisionError
-from provision.spec.model import BmcEndpoint
+from provision.spec.fleet import BmcEndpoint
 from provision.spec.platforms import PlatformIdentity
 
 

@@ -26,6 +26,7 @@ from provision.cli.options import (
 )
 from provision.cli.output import Format, OutputOpt, add_row, cell, choose, console, emit_json, new_table, show
 from provision.errors import CheckFailed, InputError
+from provision.redfish.ops import drift as drift_ops
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power as power_ops
 from provision.redfish.ops import session
@@ -46,7 +47,7 @@ def inventory(node: NodeArg, inventory: InventoryOpt = DEFAULT_INVENTORY, as_jso
     node = entry.name  # the pattern's one host
     with open_node(session.options_for(node, entry.bmc, insecure), whole_command=True) as facts:
         inv = inv_ops.observe(facts.conn)
-    report = inv_ops.drift(entry.spec, inv)
+    report = drift_ops.drift(entry.spec, inv)
     kept = keep_identity(journal_at(None, inventory), node, inv.identity, "bmc inventory")
     fits = entry.spec.described_platforms.fits(inv.identity)
     if fmt is Format.JSON:
@@ -96,7 +97,7 @@ def summary(inv: inv_ops.NodeInventory) -> dict[str, object]:
     }
 
 
-def render(node: str, inv: inv_ops.NodeInventory, report: inv_ops.DriftReport, fmt: Format = Format.TABLE) -> None:
+def render(node: str, inv: inv_ops.NodeInventory, report: drift_ops.DriftReport, fmt: Format = Format.TABLE) -> None:
     """On a terminal: the system, counts, the drift table and unreadable URIs; plain: the drift rows only."""
     s = inv.system
     table = new_table("figure", "compared", "spec", "BMC reports", "verdict", title="drift against the spec")

@@ -19,7 +19,8 @@ from provision.conformance.facts import GatherError, gather
 from provision.conformance.model import Level
 from provision.conformance.runner import ssh_runner_for
 from provision.errors import InventoryError, ProvisionError
-from provision.spec.model import HostEntry, scratch_zfs
+from provision.spec.fleet import HostEntry
+from provision.spec.storage import scratch_zfs
 
 
 class CheckpointsUnreadable(ProvisionError):

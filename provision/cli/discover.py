@@ -23,8 +23,9 @@ from provision.discover.probe import Outcome, Settings, discover
 from provision.discover.targets import DEFAULT_MAX, DEFAULT_PORT, Target, parse_range
 from provision.errors import CheckFailed, InputError, InventoryError, SpecError
 from provision.spec import load_fleet
-from provision.spec.loader import SiteDefaults, inventory_dir, site_defaults
-from provision.spec.model import HostEntry
+from provision.spec.ansible_inventory import inventory_dir
+from provision.spec.fleet import HostEntry
+from provision.spec.loader import SiteDefaults, site_defaults
 
 RangeOpt = Annotated[str | None, typer.Option(
     "--range", "-r", metavar="RANGE",

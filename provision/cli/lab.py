@@ -22,6 +22,7 @@ from provision.cli.output import (
 )
 from provision.lab import manager
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
+from provision.lab.state import LabState, default_lab_dir
 
 app = typer.Typer(help="The built-in lab: simulated BMCs (and node twins) on this machine.", no_args_is_help=True)
 
@@ -32,7 +33,7 @@ LabDirOpt = Annotated[
 
 
 def _lab(lab_dir: Path | None) -> Path:
-    return lab_dir if lab_dir is not None else manager.default_lab_dir()
+    return lab_dir if lab_dir is not None else default_lab_dir()
 
 
 @app.command("up")
@@ -82,12 +83,12 @@ def up(
         err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
 
 
-def _tree_names(state: manager.LabState) -> str:
+def _tree_names(state: LabState) -> str:
     names = [Path(n.tree).name for n in state.nodes if n.tree]
     return ",".join(names) if len(set(names)) > 1 else Path(state.tree).name
 
 
-def _hosts(state: manager.LabState) -> str:
+def _hosts(state: LabState) -> str:
     return ", VM hosts (off)" if state.vm else ", twins" if state.twins else ", BMCs only"
 
 

@@ -22,7 +22,7 @@ from provision.netboot.config import Mode, NetbootSettings, network_of, parse_ra
 from provision.redfish.ops import netif, session
 from provision.redfish.ops.session import CredentialsMissing, open_node
 from provision.spec import HostEntry
-from provision.spec.model import InstallMethod
+from provision.spec.software import InstallMethod
 
 app = typer.Typer(help="dnsmasq for network installs (PXE, UEFI HTTP boot): up, down, status.", no_args_is_help=True)
 DirOpt = Annotated[Path | None, typer.Option("--dir", help=f"Its files (default {service.DEFAULT_DIR}; env "

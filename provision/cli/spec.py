@@ -11,22 +11,13 @@ from rich.text import Text
 from rich.tree import Tree
 
 from provision.cli.options import DEFAULT_INVENTORY, InventoryOpt, JsonOpt, NodeArg, load_host
-from provision.cli.output import (
-    Format,
-    OutputOpt,
-    add_row,
-    choose,
-    emit_json,
-    err_console,
-    new_table,
-    print_wide,
-    show,
-)
+from provision.cli.output import Format, OutputOpt, add_row, choose, emit_json, err_console, new_table, print_wide, show
 from provision.spec import load_fleet
+from provision.spec.ansible_inventory import PROFILE_PREFIX, profile_file
 from provision.spec.findings import Finding, Severity
-from provision.spec.loader import PROFILE_PREFIX, profile_file
+from provision.spec.fleet import Fleet
 from provision.spec.memory_population import check_profile
-from provision.spec.model import Fleet, NodeSpec
+from provision.spec.model import NodeSpec
 from provision.spec.parts import part_findings
 from provision.spec.power_budget import budget_findings, check_power
 
@@ -182,7 +173,8 @@ def _profile_findings(spec: NodeSpec) -> list[Finding]:
 
 def _rack_problems(inventory: Path, fleet: Fleet) -> list[dict[str, str]]:
     """One error per rack whose nodes' peak draw, summed, is above its power budget."""
-    from provision.spec.loader import RACKS_VAR, var_file
+    from provision.spec.ansible_inventory import var_file
+    from provision.spec.host_settings import RACKS_VAR
     from provision.spec.racks import rack_loads
 
     out: list[dict[str, str]] = []

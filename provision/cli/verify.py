@@ -39,7 +39,7 @@ from provision.conformance.checks._base import Context
 from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, NodeReport, Outcome, RunReport
 from provision.errors import CheckFailed, ChecksIncomplete, InputError, ProvisionError
 from provision.journal.location import Location
-from provision.spec.model import HostEntry
+from provision.spec.fleet import HostEntry
 
 LevelOpt = Annotated[
     Level, typer.Option("--level", help="quick: seconds; full: every spec property + BMC; burnin: adds stress tests")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provision.errors import ProvisionError
 from provision.private import runtime_dir
-from provision.spec.model import SshEndpoint
+from provision.spec.fleet import SshEndpoint
 
 _HEADER = re.compile(rb"@@PROVISION (\S+) (-?\d+) (\d+) (\d+)\n")
 _NAME = re.compile(r"^[A-Za-z0-9_.:/\-\[\]]+$")

@@ -18,7 +18,8 @@ from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, g
 from provision.conformance.model import CheckResult, Level, NodeReport, Outcome, RunReport
 from provision.conformance.provenance import spec_digest
 from provision.errors import InventoryError, ProvisionError
-from provision.spec.model import HostEntry, LabDeclaration, NodeSpec, Waiver
+from provision.spec.fleet import HostEntry, LabDeclaration, Waiver
+from provision.spec.model import NodeSpec
 
 RunnerFor = Callable[[HostEntry], Runner]
 

@@ -1,6 +1,6 @@
 """The inventory variables the roles need on the lab's node twins.
 
-The lab writes its own inventory (provision/lab/manager.py); these helpers give it, and the lab tests,
+The lab writes its own inventory (provision/lab/inventory_writer.py); these helpers give it, and the lab tests,
 the Ansible side: the stand-in apt repository, the twin's scratch drives by id, the role overrides.
 """
 

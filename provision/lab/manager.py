@@ -7,83 +7,41 @@ import contextlib
 import importlib
 import importlib.util
 import json
-import os
 import secrets
 import shutil
-import signal
-import socket
 import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr
 
 from provision.ansible.project import example_inventory
 from provision.errors import InputError, LabError
 from provision.lab import simproc
 from provision.lab.bmcsim import capture
-from provision.lab.bmcsim.config import (
-    TREES_DIR,
-    BmcConfig,
-    Parts,
-    Ready,
-    SimConfig,
-    VmHostConfig,
-    factory_cert_file,
-)
+from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, Parts, Ready, SimConfig, VmHostConfig, factory_cert_file
 from provision.lab.bmcsim.faults import BMC_FAULT_KINDS
 from provision.lab.ca import make_ca_and_server
-from provision.lab.inventory import lab_group_vars_text, lab_host_vars
+from provision.lab.inventory_writer import USERNAME, write_inventory
 from provision.lab.parts import spec_parts
-from provision.lab.simproc import SIM_CONFIG, SIM_OUT
+from provision.lab.simproc import SIM_CONFIG, alive, ports_left, stop_process
+from provision.lab.state import STATE, LabState, NodeState, read_state
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.lab.vm import lab_up
 from provision.lab.vm.lab_up import VmLabNode
-from provision.spec.platforms import literal
 
-STATE = "lab.json"
 # A twin fault that takes a part out of the server, and the BMC fault that shows the same part gone.
 TWIN_FAULTS_THE_BMC_SEES: dict[str, str] = {"dimm_missing": "dimm-missing"}
 READY = "bmcsim.ready.json"
 SIM_LOG = "bmcsim.log"
-USERNAME = "admin"
 SECRET_FILES = (SIM_CONFIG, "server-key.pem", "server.pem", "ca.pem", READY)
 FACTORY_CERTS = "factory-certs"  # config.factory_cert_file: <lab>/factory-certs/<node>.pem
-
-
-class NodeState(BaseModel):
-    name: str
-    https_port: int | None
-    http_port: int | None
-    tree: str | None = None  # the mockup this node's BMC serves (a lab of several trees gives each its own)
-    ssh: TwinInfo | None = None
-    vm: VmLabNode | None = None  # `lab up --vm`: the host is a qemu VM (its SSH port, key, installer URL)
-
-
-class LabState(BaseModel):
-    """What `lab up` started (no secrets: those stay in the 0600 simulator config)."""
-
-    lab_dir: Path
-    pid: int
-    control_port: int
-    profile: str
-    tree: str  # the tree every node serves; several, joined by ",", in node order (each node's: nodes[].tree)
-    as_captured: bool
-    twins: bool
-    inventory: Path
-    factory: bool = False  # `lab up --factory`: every BMC as from the factory (bmcsim/README.md)
-    nodes: list[NodeState]
-    warnings: list[str] = []  # capture files served as captured (malformed JSON...), one line each
-    vm: bool = False
-    media_pid: int | None = None  # `lab up --vm`: the image server serving the installer CDs
 
 
 class UpOptions(BaseModel):
@@ -108,39 +66,6 @@ class Shape:
     warnings: list[str]  # what the captures serve as captured, once per tree
 
 
-def default_lab_dir() -> Path:
-    return Path(os.environ.get("PROVISION_LAB_DIR", ".lab"))
-
-
-# --- state -------------------------------------------------------------------------------
-def read_state(lab_dir: Path) -> LabState | None:
-    path = lab_dir / STATE
-    if not path.exists():
-        return None
-    try:
-        return LabState.model_validate_json(path.read_text())
-    except (OSError, UnicodeDecodeError, ValidationError) as exc:
-        raise LabError(f"{path}: unreadable lab state ({exc.__class__.__name__}); remove it by hand") from None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return _is_simulator(pid)
-
-
-def _is_simulator(pid: int) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"provision.lab.bmcsim" in cmdline
-
-
 # --- up ----------------------------------------------------------------------------------
 def up(opts: UpOptions) -> LabState:
     """Start the lab; returns its state. Raises InputError for bad options, LabError if it cannot start."""
@@ -148,7 +73,7 @@ def up(opts: UpOptions) -> LabState:
     shape = shape_of(opts)
     old = read_state(lab)
     if old is not None:
-        if _alive(old.pid):
+        if alive(old.pid):
             raise LabError(f"a lab is already up in {lab} (simulator pid {old.pid}); run `provision lab down`")
         _cleanup_files(lab)
     parts, group_vars = _profile(opts)
@@ -168,7 +93,7 @@ def up(opts: UpOptions) -> LabState:
         write_inventory(lab, opts.profile, group_vars, cfg, state)
     except BaseException:
         if proc is not None:
-            _stop_process(proc.pid, lab, asked=False)
+            stop_process(proc.pid, lab, asked=False)
         lab_up.teardown(lab)  # the image server, a stray qemu, <lab>/vm (nothing when not --vm)
         raise
     (lab / STATE).write_text(state.model_dump_json(indent=1))
@@ -351,131 +276,6 @@ def _state(lab: Path, opts: UpOptions, shape: Shape, ready: Ready, twins: dict[s
                     inventory=lab / "inventory" / "hosts.yml", nodes=nodes)
 
 
-# --- inventory ---------------------------------------------------------------------------
-def write_inventory(lab: Path, profile: str, group_vars: Path, cfg: SimConfig, state: LabState) -> Path:
-    """`<lab>/inventory/`: hosts.yml, the project's group_vars (the specs), host_vars per node (0600)."""
-    inv = lab / "inventory"
-    if inv.exists():
-        shutil.rmtree(inv)
-    (inv / "host_vars").mkdir(parents=True)
-    if group_vars.is_dir():
-        shutil.copytree(group_vars, inv / "group_vars")
-        absolute_images(inv / "group_vars", group_vars.parent)
-        # the simulator makes each tree's board a node of the profile (as captured, it does not): say so
-        describe_lab_boards(inv / "group_vars", [lab_board(n.tree) for n in cfg.nodes if not n.as_captured])
-    hosts = {"all": {"children": {profile: {"hosts": {n.name: None for n in state.nodes}}}}}
-    (inv / "hosts.yml").write_text("---\n# Written by `provision lab up`; removed by `provision lab down`.\n"
-                                   + yaml.safe_dump(hosts, sort_keys=False))
-    if state.twins:  # the roles' lab settings: stand-in repository, drives by id, role overrides
-        (inv / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
-        (inv / "group_vars" / "all" / "lab.yml").write_text(lab_group_vars_text(), encoding="utf-8")
-    for node in state.nodes:  # one VM node at most (lab_up.MAX_NODES): the profile carries its installer
-        if node.vm is not None:
-            lab_up.pin_installer(inv / "group_vars", profile, node.vm.installer_url)
-    secrets_by_name = {n.name: n.password.get_secret_value() for n in cfg.nodes}
-    for node in state.nodes:
-        hv = _host_vars(lab, node, secrets_by_name[node.name])
-        if state.factory and node.https_port:  # what the BMC serves until its certificate is replaced
-            hv["provision_lab_bmc_factory_cert_file"] = str(factory_cert_file(lab, node.name))
-        simproc.write_private(inv / "host_vars" / f"{node.name}.yml", "---\n" + yaml.safe_dump(hv, sort_keys=False))
-    return inv / "hosts.yml"
-
-
-def _edit_profiles(copy: Path, edit: Callable[[dict[str, Any]], bool], note: str) -> None:
-    """`edit` every profile (`provision_profile_*`) of the copied inventory's YAML files; a file whose profiles
-    it changed (it returns True) is written back under a `note` comment saying what `lab up` did."""
-    for path in sorted(copy.rglob("*.y*ml")):
-        data = yaml.safe_load(path.read_text())
-        if not isinstance(data, dict):
-            continue
-        changed = False
-        for var, spec in data.items():
-            if str(var).startswith("provision_profile_") and isinstance(spec, dict):
-                changed = edit(spec) or changed
-        if changed:
-            path.write_text(f"---\n# Copied by `provision lab up`{note}\n" + yaml.safe_dump(data, sort_keys=False))
-
-
-def absolute_images(copy: Path, source_base: Path) -> None:
-    """Firmware image paths in the copied specs are relative to the source inventory: make them absolute."""
-    def edit(spec: dict[str, Any]) -> bool:
-        changed = False
-        for fw in spec.get("firmware") or []:
-            image = fw.get("image") if isinstance(fw, dict) else None
-            if isinstance(image, str) and "://" not in image and not Path(image).is_absolute():
-                fw["image"] = str((source_base / image).resolve())
-                changed = True
-        return changed
-
-    _edit_profiles(copy, edit, f" from {source_base}; image paths made absolute.")
-
-
-def lab_board(tree: Path) -> dict[str, str] | None:
-    """The board a tree's first ComputerSystem names ({manufacturer, model} as platform globs), or None."""
-    for root in (tree / "redfish" / "v1", tree):
-        systems = root / "Systems" / "index.json"
-        members = json.loads(systems.read_text()).get("Members") or [] if systems.is_file() else []
-        for member in members:
-            body = root / "Systems" / str(member.get("@odata.id", "")).rstrip("/").rsplit("/", 1)[-1] / "index.json"
-            system = json.loads(body.read_text()) if body.is_file() else {}
-            if system.get("Manufacturer") and system.get("Model"):
-                return {"manufacturer": literal(str(system["Manufacturer"])), "model": literal(str(system["Model"]))}
-    return None
-
-
-def describe_lab_boards(copy: Path, found: list[dict[str, str] | None]) -> None:
-    """The copied profiles describe the board the lab simulates as their node (its tree's Manufacturer and
-    Model), and their lab images fit it: a profile that does not name it yet gains it in `platforms`; an image
-    bound to other platforms says `applies_to: any` (an image in the simulator's format fits the simulated board
-    whatever its vendor; the vendor plugin's rules find its entries). As captured, nothing is changed: a
-    capture of another platform is then refused as a real node would be."""
-    boards = [b for i, b in enumerate(found) if b is not None and b not in found[:i]]
-    if not boards:
-        return
-
-    def edit(spec: dict[str, Any]) -> bool:
-        changed = False
-        platforms = spec.get("platforms")
-        if isinstance(platforms, list) and any(b not in platforms for b in boards):
-            spec["platforms"] = [*platforms, *(b for b in boards if b not in platforms)]
-            changed = True
-        for fw in spec.get("firmware") or []:
-            target = fw.get("applies_to") if isinstance(fw, dict) else None
-            if isinstance(target, dict) and any(b not in (target.get("platforms") or []) for b in boards):
-                fw["applies_to"] = "any"
-                changed = True
-        return changed
-
-    named = ", ".join(f"{b['manufacturer']} {b['model']}" for b in boards)
-    _edit_profiles(copy, edit, f": the profiles describe the lab's simulated {named}.")
-
-
-def _host_vars(lab: Path, node: NodeState, password: str) -> dict[str, Any]:
-    port = node.https_port
-    hv: dict[str, Any] = {
-        "provision_bmc_address": f"https://127.0.0.1:{port}" if port else f"http://127.0.0.1:{node.http_port}",
-        "provision_bmc_username": USERNAME,
-        "provision_bmc_password": password,
-        "provision_bmc_ca_file": str(lab / "ca.pem"),
-    }
-    if not port:  # a lab BMC that only speaks HTTP: the lab's own opt-in to a password in clear on loopback
-        hv["provision_bmc_insecure_http"] = True
-    if node.http_port:
-        hv["provision_lab_bmc_http_address"] = f"http://127.0.0.1:{node.http_port}"
-    if node.ssh:
-        ssh = node.ssh
-        hv.update(
-            ansible_host=ssh.address, ansible_port=ssh.port, ansible_user=ssh.user,
-            ansible_ssh_private_key_file=str(ssh.key_file),
-            ansible_ssh_common_args=f"-o UserKnownHostsFile={ssh.known_hosts} -o StrictHostKeyChecking=yes",
-            provision_ssh_known_hosts=str(ssh.known_hosts),
-        )
-        hv.update(lab_host_vars(ssh.repo_url, lab / "twins" / node.name / "state" / "hardware.json"))
-    if node.vm:
-        hv.update(lab_up.host_vars(node.vm))
-    return hv
-
-
 # --- control -----------------------------------------------------------------------------
 def _token(lab: Path) -> str:
     try:
@@ -506,7 +306,7 @@ def status(lab_dir: Path) -> dict[str, Any]:
     state = read_state(lab)
     if state is None:
         return {"state": "down", "lab_dir": str(lab), "inventory": None, "nodes": []}
-    if not _alive(state.pid):
+    if not alive(state.pid):
         return {"state": "stale", "lab_dir": str(lab), "inventory": str(state.inventory), "pid": state.pid,
                 "nodes": [], "hint": "the simulator is gone; run `provision lab down` to clean up"}
     live = {n["name"]: n for n in control(state, "GET", "/status").get("nodes", [])}
@@ -530,7 +330,7 @@ def status(lab_dir: Path) -> dict[str, Any]:
 def fault(lab_dir: Path, node: str, kind: str, clear: bool, value: float | None) -> dict[str, Any]:
     lab = lab_dir.resolve()
     state = read_state(lab)
-    if state is None or not _alive(state.pid):
+    if state is None or not alive(state.pid):
         raise LabError(f"no lab is up in {lab}; run `provision lab up` first")
     names = [n.name for n in state.nodes]
     if node not in names:
@@ -564,65 +364,25 @@ def down(lab_dir: Path) -> dict[str, Any]:
             _twins_module().down(lab)
         except Exception as exc:  # keep tearing down the rest
             errors.append(f"twins: {exc}")
-    if _alive(state.pid):
+    if alive(state.pid):
         asked = True
         try:
             control(state, "POST", "/shutdown")
         except LabError:
             asked = False
-        _stop_process(state.pid, lab, asked)
+        stop_process(state.pid, lab, asked)
     try:
         lab_up.teardown(lab)  # after the simulator (which stops its VMs): the image server, a stray qemu
     except LabError as exc:
         errors.append(str(exc))
     ports = [p for n in state.nodes for p in (n.https_port, n.http_port, state.control_port) if p]
-    left = _ports_left(ports + [n.vm.ssh_port for n in state.nodes if n.vm])
+    left = ports_left(ports + [n.vm.ssh_port for n in state.nodes if n.vm])
     if left:
         errors.append(f"ports still listening: {sorted(set(left))}")
     if errors:
         raise LabError(f"lab down incomplete in {lab}: {'; '.join(errors)}")
     _cleanup_files(lab)
     return {"state": "down", "lab_dir": str(lab), "stopped": True}
-
-
-def _stop_process(pid: int, lab: Path, asked: bool) -> None:
-    """Wait for a process asked to stop, then SIGTERM, then SIGKILL (that pid only)."""
-    steps = ((None, 5.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)) if asked else \
-        ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))
-    for sig, wait in steps:
-        if sig is not None and _alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        if _wait_gone(pid, wait):
-            return
-    raise LabError(f"simulator pid {pid} does not stop; see {lab / SIM_OUT}")
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _ports_left(ports: list[int], timeout: float = 5.0) -> list[int]:
-    """Ports still listening once the process is gone (an exiting process closes its files last)."""
-    deadline = time.monotonic() + timeout
-    left = [p for p in ports if _listening(p)]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = [p for p in left if _listening(p)]
-    return left
-
-
-def _listening(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _cleanup_files(lab: Path) -> None:

@@ -49,7 +49,7 @@ from provision.redfish.login import (
 from provision.redfish.retry import RETRY_STATUSES, RetryPolicy
 from provision.redfish.transport import Json, Response, SendFailed, Transport, default_ca_bundle
 from provision.redfish.transport_warnings import warn_once
-from provision.spec.model import BmcEndpoint
+from provision.spec.fleet import BmcEndpoint
 
 __all__ = ["EXPAND_REFUSED", "ROOT", "SESSIONS", "AuthMode", "Connector", "ConnectorOptions", "Json", "Response",
            "Stats", "Unreadable", "default_ca_bundle", "is_expanded", "login_modes", "session_uri"]

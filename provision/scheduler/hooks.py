@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provision.conformance.model import NodeReport
 from provision.scheduler.slurm import ActionKind, Scontrol, SlurmAction, SlurmError, apply_checked, plan
-from provision.spec.model import HostEntry
+from provision.spec.fleet import HostEntry
 
 # How a caller records the side effect (bring-up journals it): (action, do) -> None, calling do() once.
 Recorder = Callable[[SlurmAction, Callable[[], None]], None]

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from provision.conformance.facts import GatherError, Runner, gather
 from provision.conformance.model import Level, NodeReport
 from provision.conformance.runner import CheckModuleError, evaluate, node_probes
-from provision.spec.model import LabDeclaration, NodeSpec
+from provision.spec.fleet import LabDeclaration
+from provision.spec.model import NodeSpec
 from provision.spec.slurm import SlurmSettings
 
 # Slurm kills a HealthCheckProgram after 60 s (slurm.conf HealthCheckInterval docs): the quick gather gets

@@ -14,7 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from provision.errors import InputError
-from provision.spec.model import HostEntry, LabDeclaration, NodeSpec
+from provision.spec.fleet import HostEntry, LabDeclaration
+from provision.spec.model import NodeSpec
 from provision.spec.slurm import SlurmSettings
 
 FORMAT: Literal["provision-node-spec/1"] = "provision-node-spec/1"

@@ -25,7 +25,7 @@ ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
 
 class Frozen(BaseModel):
-    """As the spec's models (provision.spec.model.Frozen): immutable, unknown keys refused."""
+    """As the spec's models (provision.spec.frozen.Frozen): immutable, unknown keys refused."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provision.spec.model import Fleet
+from provision.spec.fleet import Fleet
 
 
 @dataclass(frozen=True)

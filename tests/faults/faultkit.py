@@ -28,6 +28,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stages import default_stages
 from provision.journal import Journal
 from provision.lab import manager
+from provision.lab.state import LabState
 from provision.redfish.ops.waiting import Clock
 from provision.spec import load_fleet
 
@@ -113,7 +114,7 @@ def injected(lab_dir: Path, node: str, fault: Fault | None) -> Iterator[None]:
 # --- a lab's nodes, their BMCs and the journal --------------------------------------------
 @dataclass
 class FaultLab:
-    state: manager.LabState
+    state: LabState
     workdir: Path
     _free: list[str] = field(default_factory=list)
 

@@ -27,7 +27,7 @@ from provision.conformance.model import Level, NodeReport, Outcome, RunReport
 from provision.lab import manager
 from provision.lab.campaign_kit import write_lab_campaign
 from provision.spec import load_fleet
-from provision.spec.model import HostEntry
+from provision.spec.fleet import HostEntry
 from tests.faults.faultkit import (
     EITHER,
     FAILED_CLEANLY,

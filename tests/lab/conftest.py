@@ -16,6 +16,7 @@ import redfish
 import yaml
 
 from provision.lab import manager
+from provision.lab.state import LabState
 from provision.redfish.image_server import ImageServer
 
 LAB_SPEED = 60.0  # a 60 s simulated flash takes ~1 s
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 class LabHandle:
     """A running lab: its state and how to reach each node's BMC."""
 
-    state: manager.LabState
+    state: LabState
 
     def host_vars(self, node: str) -> dict[str, Any]:
         path = self.state.lab_dir / "inventory" / "host_vars" / f"{node}.yml"
@@ -58,7 +59,7 @@ def running_lab(lab_dir: Path, **opts: Any) -> Iterator[LabHandle]:
 
 
 @pytest.fixture(scope="module")
-def twin_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[manager.LabState]:
+def twin_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
     """`lab up` of twins with their BMCs, from the example inventory's specs, once per module; always `lab
     down` after. The module says how many twins with TWIN_LAB_NODES (default 1)."""
     lab_dir = tmp_path_factory.mktemp(f"{request.module.__name__.rpartition('.')[2]}-lab")
@@ -106,17 +107,17 @@ def lab_factory() -> Any:
 def lab_handle() -> Any:
     """Build a LabHandle from a lab directory's lab.json (for labs started through the CLI)."""
     def make(lab_dir: Path) -> LabHandle:
-        return LabHandle(manager.LabState.model_validate_json((lab_dir / "lab.json").read_text()))
+        return LabHandle(LabState.model_validate_json((lab_dir / "lab.json").read_text()))
     return make
 
 
 @pytest.fixture
-def shared_lab(tmp_path: Path) -> Iterator[Callable[[int, float], manager.LabState]]:
+def shared_lab(tmp_path: Path) -> Iterator[Callable[[int, float], LabState]]:
     """For the tests of several controllers on one PostgreSQL journal (with `pg_url`): `shared_lab(nodes,
     speed)` starts a BMC-only lab of that many simulated BMCs over the repository's inventory in
     tmp_path/lab; `lab down` after the test."""
     with contextlib.ExitStack() as stack:
-        def up(nodes: int, speed: float) -> manager.LabState:
+        def up(nodes: int, speed: float) -> LabState:
             return stack.enter_context(running_lab(tmp_path / "lab", nodes=nodes, speed=speed,
                                                    source_inventory=ROOT / "inventory" / "hosts.yml")).state
         yield up

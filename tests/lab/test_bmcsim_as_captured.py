@@ -37,6 +37,7 @@ from provision.journal import Journal
 from provision.lab import manager
 from provision.lab.bmcsim.images import build_image
 from provision.lab.campaign_kit import SimLog
+from provision.lab.inventory_writer import absolute_images
 from provision.spec import load_fleet
 
 pytestmark = pytest.mark.lab
@@ -151,7 +152,7 @@ def _peer_inventory(work: Path, address: str) -> Path:
     inv = work / "inventory"
     (inv / "host_vars").mkdir(parents=True)
     shutil.copytree(REPO / "inventory" / "group_vars", inv / "group_vars")
-    manager.absolute_images(inv / "group_vars", REPO / "inventory")
+    absolute_images(inv / "group_vars", REPO / "inventory")
     hosts = {"all": {"children": {"ml_prod_v4": {"hosts": {"node01": None}}}}}
     (inv / "hosts.yml").write_text(yaml.safe_dump(hosts))
     hv = {"provision_bmc_address": address, "provision_bmc_username": "admin", "provision_bmc_password": "x",

@@ -20,6 +20,7 @@ import pytest
 
 from provision.journal import Journal
 from provision.lab import manager
+from provision.lab.state import LabState
 from provision.redfish.ops import sel
 from provision.redfish.ops.session import node_facts, open_endpoint, options_for
 from provision.spec import load_fleet
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TWIN_LAB_NODES = 3
 
 
-def _bringup(lab: manager.LabState, journal: Path, *args: str, failpoint: str = "") -> subprocess.Popen[str]:
+def _bringup(lab: LabState, journal: Path, *args: str, failpoint: str = "") -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "provision.cli", "bringup", *args, "-i", str(lab.inventory),
            "--journal", str(journal), "--poll-seconds", "0.2", "--log-dir", str(journal.parent / "logs"), "--json"]
     env = {**os.environ, "PROVISION_FAILPOINT": failpoint} if failpoint else None
@@ -46,7 +47,7 @@ def _finish(proc: subprocess.Popen[str], timeout: float = 900) -> dict:  # type:
     return json.loads(out)
 
 
-def _sel_messages(lab: manager.LabState, node: str) -> list[str]:
+def _sel_messages(lab: LabState, node: str) -> list[str]:
     host = load_fleet(lab.inventory).hosts[node]
     with open_endpoint(options_for(node, host.bmc)) as conn:
         return [e.message for e in sel.read(node_facts(conn))]
@@ -63,12 +64,12 @@ def _flashes(messages: list[str]) -> Counter[str]:
     return count
 
 
-def _sim_log_end(lab: manager.LabState) -> int:
+def _sim_log_end(lab: LabState) -> int:
     path = lab.lab_dir / manager.SIM_LOG
     return path.stat().st_size if path.exists() else 0
 
 
-def _sessions_since(lab: manager.LabState, offset: int) -> tuple[Counter[str], Counter[str]]:
+def _sessions_since(lab: LabState, offset: int) -> tuple[Counter[str], Counter[str]]:
     """Session logins and logouts per node the simulator logged after byte `offset` of its event log."""
     with (lab.lab_dir / manager.SIM_LOG).open() as f:
         f.seek(offset)
@@ -77,7 +78,7 @@ def _sessions_since(lab: manager.LabState, offset: int) -> tuple[Counter[str], C
     return logins, Counter(e["node"] for e in events if e.get("event") == "logout")
 
 
-def test_end_to_end_two_nodes_then_nothing_to_do(twin_lab: manager.LabState, tmp_path: Path) -> None:
+def test_end_to_end_two_nodes_then_nothing_to_do(twin_lab: LabState, tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
     mark = _sim_log_end(twin_lab)
     summary = _finish(_bringup(twin_lab, journal, "node01", "node02", "--concurrency", "2"))
@@ -112,7 +113,7 @@ def test_end_to_end_two_nodes_then_nothing_to_do(twin_lab: manager.LabState, tmp
     assert all(not n["changed"] for n in again["nodes"]), json.dumps(again, indent=1)[-3000:]
 
 
-def test_resume_after_kill_9_at_several_points(twin_lab: manager.LabState, tmp_path: Path) -> None:
+def test_resume_after_kill_9_at_several_points(twin_lab: LabState, tmp_path: Path) -> None:
     """Kill the controller with SIGKILL at exact points (provision/bringup/failpoint.py): after a firmware
     image was staged, the BIOS written and the host reset, each before its outcome reached the journal, and
     as Ansible was about to run; resume each time: the end state is converged, every firmware component

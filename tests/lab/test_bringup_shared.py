@@ -19,6 +19,7 @@ import pytest
 
 from provision.lab import manager
 from provision.lab.campaign_kit import SimLog
+from provision.lab.state import LabState
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ VICTIM = 1
 
 
 @pytest.fixture
-def lab6(shared_lab: Callable[[int, float], manager.LabState]) -> manager.LabState:
+def lab6(shared_lab: Callable[[int, float], LabState]) -> LabState:
     return shared_lab(NODES, 60)
 
 
@@ -43,7 +44,7 @@ def _name_the_journal(inventory: Path, url: str) -> None:
         (group_all / "journal.yml").write_text(f"provision_journal_url: '{url}'\n")
 
 
-def test_three_controllers_split_six_nodes_one_killed_mid_node(lab6: manager.LabState, tmp_path: Path,
+def test_three_controllers_split_six_nodes_one_killed_mid_node(lab6: LabState, tmp_path: Path,
                                                                pg_url: str) -> None:
     _name_the_journal(lab6.inventory, pg_url)
     env = {k: v for k, v in os.environ.items() if k != "PROVISION_JOURNAL_URL"}  # the inventory names it

@@ -17,6 +17,7 @@ import requests
 
 from provision.lab import manager
 from provision.lab.campaign_kit import LAB_COMPONENTS, SimLog, write_lab_campaign
+from provision.lab.state import LabState
 from tests.reportcheck import check_metrics
 
 pytestmark = pytest.mark.lab
@@ -26,7 +27,7 @@ BASELINE = {"BMC": "11.02.05", "BIOS": "2.1", "HGX_FW_GPU_SXM_1": "96.00.9F.00.0
 
 
 class Lab:
-    def __init__(self, state: manager.LabState, workdir: Path) -> None:
+    def __init__(self, state: LabState, workdir: Path) -> None:
         self.state = state
         self.dir = state.lab_dir
         self.inventory = state.inventory

@@ -17,6 +17,7 @@ import pytest
 
 from provision.lab import manager
 from provision.lab.campaign_kit import SimLog, write_lab_campaign
+from provision.lab.state import LabState
 from tests.lab.controllers import reaped
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]
@@ -38,7 +39,7 @@ def _active(db: object) -> tuple[int | None, dict[str, int]]:
     return wave, {str(c): int(n) for c, n in rows if c}
 
 
-def test_a_halt_stops_three_controllers_within_a_poll(shared_lab: Callable[[int, float], manager.LabState],
+def test_a_halt_stops_three_controllers_within_a_poll(shared_lab: Callable[[int, float], LabState],
                                                        tmp_path: Path, pg_url: str, journal_db: object) -> None:
     lab = shared_lab(NODES, 40)
     policy = {"waves": {"canary": 3, "max_unavailable": "25%"}, "concurrency": 6}

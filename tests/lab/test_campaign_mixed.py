@@ -18,6 +18,7 @@ import pytest
 
 from provision.lab import manager
 from provision.lab.campaign_kit import SimLog, write_lab_campaign
+from provision.lab.state import LabState
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ TREES = {"node01": "supermicro", "node02": "hpe", "node03": "lenovo"}
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[manager.LabState, Path]]:
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabState, Path]]:
     work = tmp_path_factory.mktemp("campaign-mixed")
     state = manager.up(manager.UpOptions(lab_dir=work / "lab", bmc_only=True, as_captured=True, speed=60,
                                          bmc_tree=[FULL / t for t in TREES.values()],
@@ -51,7 +52,7 @@ def _touched(log: SimLog, node: str) -> list[dict[str, Any]]:
 
 
 def test_a_campaign_over_a_mixed_lab_touches_only_the_platform_it_is_for(
-        mixed: tuple[manager.LabState, Path]) -> None:
+        mixed: tuple[LabState, Path]) -> None:
     state, work = mixed
     path = write_lab_campaign(work / "campaign", "mixed", {"waves": {"canary": 1, "batch_size": 2}})
     inv = str(state.inventory)

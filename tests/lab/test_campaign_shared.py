@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.lab import manager
 from provision.lab.campaign_kit import LAB_COMPONENTS, SimLog, write_lab_campaign
+from provision.lab.state import LabState
 from tests.lab.controllers import reaped
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres]
@@ -30,7 +30,7 @@ LEASE_S = 10.0
 
 
 @pytest.fixture
-def lab300(shared_lab: Callable[[int, float], manager.LabState]) -> manager.LabState:
+def lab300(shared_lab: Callable[[int, float], LabState]) -> LabState:
     return shared_lab(NODES, 40)
 
 
@@ -55,7 +55,7 @@ def _wave_active(db: object) -> int | None:
     return None if row[0] is None else int(row[0])
 
 
-def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: manager.LabState, tmp_path: Path,
+def test_three_controllers_one_killed_mid_wave_one_killed_as_leader(lab300: LabState, tmp_path: Path,
                                                                     pg_url: str, journal_db: object) -> None:
     policy = {"waves": {"canary": 3, "max_unavailable": "25%"}, "halt": {"max_failures": 0}, "concurrency": 30}
     camp = write_lab_campaign(tmp_path / "campaign", "shared", policy, components=COMPONENTS)

@@ -26,7 +26,7 @@ from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.lab.twins.ssh import client_argv
 from provision.lab.twins.state import twins_dir
 from provision.spec import NodeSpec, load_fleet
-from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
+from provision.spec.fleet import BmcEndpoint, HostEntry, SshEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "ml_prod_v4"

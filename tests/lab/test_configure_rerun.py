@@ -12,7 +12,7 @@ import pytest
 
 from provision.journal import Journal
 from provision.journal.configured import configured
-from provision.lab import manager
+from provision.lab.state import LabState
 from provision.remote.ssh import run
 from provision.spec import load_fleet
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MANAGED = "/etc/sysctl.d/90-provision.conf"  # written by roles/base (template)
 
 
-def _configure(lab: manager.LabState, journal: Path, *args: str) -> dict[str, str]:
+def _configure(lab: LabState, journal: Path, *args: str) -> dict[str, str]:
     cmd = [sys.executable, "-m", "provision.cli", "bringup", "node01", "--only", "configure", *args,
            "-i", str(lab.inventory), "--journal", str(journal), "--log-dir", str(journal.parent / "logs"), "--json"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
@@ -33,7 +33,7 @@ def _configure(lab: manager.LabState, journal: Path, *args: str) -> dict[str, st
     return {"outcome": stage["outcome"], "note": stage["note"]}
 
 
-def test_shortcut_while_unchanged_check_mode_after_drift(twin_lab: manager.LabState, tmp_path: Path) -> None:
+def test_shortcut_while_unchanged_check_mode_after_drift(twin_lab: LabState, tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
     assert _configure(twin_lab, journal)["outcome"] == "applied"  # never configured: the full run
     with Journal(journal) as jr:

@@ -30,7 +30,8 @@ from provision.redfish.ops.session import Node, node_facts, options_for
 from provision.redfish.ops.waiting import Clock
 from provision.redfish.retry import RetryPolicy
 from provision.spec import load_fleet
-from provision.spec.model import HostEntry, NodeSpec
+from provision.spec.fleet import HostEntry
+from provision.spec.model import NodeSpec
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(900)]
 TREES = ["supermicro", "dell", "public-rackmount1"]

@@ -25,6 +25,7 @@ import yaml
 
 from provision.lab import manager
 from provision.lab.campaign_kit import write_lab_campaign
+from provision.lab.state import LabState
 from tests.reportcheck import check_json_report, check_junit, check_metrics
 
 pytestmark = [pytest.mark.lab, pytest.mark.twins, pytest.mark.heavy]
@@ -43,7 +44,7 @@ def _vault(plaintext: str, password: str) -> str:
 
 @dataclass
 class SecretLab:
-    state: manager.LabState
+    state: LabState
     work: Path
     vault_password: str
     site_secret: str

@@ -24,7 +24,7 @@ from provision.lab.declaration import lab_declaration
 from provision.lab.twins.models import TwinInfo, TwinRequest
 from provision.spec import NodeSpec, load_fleet
 from provision.spec.containers import ContainerEngine
-from provision.spec.model import ZfsLayout, scratch_zfs
+from provision.spec.storage import ZfsLayout, scratch_zfs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRA_PACKAGES = ("prometheus-node-exporter", "smartmontools", "chrony")

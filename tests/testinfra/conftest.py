@@ -23,7 +23,7 @@ from provision.conformance.facts import NodeFacts, Probe, Section
 from provision.conformance.model import Level
 from provision.conformance.runner import evaluate, node_probes
 from provision.spec import load_fleet
-from provision.spec.model import Fleet
+from provision.spec.fleet import Fleet
 
 _CACHE: dict[str, Context] = {}
 

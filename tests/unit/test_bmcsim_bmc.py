@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from provision.lab.bmcsim.bmc import Bmc, Request
+from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, SimConfig, Timings
 from provision.lab.bmcsim.images import build_image
 from provision.lab.bmcsim.reply import Reply
+from provision.lab.bmcsim.request import Request
 from provision.lab.bmcsim.seed import get_seed
 
 SYS = "/redfish/v1/Systems/1"

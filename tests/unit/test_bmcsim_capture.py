@@ -15,11 +15,12 @@ from pydantic import SecretStr
 
 from provision.errors import InputError
 from provision.lab.bmcsim import capture
-from provision.lab.bmcsim.bmc import Bmc, Request
+from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, Parts, SimConfig
 from provision.lab.bmcsim.images import build_image
 from provision.lab.bmcsim.reply import Reply
+from provision.lab.bmcsim.request import Request
 from provision.lab.bmcsim.seed import build, get_seed
 
 FULL = Path(__file__).resolve().parents[1] / "fixtures" / "redfish" / "full"

@@ -17,10 +17,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 from pydantic import SecretStr
 
-from provision.lab.bmcsim.bmc import Bmc, Request
+from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, SimConfig
 from provision.lab.bmcsim.reply import Reply
+from provision.lab.bmcsim.request import Request
 from provision.lab.bmcsim.seed import get_seed
 from provision.lab.bmcsim.server import tls_context
 from provision.lab.ca import make_ca_and_server

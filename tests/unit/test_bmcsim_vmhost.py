@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from provision.lab.bmcsim.bmc import Bmc, Request
+from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, SimConfig, VmDrive, VmHostConfig
 from provision.lab.bmcsim.host import BootTarget, HostBackend, HostEvent, HostEventKind, next_boot
+from provision.lab.bmcsim.request import Request
 from provision.lab.bmcsim.seed import get_seed
 from provision.lab.bmcsim.server import host_backend
 from provision.lab.bmcsim.vmhost import VmHost, boot_indexes, drive_file, media_refusal, qemu_argv

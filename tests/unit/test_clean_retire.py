@@ -188,7 +188,7 @@ def test_the_guard_reads_the_journal_the_inventory_and_slurm(host: HostEntry, tm
     from provision.clean.options import CleanOptions
     from provision.errors import CheckFailed
     from provision.journal.identities import record_identity
-    from provision.spec.model import RecordedIdentity
+    from provision.spec.fleet import RecordedIdentity
     from provision.spec.slurm import SlurmSettings
 
     @contextmanager

@@ -21,7 +21,7 @@ def test_twin_fault_routing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kin
     twin_calls: list[tuple[str, str, bool]] = []
     state = SimpleNamespace(pid=1, nodes=[SimpleNamespace(name="node01")], twins=True)
     monkeypatch.setattr(manager, "read_state", lambda _lab: state)
-    monkeypatch.setattr(manager, "_alive", lambda _pid: True)
+    monkeypatch.setattr(manager, "alive", lambda _pid: True)
     monkeypatch.setattr(manager, "control", lambda _s, _m, _p, body=None: posted.append(body or {}) or {})
     twins = SimpleNamespace(FAULT_KINDS=frozenset({"dimm_missing", "nvme_worn"}),
                             fault=lambda _lab, node, k, clear: twin_calls.append((node, k, clear)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from provision.lab.bmcsim.config import TREES_DIR
-from provision.lab.manager import describe_lab_boards, lab_board
+from provision.lab.inventory_writer import describe_lab_boards, lab_board
 from provision.spec import load_fleet
 from provision.spec.platforms import Board, PlatformIdentity
 

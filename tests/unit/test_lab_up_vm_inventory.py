@@ -17,6 +17,8 @@ from provision.cli import main
 from provision.errors import InputError, LabError
 from provision.lab import manager
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
+from provision.lab.inventory_writer import write_inventory
+from provision.lab.state import LabState, NodeState
 from provision.lab.vm import lab_up, node
 from provision.spec import load_fleet
 
@@ -30,14 +32,14 @@ def _written(lab: Path) -> Path:
     vm = lab_up.VmLabNode(ssh_port=40022, key_file=lab / "vm" / "ssh" / "id_ed25519",
                           known_hosts=lab / "vm" / "known_hosts", installer_url=URL,
                           host_dir=lab / "vm" / "node01" / "host")  # fmt: skip
-    state = manager.LabState(
+    state = LabState(
         lab_dir=lab, pid=1, control_port=1, profile="ml_prod_v4", tree="supermicro", as_captured=False,
         twins=False, vm=True, inventory=lab / "inventory" / "hosts.yml",
-        nodes=[manager.NodeState(name="node01", https_port=40443, http_port=40080, vm=vm)],
+        nodes=[NodeState(name="node01", https_port=40443, http_port=40080, vm=vm)],
     )  # fmt: skip
     cfg = SimConfig(lab_dir=lab, nodes=[BmcConfig(name="node01", index=1, password=SecretStr("pw-node01"))],
                     control_token=SecretStr("t"), ready_file=lab / "r", log_file=lab / "l")  # fmt: skip
-    return manager.write_inventory(lab, "ml_prod_v4", ROOT / "inventory" / "group_vars", cfg, state)
+    return write_inventory(lab, "ml_prod_v4", ROOT / "inventory" / "group_vars", cfg, state)
 
 
 def test_the_vm_node_s_host_vars_name_its_bmc_its_forwarded_ssh_port_and_the_lab_key(tmp_path: Path) -> None:

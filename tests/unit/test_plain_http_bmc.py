@@ -16,7 +16,7 @@ from provision.redfish import transport_warnings
 from provision.redfish.connector import ConnectorOptions
 from provision.redfish.ops import session
 from provision.spec import load_fleet
-from provision.spec.model import BmcEndpoint
+from provision.spec.fleet import BmcEndpoint
 
 
 def _set_host_vars(inv: Path, host: str, **values: object) -> None:
@@ -110,10 +110,11 @@ def test_loading_the_inventory_registers_every_bmc_password(inventory_copy: Path
 
 
 def test_the_lab_opts_in_only_for_its_http_only_bmcs(tmp_path: Path) -> None:
-    from provision.lab import manager
+    from provision.lab.inventory_writer import _host_vars
+    from provision.lab.state import NodeState
 
-    http_only = manager._host_vars(tmp_path, manager.NodeState(name="n1", https_port=None, http_port=8000), "pw")
-    both = manager._host_vars(tmp_path, manager.NodeState(name="n2", https_port=8443, http_port=8000), "pw")
+    http_only = _host_vars(tmp_path, NodeState(name="n1", https_port=None, http_port=8000), "pw")
+    both = _host_vars(tmp_path, NodeState(name="n2", https_port=8443, http_port=8000), "pw")
     assert http_only["provision_bmc_address"].startswith("http://") and http_only["provision_bmc_insecure_http"]
     assert both["provision_bmc_address"].startswith("https://") and "provision_bmc_insecure_http" not in both
 

@@ -302,7 +302,8 @@ def test_a_catalogue_twins_bmc_shows_no_gpu_or_ib_drift(profiles: dict[str, Node
     from provision.conformance.checks.bmc import evaluate_bmc
     from provision.conformance.checks.bmc_read import read_connected
     from provision.lab import manager
-    from provision.redfish.ops.inventory import drift, observe
+    from provision.redfish.ops.drift import drift
+    from provision.redfish.ops.inventory import observe
 
     spec = profiles[profile]
     parts, _ = manager._profile(manager.UpOptions(lab_dir=tmp_path, profile=profile, source_inventory=HOSTS))

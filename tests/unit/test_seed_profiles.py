@@ -13,7 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from provision.spec import NodeSpec, load_fleet
-from provision.spec.model import Benchmark, Memory
+from provision.spec.acceptance import Benchmark
+from provision.spec.hardware import Memory
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = REPO / "inventory" / "hosts.yml"

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from provision.spec.containers import DockerSource
-from provision.spec.model import Pin
+from provision.spec.software import Pin
 from provision.spec.versions import check_apt_version, check_version
 
 APT_OK = ["5:27.4.1-1~debian.12~bookworm", "550.127.08-1", "2.27.3-1+cuda12.4", "1.0"]

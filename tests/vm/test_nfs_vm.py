@@ -23,7 +23,8 @@ from provision.conformance.facts import gather, ssh_runner
 from provision.conformance.model import CheckResult, Level, Outcome
 from provision.lab.vm import VmInfo, ssh
 from provision.lab.vm.inventory import write_vm_inventory
-from provision.spec.model import BmcEndpoint, HostEntry, NodeSpec, SshEndpoint
+from provision.spec.fleet import BmcEndpoint, HostEntry, SshEndpoint
+from provision.spec.model import NodeSpec
 from provision.spec.nfs import NfsMount
 
 pytestmark = [pytest.mark.lab, pytest.mark.vm, pytest.mark.timeout(900)]

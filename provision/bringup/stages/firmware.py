@@ -26,7 +26,7 @@ from provision.redfish.ops.session import Node
 from provision.redfish.resources import Task
 from provision.redfish.vendors import VendorPlugin
 from provision.spec import HostEntry
-from provision.spec.model import FirmwareComponent
+from provision.spec.firmware import FirmwareComponent
 
 TASKS = f"{ROOT}/TaskService/Tasks"
 

@@ -34,7 +34,7 @@ from provision.bringup.eltorito import SECTOR, NotBootable, Platform
 from provision.errors import ChecksIncomplete
 from provision.redact import redact_url, register_secret
 from provision.spec import HostEntry
-from provision.spec.model import InstallerAccess
+from provision.spec.fleet import InstallerAccess
 
 LOG = logging.getLogger("provision.bringup")
 CHUNK = 1 << 16

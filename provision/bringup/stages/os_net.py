@@ -27,7 +27,7 @@ from provision.redfish.image_server import ImageServer
 from provision.redfish.ops import netif
 from provision.redfish.ops.session import Node
 from provision.spec import HostEntry
-from provision.spec.model import InstallMethod, OsInstaller
+from provision.spec.software import InstallMethod, OsInstaller
 
 
 def refusals(host: HostEntry, node: Node, installer: OsInstaller, method: InstallMethod, directory: Path) -> list[str]:

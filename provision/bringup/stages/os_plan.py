@@ -43,7 +43,7 @@ from provision.errors import CheckFailed, InputError
 from provision.journal.records import ActionRecord
 from provision.redact import redact_url
 from provision.spec import HostEntry
-from provision.spec.model import InstallMethod
+from provision.spec.software import InstallMethod
 
 
 class Step(StrEnum):

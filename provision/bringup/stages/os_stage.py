@@ -35,6 +35,7 @@ from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, 
 from provision.bringup.stages.seed import build_seed, seed_tool, seed_tree
 from provision.errors import ProvisionError
 from provision.redfish.image_server import ImageServer
+from provision.redfish.ops import drift as drift_ops
 from provision.redfish.ops import inventory as inv_ops
 from provision.redfish.ops import power
 from provision.redfish.ops.session import Node
@@ -42,7 +43,7 @@ from provision.redfish.ops.waiting import Clock, wait_for
 from provision.remote import hostkeys
 from provision.remote.ssh import SshError, endpoint, known_hosts_file, wait_for_ssh
 from provision.spec import HostEntry
-from provision.spec.model import InstallMethod
+from provision.spec.software import InstallMethod
 
 SEED = "seed.iso"
 
@@ -208,7 +209,7 @@ def _forget_entry(host: HostEntry, netboot_dir: Path) -> None:
 
 def _boot_drives(node: Node, host: HostEntry) -> list[str]:
     """Fewer than two boot drives for the RAID1 root, as the BMC lists them."""
-    items = inv_ops.drift(host.spec, inv_ops.observe(node.conn)).items
+    items = drift_ops.drift(host.spec, inv_ops.observe(node.conn)).items
     boot = next((i for i in items if i.key == "storage.boot.count"), None)
     if boot is not None and boot.verdict != "unknown" and int(boot.observed.split()[0]) < 2:  # "1 (+ 2 of ...)"
         return [f"the BMC lists {boot.observed} boot drive(s) ({boot.expected}): the RAID1 root needs two"]

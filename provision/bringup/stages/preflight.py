@@ -9,6 +9,7 @@ from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.errors import CheckFailed
 from provision.journal.identities import record_identity
+from provision.redfish.ops import drift as drift_ops
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import inventory as inv_ops
 from provision.spec import HostEntry
@@ -21,7 +22,7 @@ class PreflightObserved(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     identity: PlatformIdentity | None
-    drift: inv_ops.DriftReport | None
+    drift: drift_ops.DriftReport | None
     """None: not read (the node is not a platform its profile describes)."""
 
 
@@ -42,7 +43,7 @@ class PreflightStage(BmcStage):
             if not ctx.host.spec.described_platforms.fits(found):
                 return PreflightObserved(identity=found, drift=None)
             inv = inv_ops.observe(node.conn)
-        return PreflightObserved(identity=found, drift=inv_ops.drift(ctx.host.spec, inv))
+        return PreflightObserved(identity=found, drift=drift_ops.drift(ctx.host.spec, inv))
 
     def plan(self, host: HostEntry, observed: PreflightObserved) -> StagePlan:
         spec = host.spec

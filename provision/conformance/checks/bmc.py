@@ -18,11 +18,14 @@ from provision.conformance.checks.bmc_read import read_bmc
 from provision.conformance.checks.memory_layout import layout, redfish_places
 from provision.conformance.model import Outcome, Threshold, worst
 from provision.errors import ProvisionError
-from provision.redfish.ops.inventory import shown
+from provision.redfish.ops.drift import shown
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.resources.power import Temperature
-from provision.spec.model import Comparison, Cooling, HostEntry, NodeSpec
-from provision.spec.model import Power as PowerSpec
+from provision.spec.acceptance import Comparison
+from provision.spec.fleet import HostEntry
+from provision.spec.hardware import Cooling
+from provision.spec.hardware import Power as PowerSpec
+from provision.spec.model import NodeSpec
 from provision.spec.platforms import DeviceKind
 
 AREA = "bmc"

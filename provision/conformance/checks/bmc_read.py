@@ -24,7 +24,8 @@ from provision.redfish.ops.session import Node, node_facts, open_endpoint, optio
 from provision.redfish.resources import LogEntry
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.vendors.bios_names import AmbiguousBiosKey
-from provision.spec.model import HostEntry, NodeSpec
+from provision.spec.fleet import HostEntry
+from provision.spec.model import NodeSpec
 
 # A verify that opens its own session gives up sooner than the bring-up's (a dead BMC is an ERROR row).
 VERIFY_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, timeout_s=15)

@@ -33,7 +33,9 @@ from provision.conformance.checks.burnin_plan import (
 from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, Section, build_script, split_sections
 from provision.conformance.model import CheckResult, Level
 from provision.errors import ParseError
-from provision.spec.model import Acceptance, HostEntry, required
+from provision.spec.acceptance import Acceptance
+from provision.spec.fleet import HostEntry
+from provision.spec.model import required
 
 RunnerFor = Callable[[HostEntry], Runner]
 ONE_NODE = "one node in this verify run: {what} needs a peer node (peers are the other nodes of the run)"

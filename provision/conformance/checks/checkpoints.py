@@ -37,7 +37,8 @@ from provision.conformance.parsers.zfs_checkpoints import (
 )
 from provision.conformance.parsers.zpool_status import parse_zpool_status
 from provision.errors import ParseError
-from provision.spec.model import SNAPSHOT_INTERVALS_H, NodeSpec, ZfsLayout, scratch_zfs
+from provision.spec.model import NodeSpec
+from provision.spec.storage import SNAPSHOT_INTERVALS_H, ZfsLayout, scratch_zfs
 
 AREA = "checkpoints"
 SNAPSHOTS = "zfs_snapshots"

@@ -1,4 +1,4 @@
-"""GPU health, per GPU, against the spec's gpu.health thresholds (provision/spec/model.py GpuHealth).
+"""GPU health, per GPU, against the spec's gpu.health thresholds (provision/spec/hardware.py GpuHealth).
 
 From `nvidia-smi -q`: PCIe link generation and width as CURRENTLY trained, row remapping (pending /
 failure / uncorrectable count), retired pages, ECC volatile uncorrectable errors, clocks event reasons,
@@ -18,7 +18,8 @@ from provision.conformance.model import Level, Outcome, Threshold
 from provision.conformance.parsers.kernel_log import XidEvent, parse_xid_events
 from provision.conformance.parsers.nvsmi_errors import NvlinkErrors, parse_nvlink_errors
 from provision.conformance.parsers.nvsmi_models import ClockEvents, GpuInfo
-from provision.spec.model import GpuTemperature, NodeSpec
+from provision.spec.hardware import GpuTemperature
+from provision.spec.model import NodeSpec
 
 AREA = "gpu"
 KERNEL_LOG = "kernel_log"

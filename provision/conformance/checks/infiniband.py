@@ -7,7 +7,8 @@ from provision.conformance.checks._base import Context, Unreadable
 from provision.conformance.facts import Probe
 from provision.conformance.model import Level
 from provision.conformance.parsers.infiniband import IbCa, IbPort, parse_ibstat
-from provision.spec.model import InfiniBand, NodeSpec
+from provision.spec.hardware import InfiniBand
+from provision.spec.model import NodeSpec
 
 AREA = "infiniband"
 SECTION = "ibstat"

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from provision.spec.model import NodeSpec, Pin
+from provision.spec.model import NodeSpec
+from provision.spec.software import Pin
 
 
 class PinnedPackage(BaseModel):

@@ -22,7 +22,8 @@ from provision.conformance.facts import NodeFacts, Probe, Runner, Section
 from provision.conformance.model import CheckResult, Level
 from provision.conformance.parsers.nfs_probe import SCRIPT, NfsProbe, parse_nfs_probe
 from provision.errors import ParseError
-from provision.spec.model import HostEntry, NodeSpec
+from provision.spec.fleet import HostEntry
+from provision.spec.model import NodeSpec
 from provision.spec.nfs import NfsMount
 
 AREA = "nfs"

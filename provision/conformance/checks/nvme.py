@@ -26,7 +26,8 @@ from provision.conformance.parsers.nvme import (
     parse_nvme_smart_log,
 )
 from provision.journal.wear import WearReading
-from provision.spec.model import NodeSpec, NvmeHealth
+from provision.spec.model import NodeSpec
+from provision.spec.storage import NvmeHealth
 
 AREA = "nvme"
 LIST = "nvme_list"

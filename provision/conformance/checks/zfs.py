@@ -10,7 +10,8 @@ from provision.conformance.facts import Probe
 from provision.conformance.model import Level
 from provision.conformance.parsers.zfs_lists import parse_zfs_get
 from provision.conformance.parsers.zpool_status import Pool, Vdev, parse_zpool_status
-from provision.spec.model import NodeSpec, ZfsLayout
+from provision.spec.model import NodeSpec
+from provision.spec.storage import ZfsLayout
 
 AREA = "zfs"
 STATUS = "zpool_status"

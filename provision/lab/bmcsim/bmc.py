@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from urllib.parse import unquote
 
-from provision.lab.bmcsim import events, expand, multipart, netsettings, vmedia
+from provision.lab.bmcsim import events, expand
 from provision.lab.bmcsim.accounts import ACCOUNT_SERVICE, Account, Accounts, Privilege
+from provision.lab.bmcsim.actions import Actions
 from provision.lab.bmcsim.auth import Sessions
 from provision.lab.bmcsim.bios import Bios
 from provision.lab.bmcsim.certs import Certificates, self_signed
@@ -20,11 +17,14 @@ from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, SimConfig
 from provision.lab.bmcsim.faults import Faults
 from provision.lab.bmcsim.hardware import Hardware
-from provision.lab.bmcsim.host import HostBackend, HostEvent, HostEventKind, next_boot
+from provision.lab.bmcsim.host import HostBackend
+from provision.lab.bmcsim.host_link import HostLink
 from provision.lab.bmcsim.messages import message
 from provision.lab.bmcsim.metadata import metadata_xml, service_document
+from provision.lab.bmcsim.patches import Patches
 from provision.lab.bmcsim.power import Power
-from provision.lab.bmcsim.reply import Reply, accepted, error, no_content, success
+from provision.lab.bmcsim.reply import Reply, error, no_content
+from provision.lab.bmcsim.request import Request, json_body
 from provision.lab.bmcsim.seed import Seed
 from provision.lab.bmcsim.sel import Sel
 from provision.lab.bmcsim.synth import SESSIONS
@@ -33,15 +33,6 @@ from provision.lab.bmcsim.tree import ROOT, Json, Resources, etags_match, norm
 from provision.lab.bmcsim.update import Updater
 
 PUBLIC_GETS = {"/redfish", ROOT, f"{ROOT}/$metadata", f"{ROOT}/odata"}
-
-
-@dataclass(slots=True)
-class Request:
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: bytes = b""
-    query: str = ""
 
 
 class Bmc:
@@ -66,18 +57,20 @@ class Bmc:
         self.updater = Updater(cfg.name, self.res, self.tasks, self.sel, self.faults, sim, self.reboot)
         self.bios = {s: Bios(cfg.name, self.res, self.sel, lay) for s, lay in seed.bios.items()}
         self.host = host
-        self._cds: dict[str, str] | None = None
+        self.link = HostLink(cfg.name, self.res, self.sel, seed.tree, host, self._host_off)
         self.power = {s: Power(cfg.name, s, self.res, clock, self.sel, sim.timings,
                                on_boot=lambda s=s: self._host_booted(s),  # type: ignore[misc]
-                               on_power=lambda on, s=s: self._power_changed(s, on))  # type: ignore[misc]
+                               on_power=lambda on, s=s: self.link.power_changed(s, on))  # type: ignore[misc]
                       for s in seed.systems}
         if host is not None:
-            host.bind(self._from_host())
+            host.bind(self.link.listener())
             if not host.starts_on:  # a VM with blank drives is off until the BMC powers it on
                 for power in self.power.values():
                     power.start_off()
         self.bmc_reboot_s = sim.timings.bmc_reboot
         self.down_until = 0.0
+        self.actions = Actions(self)
+        self.patches = Patches(self)
         if not cfg.as_captured:
             self._personalise()
 
@@ -114,65 +107,9 @@ class Bmc:
         self.updater.apply_staged()
         self.power[system].consume_boot_once()
 
-    def _power_changed(self, system: str, on: bool) -> None:
-        if self.host is not None:
-            boot = (self.res.get(system) or {}).get("Boot") or {}
-            self.host.power(on, next_boot(boot))
-
-    def _from_host(self) -> Callable[[HostEvent], None]:
-        """What the host reports (from its own thread) is handled on the simulator's loop."""
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-
-        def report(event: HostEvent) -> None:
-            if loop is None:
-                self._host_event(event)
-            else:
-                loop.call_soon_threadsafe(self._host_event, event)
-
-        return report
-
-    def _host_event(self, event: HostEvent) -> None:
-        events.record(self.name, "host.event", kind=event.kind.value, detail=event.detail)
-        if event.kind is HostEventKind.POWERED_OFF:
-            for power in self.power.values():
-                power.host_off(event.detail)
-        elif event.kind is HostEventKind.MEDIA_FAILED:
-            for uri in self._host_media():  # the drive whose image could not be fetched is ejected
-                media = self.res.get(uri) or {}
-                if media.get("Inserted") and media.get("Image") and event.detail.startswith(f"{media['Image']}:"):
-                    vmedia.eject(self.name, self.res, self.sel, uri)
-            self.sel.add(f"Virtual media image could not be fetched: {event.detail}", severity="Warning")
-
-    def _host_media(self) -> dict[str, str]:
-        """URI -> Id of the tree's virtual media the host has a drive for (CD/DVD, USB stick), found once."""
-        if self._cds is None:
-            found = ((uri, self.res.get(uri) or {}) for uri in self.seed.tree.uris())
-            self._cds = {uri: str(res.get("Id") or uri.rsplit("/", 1)[-1]) for uri, res in found
-                         if str(res.get("@odata.type", "")).startswith("#VirtualMedia.")
-                         and any(t in ("CD", "DVD", "USBStick") for t in res.get("MediaTypes") or [])}
-        return self._cds
-
-    def _media_changed(self, uri: str) -> None:
-        """Tell the host what one of its virtual media drives now holds (which drive: its Id)."""
-        slot = self._host_media().get(uri)
-        if self.host is None or slot is None:
-            return
-        media = self.res.get(uri) or {}
-        if media.get("Inserted") and media.get("Image"):
-            self.host.insert_media(str(media["Image"]), slot)
-        else:
-            self.host.eject_media(slot)
-
-    def _media_refused(self, body: Json) -> Reply | None:
-        image = body.get("Image")
-        why = self.host.check_media(image) if self.host is not None and isinstance(image, str) and image else None
-        if why is None:
-            return None
-        self.sel.add(f"Virtual media refused: {why}", severity="Warning")
-        return error(400, "ActionParameterValueNotInList", str(image), "Image", "VirtualMedia.InsertMedia")
+    def _host_off(self, detail: str) -> None:
+        for power in self.power.values():
+            power.host_off(detail)
 
     def reboot(self, why: str) -> None:
         """The BMC itself restarts: unreachable for a while, every session gone."""
@@ -199,7 +136,7 @@ class Bmc:
         if refused is not None:
             return refused
         method = {"GET": self._get, "HEAD": self._get, "PATCH": self._patch, "PUT": self._patch,
-                  "POST": self._post, "DELETE": self._delete}.get(req.method)
+                  "POST": self.actions.post, "DELETE": self._delete}.get(req.method)
         if method is None:
             return error(405, "OperationNotAllowed")
         if method != self._get and self._captured_raw(path) is not None:
@@ -250,7 +187,7 @@ class Bmc:
         return Reply(raw.status, raw=raw.body, headers=dict(raw.headers), content_type=raw.content_type)
 
     def _login(self, raw: bytes) -> Reply:
-        body = _json(raw)
+        body = json_body(raw)
         if body is None:
             return error(400, "MalformedJSON")
         made = self.sessions.create(body.get("UserName"), body.get("Password"))
@@ -302,10 +239,10 @@ class Bmc:
         match = req.headers.get("If-Match")
         if match and match != "*" and not etags_match(match, self.res.etag(path)):
             return error(412, "PreconditionFailed")
-        body = _json(req.body)
+        body = json_body(req.body)
         if body is None:
             return error(400, "MalformedJSON")
-        errors = self._patch_errors(path, body)
+        errors = self.patches.errors(path, body)
         if errors is None:
             return error(405, "OperationNotAllowed")
         if errors:
@@ -315,38 +252,6 @@ class Bmc:
             events.record(self.name, "fault.password_500", path=path)  # the new password is in effect
             return error(500, "InternalError")
         return self._get(path, None)
-
-    def _patch_errors(self, path: str, body: Json) -> list[Json] | None:
-        acct = self.accounts.at(path)
-        if acct is not None:
-            return self.accounts.patch(acct, body)
-        if path in self.power:
-            return self.power[path].patch(body)
-        for bios in self.bios.values():
-            if path == (bios.layout.settings or bios.layout.bios):
-                return bios.patch_settings(body)
-        kind = str((self.res.get(path) or {}).get("@odata.type", ""))
-        manager = next((m for m in self.seed.managers if path.startswith(m + "/")), None)
-        if manager is not None and kind.startswith(("#ManagerNetworkProtocol.", "#EthernetInterface.")):
-            return self._patch_network(manager, path, kind, body)
-        if kind.startswith("#VirtualMedia."):
-            refused = self._media_refused(body)
-            reply = refused or vmedia.patch(self.name, self.res, self.sel, path, body)
-            if reply.status < 300:
-                self._media_changed(path)
-            return [] if reply.status < 300 else (reply.body or {}).get("error", {}).get("@Message.ExtendedInfo")
-        return None
-
-    def _patch_network(self, manager: str, path: str, kind: str, body: Json) -> list[Json] | None:
-        mgr = self.res.get(manager) or {}
-        proto = norm(str((mgr.get("NetworkProtocol") or {}).get("@odata.id", ""))) or None
-        coll = self.res.get(norm(str((mgr.get("EthernetInterfaces") or {}).get("@odata.id", "")))) or {}
-        nics = [norm(str(m.get("@odata.id", ""))) for m in coll.get("Members") or []]
-        if kind.startswith("#ManagerNetworkProtocol."):
-            return netsettings.patch_protocol(self.name, self.res, path, body, nics)
-        if path not in nics:
-            return None
-        return netsettings.patch_interface(self.name, self.res, path, body, proto, nics)
 
     def _delete(self, path: str, _req: Request) -> Reply:
         if path.startswith(SESSIONS + "/") and self.sessions.delete(path):
@@ -358,92 +263,6 @@ class Bmc:
         if not self.res.exists(path):
             return error(404, "ResourceMissingAtURI", path)
         return error(405, "OperationNotAllowed")
-
-    def _post(self, path: str, req: Request) -> Reply:
-        target = self.seed.tree.action_targets.get(path)
-        if target is not None:
-            body = _json(req.body or b"{}")
-            if body is None:
-                return error(400, "MalformedJSON")
-            return self._action(target[0], target[1], body)
-        if path == self.accounts.collection:
-            body = _json(req.body)
-            return self.accounts.create(body) if body is not None else error(400, "MalformedJSON")
-        ctype = req.headers.get("Content-Type", "")
-        if path == self.seed.multipart_uri and ctype.startswith("multipart/"):
-            return self._multipart(ctype, req.body)
-        if path == self.seed.push_uri:
-            return self.updater.push(req.body, {}, method="http_push", uri=path)
-        if not self.res.exists(path):
-            return error(404, "ResourceMissingAtURI", path)
-        return error(405, "OperationNotAllowed")
-
-    def _action(self, owner: str, name: str, body: Json) -> Reply:
-        action = _find_action(self.res.get(owner) or {}, name)
-        if name == "ComputerSystem.Reset" and owner in self.power:
-            return self.power[owner].reset(body, action)
-        if name == "UpdateService.SimpleUpdate":
-            return self.updater.simple_update(body)
-        if name == "VirtualMedia.InsertMedia":
-            reply = self._media_refused(body) or vmedia.insert_action(self.name, self.res, self.sel, owner, body)
-            if reply.status < 300:
-                self._media_changed(owner)
-            return reply
-        if name == "VirtualMedia.EjectMedia":
-            reply = vmedia.eject(self.name, self.res, self.sel, owner)
-            self._media_changed(owner)
-            return reply
-        if name in ("CertificateService.GenerateCSR", "CertificateService.ReplaceCertificate"):
-            return self._certificate_action(name, body)
-        if name == "Manager.Reset":
-            asyncio.get_running_loop().call_soon(self.reboot, f"Manager.Reset {body.get('ResetType', '')}")
-            return no_content()
-        if name == "LogService.ClearLog":
-            return self._clear_log(owner)
-        if name == "Bios.ResetBios" and (bios := self._bios_at(owner)) is not None:
-            bios.reset_to_defaults()
-            return success()
-        if name in ("Bios.ResetBios", "SmcUpdateService.Install", "DellUpdateService.Install"):
-            self.sel.add(f"Action {name} accepted (no effect in the lab)")
-            return success()
-        return error(400, "ActionNotSupported", name)
-
-    def _certificate_action(self, name: str, body: Json) -> Reply:
-        if self.certs is None:
-            return error(400, "ActionNotSupported", name)
-        if name == "CertificateService.ReplaceCertificate":
-            return self.certs.replace(body)
-        if self.faults.get("csr-never-completes") is not None:  # an asynchronous CSR whose task never ends
-            task = self.tasks.create("Generate CSR", f"{ROOT}/CertificateService/Actions/{name}", body)
-            events.record(self.name, "fault.csr_never_completes", task=task.ident)
-            return accepted(task.uri, self.tasks.body(task))
-        return self.certs.generate_csr(body)
-
-    def _bios_at(self, uri: str) -> Bios | None:
-        return next((b for b in self.bios.values() if b.layout.bios == uri.rstrip("/")), None)
-
-    def _clear_log(self, service: str) -> Reply:
-        entries = str((self.res.get(service) or {}).get("Entries", {}).get("@odata.id", "")).rstrip("/")
-        if entries and self.res.exists(entries):
-            coll = self.res.mutable(entries)
-            coll.update(Members=[], **{"Members@odata.count": 0})
-        return success()
-
-    def _multipart(self, ctype: str, raw: bytes) -> Reply:
-        try:
-            parts = multipart.parse(ctype, raw)
-        except multipart.MultipartError:
-            return error(400, "GeneralError")
-        params: Json = {}
-        image: bytes | None = None
-        for part in parts:
-            if part.name == "UpdateParameters":
-                params = _json(part.payload) or {}
-            elif part.name == "UpdateFile" or part.filename:
-                image = part.payload
-        if image is None:
-            return error(400, "ActionParameterMissing", "MultipartHttpPushUri", "UpdateFile")
-        return self.updater.push(image, params, uri=self.seed.multipart_uri or "")
 
     def sel_messages(self) -> list[str]:
         """Messages of the SEL entries this BMC added (for tests and `lab status`)."""
@@ -468,14 +287,6 @@ class Bmc:
         return "factory" if self.cfg.factory and self.certs.version == 1 else "replaced"
 
 
-def _json(raw: bytes) -> Json | None:
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) else None
-
-
 @cache
 def _read(path: Path) -> bytes:
     """A file every BMC of the process reads the same (the lab's server certificate): read once."""
@@ -484,13 +295,5 @@ def _read(path: Path) -> bytes:
 
 def _keys(raw: bytes) -> set[str]:
     """The properties a request body sets (annotations aside); none for a body that is no JSON object."""
-    body = _json(raw) or {}
+    body = json_body(raw) or {}
     return {k for k in body if not k.startswith("@")}
-
-
-def _find_action(res: Json, name: str) -> Json:
-    acts = res.get("Actions") or {}
-    for key, val in [*acts.items(), *(acts.get("Oem") or {}).items()]:
-        if key.split("#")[-1] == name and isinstance(val, dict):
-            return val
-    return {}

@@ -9,9 +9,10 @@ import json
 from aiohttp import web
 
 from provision.lab.bmcsim import events
-from provision.lab.bmcsim.bmc import Bmc, Request
+from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.faults import FAULTS
 from provision.lab.bmcsim.reply import Reply, error
+from provision.lab.bmcsim.request import Request
 
 COMMON = {"OData-Version": "4.0", "Cache-Control": "no-cache"}
 

@@ -14,7 +14,7 @@ from provision.redfish.resources.bios import AttrValue
 from provision.redfish.vendors import VendorPlugin
 from provision.redfish.vendors.base import BiosProof
 from provision.redfish.vendors.bios_names import AmbiguousBiosKey
-from provision.spec.model import Bios as BiosSpec
+from provision.spec.firmware import Bios as BiosSpec
 
 
 class BiosValidationError(InputError):

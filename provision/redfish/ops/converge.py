@@ -16,7 +16,8 @@ from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import power
 from provision.redfish.ops.session import Node
 from provision.redfish.ops.waiting import Clock, wait_for
-from provision.spec.model import FirmwareComponent, NodeSpec
+from provision.spec.firmware import FirmwareComponent
+from provision.spec.model import NodeSpec
 from provision.spec.platforms import AppliesTo, EntrySelector, PlatformIdentity, literal
 
 

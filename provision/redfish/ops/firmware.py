@@ -32,7 +32,7 @@ from provision.redfish.ops.waiting import Clock, wait_for
 from provision.redfish.resources import SoftwareInventory, Task, UpdateService
 from provision.redfish.vendors import VendorPlugin
 from provision.redfish.vendors.versions import VersionsNotComparable, compare
-from provision.spec.model import FirmwareComponent
+from provision.spec.firmware import FirmwareComponent
 from provision.spec.platforms import PlatformIdentity, a_platform
 
 LOG = logging.getLogger("provision.redfish")

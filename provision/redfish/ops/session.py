@@ -17,7 +17,7 @@ from provision.redfish.resources import ComputerSystem, ServiceRoot
 from provision.redfish.retry import RetryPolicy
 from provision.redfish.transport_warnings import warn_once
 from provision.redfish.vendors import VendorPlugin, detect
-from provision.spec.model import BmcEndpoint
+from provision.spec.fleet import BmcEndpoint
 
 
 def cause_of(node: str, text: str) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from provision.spec import HostEntry, load_fleet
-from provision.spec.model import Bios as BiosSpec
-from provision.spec.model import FirmwareComponent
+from provision.spec.firmware import Bios as BiosSpec
+from provision.spec.firmware import FirmwareComponent
 from provision.spec.platforms import AppliesTo
 from tests.conftest import EXAMPLE_INVENTORY
 

@@ -20,7 +20,7 @@ from provision.bringup.eltorito import Platform
 from provision.bringup.stages import os_media
 from provision.errors import ChecksIncomplete, ProvisionError
 from provision.redfish.image_server import ImageServer
-from provision.spec.model import InstallerAccess
+from provision.spec.fleet import InstallerAccess
 from tests.unit.bringup.isos import isos, needs_xorriso
 from tests.unit.redfish.rf_fakebmc import make_cert
 
@@ -363,7 +363,7 @@ def test_the_skip_is_an_inventory_variable(inventory_copy: Path, value: str | No
 @pytest.mark.parametrize(("setting", "mode"), [("uefi", UEFI), ("UEFI", UEFI), ("legacy", BIOS), (None, None)])
 def test_the_boot_mode_is_the_profiles(make_host: Callable[..., Any], setting: str | None,
                                        mode: Platform | None) -> None:
-    from provision.spec.model import Bios
+    from provision.spec.firmware import Bios
 
     host = make_host()
     bios = Bios(settings={"boot_mode": setting} if setting else {})

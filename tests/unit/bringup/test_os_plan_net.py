@@ -10,7 +10,7 @@ import pytest
 
 from provision.bringup.stages.os_plan import NET_ORDER, ORDER, Attempt, OsObserved, Ssh, Step, plan_os, resume
 from provision.spec import HostEntry
-from provision.spec.model import InstallMethod
+from provision.spec.software import InstallMethod
 
 URL = "http://images.example/install.iso"
 FP = "SHA256:ours"

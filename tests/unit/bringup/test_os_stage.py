@@ -240,7 +240,7 @@ def test_the_preflight_is_one_ranged_get_before_anything_is_written(rig: Any, mo
 
     _, host, stage, journal, _ = rig
     monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
-    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift("2", "ok"))
+    monkeypatch.setattr(os_stage.drift_ops, "drift", lambda spec, inv: _drift("2", "ok"))
     monkeypatch.setattr(os_stage.power, "media_slots", lambda node: [CD, USB])
     seen: list[tuple[str, str | None]] = []
     real = os_stage.os_media._open
@@ -261,7 +261,7 @@ def test_the_preflight_is_one_ranged_get_before_anything_is_written(rig: Any, mo
 
 
 def _drift(observed: str, verdict: str) -> Any:
-    from provision.redfish.ops.inventory import DriftItem, DriftReport
+    from provision.redfish.ops.drift import DriftItem, DriftReport
 
     return DriftReport(items=[DriftItem(key="storage.boot.count", expected="2 x 1.92 TB", observed=observed,
                                         verdict=verdict)])  # type: ignore[arg-type]
@@ -285,7 +285,7 @@ def test_what_refuses_a_new_install(rig: Any, monkeypatch: pytest.MonkeyPatch, b
                                     refusals: tuple[str, ...]) -> None:
     _, host, stage, journal, _ = rig
     monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
-    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift(*boot))
+    monkeypatch.setattr(os_stage.drift_ops, "drift", lambda spec, inv: _drift(*boot))
     monkeypatch.setattr(os_stage.power, "media_slots", lambda node: slots)
     monkeypatch.setattr(os_stage, "seed_tool", lambda: tool)
     monkeypatch.setattr(os_stage.os_media, "preflight", lambda u, mode, access: url)
@@ -304,14 +304,14 @@ def test_an_installer_the_host_cannot_boot_is_refused_before_anything_is_written
         refused: str | None) -> None:
     from provision.errors import InputError
     from provision.redfish.image_server import ImageServer
-    from provision.spec.model import Bios
+    from provision.spec.firmware import Bios
 
     fake, host, stage, journal, _ = rig
     host = host.model_copy(update={"spec": host.spec.model_copy(update={"bios": Bios(
         settings={"boot_mode": boot_mode})})})
     monkeypatch.setattr(stage, "_refusals", partial(OsStage._refusals, stage))  # the rig's: none
     monkeypatch.setattr(os_stage.inv_ops, "observe", lambda conn: None)
-    monkeypatch.setattr(os_stage.inv_ops, "drift", lambda spec, inv: _drift("2", "ok"))
+    monkeypatch.setattr(os_stage.drift_ops, "drift", lambda spec, inv: _drift("2", "ok"))
     with ImageServer() as srv:
         url = srv.url_for(isos[kind])
         stage.opts = stage.opts.model_copy(update={"os_image": url})

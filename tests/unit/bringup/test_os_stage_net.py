@@ -29,7 +29,8 @@ from provision.netboot import service
 from provision.netboot.config import Mode, NetbootNode, NetbootSettings
 from provision.remote import hostkeys
 from provision.spec import HostEntry, SshEndpoint
-from provision.spec.model import InstallerAccess, InstallMethod, OsInstaller
+from provision.spec.fleet import InstallerAccess
+from provision.spec.software import InstallMethod, OsInstaller
 
 URL = "http://images.example/os.iso"
 MAC = "52:54:00:4e:42:01"

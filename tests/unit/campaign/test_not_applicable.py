@@ -156,7 +156,7 @@ def test_the_board_is_read_again_on_each_turn_and_an_unfit_image_is_never_sent(t
     refused before any request that changes the node: no POST, no PATCH."""
     from provision.campaign.redfish_updater import RedfishUpdater
     from provision.campaign.updater import Target, UpdateFailed
-    from provision.spec.model import BmcEndpoint
+    from provision.spec.fleet import BmcEndpoint
     from tests.unit.redfish.full_captures import full_tree
     from tests.unit.redfish.rf_fakebmc import FakeBmc, Served
 

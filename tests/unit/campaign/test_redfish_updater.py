@@ -20,7 +20,7 @@ from provision.campaign.updater import Target
 from provision.redfish.ops.waiting import Clock
 from provision.redfish.resources import ComputerSystem, SoftwareInventory, Task
 from provision.redfish.vendors import by_name
-from provision.spec.model import BmcEndpoint
+from provision.spec.fleet import BmcEndpoint
 from tests.unit.campaign.fakes import catalog
 
 INV = "/redfish/v1/UpdateService/FirmwareInventory"

@@ -11,7 +11,8 @@ from provision.conformance.checks._base import Context
 from provision.conformance.facts import NodeFacts, Probe, Section, build_script
 from provision.conformance.model import CheckResult, Level
 from provision.conformance.runner import evaluate
-from provision.spec.model import LabDeclaration, NodeSpec
+from provision.spec.fleet import LabDeclaration
+from provision.spec.model import NodeSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"

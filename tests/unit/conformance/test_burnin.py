@@ -17,7 +17,7 @@ from provision.conformance.checks.burnin_run import across_nodes
 from provision.conformance.model import Level, Outcome
 from provision.conformance.runner import verify
 from provision.errors import ParseError
-from provision.spec.model import HostEntry, SshEndpoint
+from provision.spec.fleet import HostEntry, SshEndpoint
 from tests.unit.conformance.helpers import area, facts, fixture, framed, run, spec
 
 FIO_POOL = fixture("burnin/fio-pool.json")
@@ -264,7 +264,7 @@ def test_a_missing_burnin_tool_is_an_error(section: str) -> None:
 
 # ---- across nodes ---------------------------------------------------------------------------------------------
 def host(name: str, address: str) -> HostEntry:
-    from provision.spec.model import BmcEndpoint
+    from provision.spec.fleet import BmcEndpoint
 
     return HostEntry(name=name, profile="ml_prod_v4", groups=("all",), spec=spec(),
                      bmc=BmcEndpoint(address="https://10.0.0.1", username="u", password="p"),  # type: ignore[arg-type]

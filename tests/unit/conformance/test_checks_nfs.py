@@ -17,7 +17,7 @@ from provision.conformance.facts import NodeFacts
 from provision.conformance.model import Level, Outcome
 from provision.conformance.parsers.nfs_probe import SCRIPT, parse_nfs_probe
 from provision.errors import ParseError
-from provision.spec.model import HostEntry, SshEndpoint
+from provision.spec.fleet import HostEntry, SshEndpoint
 from tests.unit.conformance.helpers import area, facts, framed, run, spec
 
 SHA = "ab" * 32
@@ -148,7 +148,7 @@ def test_the_script_reads_another_nodes_file_and_removes_it(tmp_path: Path) -> N
 
 # ---- phase 2: across the nodes of a run ----------------------------------------------------------------------
 def host(name: str, **mount: object) -> HostEntry:
-    from provision.spec.model import BmcEndpoint
+    from provision.spec.fleet import BmcEndpoint
 
     return HostEntry(name=name, profile="ml_prod_v4", groups=("all",),
                      spec=spec(nfs_mounts=[{**MOUNT, "shared": True, **mount}]),

@@ -10,7 +10,7 @@ import pytest
 from provision.conformance.facts import GatherError, Probe, build_script, gather, split_sections, ssh_argv
 from provision.conformance.model import Level
 from provision.conformance.runner import node_probes
-from provision.spec.model import SshEndpoint
+from provision.spec.fleet import SshEndpoint
 from tests.unit.conformance.helpers import framed, spec
 
 

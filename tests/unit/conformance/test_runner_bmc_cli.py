@@ -18,7 +18,7 @@ from provision.errors import ProvisionError
 from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
 from provision.redfish.resources import LogEntry, Memory, Power, Thermal
 from provision.redfish.vendors import GpuView
-from provision.spec.model import BmcEndpoint, HostEntry, SshEndpoint
+from provision.spec.fleet import BmcEndpoint, HostEntry, SshEndpoint
 from provision.spec.platforms import Board, DeviceKind, PlatformIdentity
 from tests.unit.conformance.helpers import ROOT, area, framed, run, spec
 from tests.unit.parsers._fixtures import H100_590, section

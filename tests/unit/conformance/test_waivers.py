@@ -19,7 +19,7 @@ from provision.lab.declaration import (
     lab_waivers,
 )
 from provision.spec import load_fleet
-from provision.spec.model import BmcEndpoint, HostEntry, LabDeclaration, SshEndpoint, Waiver
+from provision.spec.fleet import BmcEndpoint, HostEntry, LabDeclaration, SshEndpoint, Waiver
 from tests.unit.conformance.helpers import framed, run, spec
 
 MODULES = "@monolithic\nkernel\nprintk\n"

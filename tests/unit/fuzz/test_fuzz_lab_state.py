@@ -17,16 +17,16 @@ from hypothesis import strategies as st
 
 from provision.errors import LabError, ProvisionError
 from provision.journal import Journal
-from provision.lab import manager
+from provision.lab.state import STATE, LabState, NodeState, read_state
 from provision.lab.twins import state as twins_state
 from provision.lab.twins.models import TwinInfo
 from provision.lab.twins.personality.faults import load_faults
 from provision.lab.twins.personality.state import load_hardware
 
-LAB_STATE = manager.LabState(
+LAB_STATE = LabState(
     lab_dir=Path("/tmp/lab"), pid=4242, control_port=40000, profile="ml_prod_v4", tree="/trees/supermicro",
     as_captured=False, twins=True, inventory=Path("/tmp/lab/inventory/hosts.yml"),
-    nodes=[manager.NodeState(name="node01", https_port=40001, http_port=40002,
+    nodes=[NodeState(name="node01", https_port=40001, http_port=40002,
                              ssh=TwinInfo(name="node01", address="10.203.1.2", key_file=Path("/k"),
                                           known_hosts=Path("/kh"), repo_url="file:/srv/repo"))],
 ).model_dump(mode="json")
@@ -75,11 +75,11 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 @SETTINGS
 @given(data=contents(LAB_STATE))
 def test_lab_state(workdir: Path, data: bytes) -> None:
-    (workdir / manager.STATE).write_bytes(data)
+    (workdir / STATE).write_bytes(data)
     try:
-        manager.read_state(workdir)
+        read_state(workdir)
     except LabError as exc:
-        assert str(workdir / manager.STATE) in str(exc)
+        assert str(workdir / STATE) in str(exc)
 
 
 @SETTINGS

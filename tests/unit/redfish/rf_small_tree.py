@@ -10,7 +10,8 @@ import pytest
 from rf_fakebmc import FakeBmc, Served
 from rf_support import connect
 
-from provision.redfish.ops.inventory import DriftItem, NodeInventory, drift, observe
+from provision.redfish.ops.drift import DriftItem, drift
+from provision.redfish.ops.inventory import NodeInventory, observe
 from provision.spec import load_fleet
 from provision.spec.model import NodeSpec
 

@@ -18,8 +18,8 @@ from provision.redfish.resources.bios import AttrValue
 from provision.redfish.vendors import by_name
 from provision.redfish.vendors.base import VendorPlugin
 from provision.redfish.vendors.bios_names import REGISTRY_NAMES, AmbiguousBiosKey, display, find
-from provision.spec.model import BIOS_NEUTRAL_KEYS
-from provision.spec.model import Bios as BiosSpec
+from provision.spec.firmware import BIOS_NEUTRAL_KEYS
+from provision.spec.firmware import Bios as BiosSpec
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "redfish"
 REGISTRIES = {

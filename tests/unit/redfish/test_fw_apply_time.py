@@ -19,7 +19,7 @@ from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.session import node_facts
 from provision.redfish.resources import UpdateService
 from provision.redfish.vendors import by_name
-from provision.spec.model import FirmwareComponent
+from provision.spec.firmware import FirmwareComponent
 from provision.spec.platforms import AppliesTo
 
 US = "/redfish/v1/UpdateService"
@@ -108,7 +108,7 @@ def test_simple_update_apply_time_support(tmp_path: Path, supported: list[str], 
 
 def test_a_baseline_without_apply_time_leaves_it_to_the_bmc() -> None:
     """The spec's default is None (the BMC's choice), not OnReset: only an explicit value is ever refused."""
-    from provision.spec.model import FirmwareComponent as Fc
+    from provision.spec.firmware import FirmwareComponent as Fc
 
     comp = Fc(component="gpu", version="1.0", image="gpu.bin", sha256="0" * 64, applies_to=AppliesTo(any_platform=True))
     assert comp.apply_time is None

@@ -17,7 +17,7 @@ from provision.cli import main as cli_main
 from provision.redfish.ops import firmware as fw
 from provision.redfish.resources import SoftwareInventory, UpdateService
 from provision.redfish.vendors import by_name
-from provision.spec.model import FirmwareComponent
+from provision.spec.firmware import FirmwareComponent
 
 BIOS = "/redfish/v1/UpdateService/FirmwareInventory/BIOS"
 BUILD = "buildbrain-gcid-38635631"

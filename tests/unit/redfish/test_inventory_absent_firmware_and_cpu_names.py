@@ -14,7 +14,8 @@ from rf_small_tree import (
 from provision.redfish.ops import firmware as fw
 from provision.redfish.resources import SoftwareInventory, UpdateService
 from provision.redfish.vendors.registry import by_name
-from provision.spec.model import FirmwareComponent, NodeSpec
+from provision.spec.firmware import FirmwareComponent
+from provision.spec.model import NodeSpec
 
 __all__ = ["spec"]  # the module-scoped fixture, used by name
 

@@ -13,7 +13,8 @@ from rf_fakebmc import FakeBmc, Served
 from rf_support import connect
 
 from provision.redfish import resources as r
-from provision.redfish.ops.inventory import NodeInventory, drift, observe
+from provision.redfish.ops.drift import drift
+from provision.redfish.ops.inventory import NodeInventory, observe
 from provision.spec import load_fleet
 
 ROOT = Path(__file__).resolve().parents[3]

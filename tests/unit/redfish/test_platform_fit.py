@@ -21,7 +21,7 @@ from provision.redfish.ops import firmware as fw
 from provision.redfish.ops.identity import device_kind, from_tree
 from provision.redfish.resources import UpdateService
 from provision.redfish.vendors import by_name
-from provision.spec.model import FirmwareComponent
+from provision.spec.firmware import FirmwareComponent
 from provision.spec.platforms import AppliesTo, Board, DeviceKind, PlatformIdentity, Platforms, refuse_profile
 
 US = "/redfish/v1/UpdateService"

@@ -17,7 +17,7 @@ from provision.errors import InventoryError
 from provision.redfish.connector import SESSIONS, Connector, login_modes, session_uri
 from provision.redfish.errors import RedfishAuthError
 from provision.redfish.ops.session import options_for
-from provision.spec.model import BmcEndpoint
+from provision.spec.fleet import BmcEndpoint
 
 ROOT = "/redfish/v1"
 LINKED = {"Links": {"Sessions": {"@odata.id": "/redfish/v1/SessionService/Sessions"}}}

@@ -9,7 +9,8 @@ from rf_fakebmc import FakeBmc, Served
 from rf_support import connect, tree
 
 from provision.redfish import resources as r
-from provision.redfish.ops.inventory import Adapter, NodeInventory, drift, observe
+from provision.redfish.ops.drift import drift
+from provision.redfish.ops.inventory import Adapter, NodeInventory, observe
 from provision.redfish.vendors import GpuView
 from provision.spec import load_fleet
 
@@ -120,7 +121,7 @@ def test_bad_comparisons_refused(spec, comparisons: dict, message: str) -> None:
 
 
 def test_every_drift_item_has_a_default_kind(spec) -> None:  # type: ignore[no-untyped-def]
-    from provision.spec.model import COMPARISONS
+    from provision.spec.acceptance import COMPARISONS
 
     assert {i.key for i in drift(spec, _inv()).items} == set(COMPARISONS)
 

@@ -14,8 +14,8 @@ from provision.redfish.ops import power
 from provision.redfish.ops.bios_registry import check_value, locked_by
 from provision.redfish.resources import AttributeRegistry, Bios, SoftwareInventory, UpdateService
 from provision.redfish.vendors import by_name
-from provision.spec.model import Bios as BiosSpec
-from provision.spec.model import FirmwareComponent
+from provision.spec.firmware import Bios as BiosSpec
+from provision.spec.firmware import FirmwareComponent
 
 SHA = hashlib.sha256(b"x").hexdigest()
 

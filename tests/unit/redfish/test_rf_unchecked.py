@@ -22,7 +22,7 @@ from provision.redfish.ops import converge
 from provision.redfish.ops import firmware as fw
 from provision.redfish.resources import AttributeRegistry, Bios, ComputerSystem
 from provision.redfish.vendors import by_name
-from provision.spec.model import Bios as BiosSpec
+from provision.spec.firmware import Bios as BiosSpec
 
 SYSTEM = "/redfish/v1/Systems/1"
 INVENTORY = "/redfish/v1/UpdateService/FirmwareInventory"

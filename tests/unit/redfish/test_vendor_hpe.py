@@ -104,7 +104,7 @@ def test_profile_forces_the_numa_grouping_the_spec_wants() -> None:
 
 def _plan(settings: dict[str, str], vendor_attrs: dict[str, str] | None = None) -> object:
     from provision.redfish.ops import bios as bios_ops
-    from provision.spec.model import Bios as BiosSpec
+    from provision.spec.firmware import Bios as BiosSpec
 
     state = bios_ops.BiosState(current=Bios.parse(get("hpe", CUR)), pending={},
                                pending_uri="/redfish/v1/systems/1/bios/settings", registry=registry("hpe", REG))

@@ -16,7 +16,7 @@ from provision.lab.bmcsim.seed import build
 from provision.redfish.ops import bios as bios_ops
 from provision.redfish.resources import Bios, ComputerSystem
 from provision.redfish.vendors import by_name
-from provision.spec.model import Bios as BiosSpec
+from provision.spec.firmware import Bios as BiosSpec
 
 SYS = "/redfish/v1/Systems/1"
 REG = "/registries/BiosAttributeRegistry.1.0.0.json"
