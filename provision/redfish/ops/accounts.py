@@ -56,8 +56,12 @@ Probe = Callable[[str, SecretStr], LoginResult]
 
 def as_user(opts: ConnectorOptions, user: str, password: SecretStr) -> ConnectorOptions:
     """The node's connector options with another account's credentials, HTTP basic: an account that must
-    change its password has no usable session (DSP0266 lets it PATCH its password and nothing else)."""
+    change its password has no usable session (DSP0266 lets it PATCH its password and nothing else). A host
+    whose BMC takes sessions only (`provision_bmc_auth: session`) logs in with a session, kept even when the
+    BMC answers PasswordChangeRequired, so that the account can PATCH its password through it."""
     register_secret(password.get_secret_value())
+    if opts.auth == "session":
+        return opts.model_copy(update={"username": user, "password": password, "change_password_session": True})
     return opts.model_copy(update={"username": user, "password": password, "auth": "basic"})
 
 
