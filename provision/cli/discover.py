@@ -206,8 +206,10 @@ def render(verdicts: list[Verdict], fmt: Format, scanned: int) -> None:
                               soft_wrap=True)
 
 
-def _unidentified(verdicts: list[Verdict]) -> None:
-    bad = [v for v in verdicts if v.found.outcome is not Outcome.IDENTIFIED]
+def _unidentified(verdicts: list[Verdict], enrolled: frozenset[str] = frozenset()) -> None:
+    """CheckFailed naming the services not identified (`enrolled`: addresses enroll wrote as the vendor's file
+    vouched for them, not counted)."""
+    bad = [v for v in verdicts if v.found.outcome is not Outcome.IDENTIFIED and v.found.address not in enrolled]
     if bad:
         raise CheckFailed(f"{len(bad)} Redfish service(s) not identified: "
                           + ", ".join(f"{v.found.address} ({v.found.outcome.value})" for v in bad))
@@ -252,7 +254,8 @@ def enroll_command(name: NameOpt, range_: RangeOpt = None, from_file: FileOpt = 
                    timeout: TimeoutOpt = 3.0, concurrency: ConcurrencyOpt = 256, plan_only: PlanOpt = False,
                    as_json: JsonOpt = False, output: OutputOpt = None) -> None:
     """Discover (as `provision discover`), then write a host for each new BMC: host_vars/NAME.yml and the host
-    under its profile's group in hosts.yml. Existing hosts are never changed."""
+    under its profile's group in hosts.yml. Existing hosts are never changed. A BMC that requires a password
+    change (its factory state) is enrolled only with --profile and a --from-file that gives its serial."""
     fmt = choose(output, as_json)
     enroll_ops.check_pattern(name)
     targets, leases = _targets(range_, from_file, ssdp_ifaces, file_format, port, max_addresses)
@@ -277,7 +280,7 @@ def enroll_command(name: NameOpt, range_: RangeOpt = None, from_file: FileOpt = 
     if not plan_only:
         written = enroll_ops.apply(inventory, the_plan, rack=rack, ca_file=ca_file, validate=_valid)
     _render_plan(the_plan, verdicts, fmt, plan_only, hosts_path, written)
-    _unidentified(verdicts)
+    _unidentified(verdicts, frozenset(h.verdict.found.address for h in the_plan.hosts))
 
 
 def _valid(inventory: Path) -> None:
@@ -300,7 +303,7 @@ def _render_plan(the_plan: enroll_ops.EnrollPlan, verdicts: list[Verdict], fmt: 
         return
     table = new_table("host", "profile", "group", "address", "serial", "uuid", title=f"hosts {done} ({hosts_path})")
     for h in the_plan.hosts:
-        add_row(table, h.name, h.profile, h.group, h.verdict.found.address, h.verdict.found.serial,
+        add_row(table, h.name, h.profile, h.group, h.verdict.found.address, enroll_ops.serial_of(h.verdict.found),
                 h.verdict.found.uuid)
     show(table, fmt)
     for s in the_plan.skipped:

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from provision.discover.match import Standing, Verdict, meaningful
+from provision.discover.probe import Found, Outcome
 from provision.errors import InputError, InventoryError, ProvisionError
 from provision.spec.strict_yaml import load_strict
 
@@ -117,7 +118,7 @@ def _shared_identities(verdicts: list[Verdict]) -> dict[str, str]:
     for key in ("serial", "uuid"):
         by: dict[str, list[str]] = {}
         for v in verdicts:
-            value = meaningful(getattr(v.found, key))
+            value = meaningful(serial_of(v.found) if key == "serial" else v.found.uuid)
             if value is not None:
                 by.setdefault(value.casefold(), []).append(v.found.address)
         for value, addresses in by.items():
@@ -137,8 +138,11 @@ def _eligible(v: Verdict, profile: str | None,
         return f"already in the inventory as {v.host} at {v.inventory_address} (moved; not changed)", None
     if v.standing is Standing.ADDRESS_TAKEN:
         return v.note, None
-    if f.identity is None:
+    if f.identity is None and not (vouched(f) and profile is not None):
         return f"not identified: {f.outcome.value}", None
+    if f.identity is None:  # vouched for by the vendor's file and the operator's --profile
+        return ("", profile) if not f.address.startswith("http://") else (
+            "plain HTTP (the password would travel in clear): not enrolled", None)
     if not (meaningful(f.serial) or meaningful(f.uuid)):
         return "the BMC gives neither a serial nor a UUID (it could not be told apart later)", None
     if f.address.startswith("http://"):
@@ -153,6 +157,21 @@ def _eligible(v: Verdict, profile: str | None,
     return "", v.fits[0]
 
 
+def vouched(f: Found) -> bool:
+    """A BMC that must have its password changed before it shows anything but its service root (DSP0266
+    PasswordChangeRequired: the factory state of many) is enrolled as the operator's file says it is: the serial
+    the vendor's file (CSV or lease) gives for its address, with the profile the operator names; bring-up's
+    preflight reads its identity once the password is rotated."""
+    return f.outcome is Outcome.PASSWORD_CHANGE and f.lease is not None and meaningful(f.lease.serial) is not None
+
+
+def serial_of(f: Found) -> str | None:
+    """The serial the BMC gives; for one `vouched` for, the vendor file's."""
+    if f.serial:
+        return f.serial
+    return f.lease.serial if vouched(f) and f.lease is not None else None
+
+
 def _sort_key(ip: str, address: str) -> tuple[int, int, str]:
     import ipaddress
 
@@ -164,7 +183,7 @@ def host_name(pattern: str, v: Verdict, profile: str, rack: str | None, index: i
     f = v.found
     ident = f.identity
     values: dict[str, Any] = {
-        "index": index, "rack": rack or "", "serial": f.serial or "", "uuid": f.uuid or "",
+        "index": index, "rack": rack or "", "serial": serial_of(f) or "", "uuid": f.uuid or "",
         "mac": (f.bmc_mac or "").replace(":", ""), "ip": f.ip, "profile": profile,
         "manufacturer": (ident.manufacturer if ident else None) or "", "model": (ident.model if ident else None) or "",
     }
@@ -228,7 +247,9 @@ def host_vars_text(h: NewHost, ca_file: Path | None, when: datetime.datetime) ->
     if ca_file is not None:
         data["provision_bmc_ca_file"] = str(ca_file.resolve())
     identity = {"manufacturer": ident.manufacturer if ident else None, "model": ident.model if ident else None,
-                "serial": f.serial, "uuid": f.uuid, "bmc_mac": f.bmc_mac, "bmc_firmware": f.firmware}
+                "serial": serial_of(f), "uuid": f.uuid, "bmc_mac": f.bmc_mac or (f.lease.mac if vouched(f) and f.lease
+                                                                                   else None),
+                "bmc_firmware": f.firmware}
     data["provision_bmc_identity"] = {k: v for k, v in identity.items() if v}
     head = (f"---\n# Written by `provision enroll` on {when:%Y-%m-%d %H:%M} UTC from the BMC at {f.address}\n"
             f"# (profile {h.profile}, group {h.group}).\n")

@@ -67,6 +67,9 @@ class ConnectorOptions(BmcEndpoint):
     max_parallel: int = Field(default=4, ge=1, le=32)
     use_expand: bool = True
     name: str = Field(default="", description="Node name used in messages")
+    change_password_session: bool = Field(default=False, description="A session login answered "
+                                          "PasswordChangeRequired with a session is kept (DSP0266: it may change its "
+                                          "own password), not refused: how a BMC without HTTP basic rotates one")
 
     @property
     def where(self) -> str:
@@ -196,7 +199,13 @@ class Connector(CollectionReads):
         if mode == "session":
             creds = {"UserName": self.opts.username, "Password": self.opts.password.get_secret_value()}
             resp = self._send("POST", session_uri(self.root) or SESSIONS, body=creds, timeout=timeout)
-            key, location = session_from_login(resp.status, resp.headers, resp.body)
+            try:
+                key, location = session_from_login(resp.status, resp.headers, resp.body)
+            except RedfishPasswordChangeRequired:
+                key = resp.headers.get("x-auth-token")
+                if not (self.opts.change_password_session and key and resp.status in (200, 201)):
+                    raise
+                location = resp.headers.get("location")
             http.token, http.session_uri = key, _path(location)
             return
         http.basic = basic_authorization(self.opts.username, self.opts.password.get_secret_value())

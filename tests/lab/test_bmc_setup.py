@@ -17,6 +17,8 @@ import pytest
 import redfish
 import yaml
 
+from provision.conformance.model import Outcome
+from provision.spec import load_fleet
 from tests.unit.bringup.bmcfake import key_pem, make_ca, pem
 
 pytestmark = pytest.mark.lab
@@ -136,3 +138,114 @@ def test_a_500_after_the_password_took_a_csr_that_never_completes_then_bringup(l
         assert [(s["stage"], s["outcome"], s["actions"]) for s in node["stages"]] == [
             ("bmc-password", "converged", []), ("bmc-accounts", "converged", []), ("preflight", "converged", []),
             ("bmc", "converged", [])], node
+
+
+def _bmc_checks(host: Any, journal: str) -> dict[str, Any]:
+    from provision.conformance.checks._base import Context
+    from provision.conformance.checks.bmc import run_bmc_checks
+    from provision.conformance.facts import NodeFacts
+    from provision.conformance.model import Level
+    from provision.conformance.since import last_bringup
+
+    ctx = Context(node=host.name, spec=host.spec, facts=NodeFacts(node=host.name, sections={}), level=Level.FULL)
+    since = last_bringup(host.name, Path(journal))  # the SEL since the last bring-up, as verify counts it
+    assert since is not None
+    run_bmc_checks(ctx, host, since)
+    return {r.id: r for r in ctx.results}
+
+
+def test_enrolled_factory_bmc_brought_up_then_verified_against_the_site_ca(lab_factory: Any, tmp_path: Path) -> None:
+    """The whole day zero of one BMC: the vendor's shipping list (CSV: address, serial) and the factory password
+    find it (PasswordChangeRequired: only its service root answers), `enroll --write --profile` adds it under
+    a new name with the file's serial; `bringup` of that host (the bmc: section in its group's vars) rotates
+    the password, makes the site account, installs the site certificate and sets NTP, and a second run, without
+    --insecure, plans nothing; then `verify` reads its BMC over TLS checked against the site CA (no --insecure)
+    and `discover` with the site account finds it known under the enrolled name (the recorded serial is the
+    BMC's). A BMC-only lab: the node-side checks of verify have no twin here and are not counted."""
+    from provision.cli.spec import errors_of
+
+    with lab_factory(tmp_path / "lab", nodes=1, factory=True, speed=600.0) as lab:
+        inv_dir = lab.state.lab_dir / "inventory"
+        old = yaml.safe_load((inv_dir / "host_vars" / "node01.yml").read_text())
+        (inv_dir / "host_vars" / "node01.yml").unlink()  # the inventory knows no host yet
+        hosts = inv_dir / "hosts.yml"
+        hosts.write_text(hosts.read_text().replace("      hosts:\n        node01: null\n", ""))
+        address, port = old["provision_bmc_address"], old["provision_bmc_address"].rsplit(":", 1)[1]
+        ca, key = make_ca("lab site CA")
+        (tmp_path / "ca.pem").write_text(pem(ca))
+        (tmp_path / "ca.key").write_bytes(key_pem(key))
+        (tmp_path / "admin.pw").write_text(ROTATED_PW + "\n")
+        os.chmod(tmp_path / "admin.pw", 0o600)
+        gv = inv_dir / "group_vars" / "ml_prod_v4.yml"
+        group = yaml.safe_load(gv.read_text())
+        group.update({
+            "provision_bmc_username": "provision", "provision_bmc_password": SITE_PW,
+            "provision_bmc_setup": {
+                "initial": {"user": old["provision_bmc_username"], "password": {"env": "LAB_FACTORY_PW"},
+                            "rotate_to": {"file": str(tmp_path / "admin.pw")}},
+                "accounts": [{"user": "provision", "role": "Administrator", "password": {"inventory": True}}],
+                "certificate": {"ca_cert": str(tmp_path / "ca.pem"), "ca_key": str(tmp_path / "ca.key"),
+                                "sans": ["localhost"]},
+                "ntp": ["192.0.2.10"], "hostname": "{node}-bmc"}})
+        gv.write_text("---\n" + yaml.safe_dump(group, sort_keys=False))
+        shipping = tmp_path / "shipping.csv"
+        shipping.write_text("ip,serial\n127.0.0.1,LAB00001\n")  # the simulator's node01 serial
+        env = {**os.environ, "LAB_FACTORY_PW": old["provision_bmc_password"], "XDG_STATE_HOME": str(tmp_path / "state")}
+        factory_creds = {**env, "PROVISION_BMC_USERNAME": old["provision_bmc_username"],
+                         "PROVISION_BMC_PASSWORD": old["provision_bmc_password"]}
+
+        def cli(*args: str, insecure: bool = False, creds: dict[str, str] = env) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*CLI, *args, "-i", str(inv_dir / "hosts.yml"), *(["--insecure"] * insecure)],
+                                  capture_output=True, text=True, timeout=180, env=creds, check=False)
+
+        enroll = cli("enroll", "--from-file", str(shipping), "--port", port, "--profile", "ml_prod_v4",
+                     "--name", "gpu-{serial}", "--json", insecure=True, creds=factory_creds)
+        assert enroll.returncode == 0, enroll.stdout + enroll.stderr
+        assert [(h["host"], h["address"]) for h in json.loads(enroll.stdout)["hosts"]] == [("gpu-LAB00001", address)]
+        assert errors_of(inv_dir / "hosts.yml", load_fleet(inv_dir / "hosts.yml")) == []  # as `spec validate`
+        hv = yaml.safe_load((inv_dir / "host_vars" / "gpu-LAB00001.yml").read_text())
+        assert "provision_bmc_ca_file" not in hv and hv["provision_bmc_identity"] == {"serial": "LAB00001"}
+
+        journal, logs = str(tmp_path / "journal.db"), str(tmp_path / "logs")
+        first = cli("bringup", "gpu-LAB00001", "--to", "reset", "--journal", journal, "--log-dir", logs, "--json",
+                    "--poll-seconds", "0.2", insecure=True)  # the factory's self-signed certificate: the one run that needs it
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+        [node] = json.loads(first.stdout)["nodes"]
+        done = {s["stage"]: (s["outcome"], " / ".join(s["actions"])) for s in node["stages"]}
+        assert done["bmc-password"][0] == "applied" and "rotate-password account admin" in done["bmc-password"][1]
+        assert done["bmc-accounts"][0] == "applied" and "create-account account provision" in done["bmc-accounts"][1]
+        assert done["bmc"][0] == "applied" and "set-ntp" in done["bmc"][1] and "replace-certificate" in done["bmc"][1]
+        assert [done[s][0] for s in ("preflight", "firmware", "bios", "reset")] == ["converged"] + ["applied"] * 3
+
+        again = cli("bringup", "gpu-LAB00001", "--to", "reset", "--journal", journal, "--log-dir", logs, "--json",
+                    "--poll-seconds", "0.2")
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+        [node] = json.loads(again.stdout)["nodes"]
+        assert [(s["stage"], s["outcome"], s["actions"]) for s in node["stages"]] == [
+            ("bmc-password", "converged", []), ("bmc-accounts", "converged", []), ("preflight", "converged", []),
+            ("bmc", "converged", []), ("firmware", "converged", []), ("bios", "converged", []),
+            ("reset", "converged", [])], node
+
+        # verify's BMC side (its checks, as `provision verify` runs them; the OS side needs a twin, which this
+        # BMC-only lab has not): TLS verified against the site CA the bmc: section names, no --insecure
+        host = load_fleet(inv_dir / "hosts.yml").hosts["gpu-LAB00001"]
+        assert host.bmc.verify_tls and host.bmc.ca_file == tmp_path / "ca.pem"
+        rows = _bmc_checks(host, journal)
+        assert len(rows) >= 10 and {i: r.detail for i, r in rows.items() if not r.accepted} == {}, rows
+        assert {"bmc.platform", "bmc.memory_population"} <= {i for i, r in rows.items() if r.outcome is Outcome.PASS}
+        # ... and it is a verification: against the factory's own certificate (no longer served) every row ERRORs
+        stale = host.model_copy(update={"bmc": host.bmc.model_copy(update={
+            "ca_file": Path(old["provision_lab_bmc_factory_cert_file"])})})
+        refused = _bmc_checks(stale, journal)
+        assert refused and {r.outcome for r in refused.values()} == {Outcome.ERROR}, refused
+        assert all("certificate" in r.detail or "TLS" in r.detail for r in refused.values()), refused
+        for secret in (SITE_PW, ROTATED_PW, env["LAB_FACTORY_PW"]):
+            assert secret not in first.stdout + first.stderr + again.stdout + again.stderr
+
+        site = {**env, "PROVISION_BMC_USERNAME": "provision", "PROVISION_BMC_PASSWORD": SITE_PW}
+        known = cli("discover", "--from-file", str(shipping), "--port", port, "--ca-file", str(tmp_path / "ca.pem"),
+                    "--json", creds=site)
+        assert known.returncode == 0, known.stdout + known.stderr
+        [row] = json.loads(known.stdout)["found"]
+        assert (row["serial"], row["inventory"], row["host"], row["note"]) == (
+            "LAB00001", "in inventory", "gpu-LAB00001", None), row

@@ -24,6 +24,9 @@ from provision.redfish.errors import (
     RedfishPasswordChangeRequired,
     message_ids,
 )
+from provision.redfish.resources import ServiceRoot
+from provision.redfish.vendors.base import AccountSlot, VendorPlugin
+from provision.redfish.vendors.registry import detect
 
 ACCOUNT_SERVICE = f"{ROOT}/AccountService"
 ACCOUNTS = f"{ACCOUNT_SERVICE}/Accounts"
@@ -53,8 +56,12 @@ Probe = Callable[[str, SecretStr], LoginResult]
 
 def as_user(opts: ConnectorOptions, user: str, password: SecretStr) -> ConnectorOptions:
     """The node's connector options with another account's credentials, HTTP basic: an account that must
-    change its password has no usable session (DSP0266 lets it PATCH its password and nothing else)."""
+    change its password has no usable session (DSP0266 lets it PATCH its password and nothing else). A host
+    whose BMC takes sessions only (`provision_bmc_auth: session`) logs in with a session, kept even when the
+    BMC answers PasswordChangeRequired, so that the account can PATCH its password through it."""
     register_secret(password.get_secret_value())
+    if opts.auth == "session":
+        return opts.model_copy(update={"username": user, "password": password, "change_password_session": True})
     return opts.model_copy(update={"username": user, "password": password, "auth": "basic"})
 
 
@@ -143,11 +150,31 @@ def change_password(conn: Connector, account_uri: str, password: SecretStr) -> N
     conn.request("PATCH", account_uri, body={"Password": password.get_secret_value()})
 
 
-def create_account(conn: Connector, collection: str, user: str, role: str, password: SecretStr) -> str:
-    """POST a new ManagerAccount; its URI (Location, or the body's @odata.id)."""
+def plugin_of(conn: Connector) -> VendorPlugin:
+    """The BMC's vendor plugin, by its service root (how accounts are made differs: vendors/)."""
+    return detect(ServiceRoot.parse(conn.root), None)
+
+
+def read_slots(conn: Connector, collection: str) -> tuple[AccountSlot, ...]:
+    """Every member of the collection as listed, empty slots included."""
+    return tuple(AccountSlot(uri=str(m.get("@odata.id", "")), id=str(m.get("Id") or str(m.get("@odata.id", ""))
+                                                                     .rstrip("/").rsplit("/", 1)[-1]),
+                             user=str(m.get("UserName") or "")) for m in conn.members(collection))
+
+
+def create_account(conn: Connector, collection: str, user: str, role: str, password: SecretStr,
+                   plugin: VendorPlugin | None = None) -> str:
+    """Make a ManagerAccount as the BMC's plugin says (DSP0266: a POST to the collection; a fixed-slot BMC: a
+    PATCH of a free slot); its URI (Location, or the body's @odata.id, or the slot's)."""
     register_secret(password.get_secret_value())
-    resp = conn.post(collection, {"UserName": user, "Password": password.get_secret_value(), "RoleId": role,
-                                  "Enabled": True})
+    plugin = plugin or plugin_of(conn)
+    slots = read_slots(conn, collection) if plugin.account_slots else ()
+    how = plugin.create_account(collection, slots, user, role)
+    body = {**how.body, "Password": password.get_secret_value()}
+    if how.method == "PATCH":
+        conn.patch(how.uri, body)
+        return how.uri
+    resp = conn.post(how.uri, body)
     return resp.header("location") or str(resp.json.get("@odata.id") or "")
 
 
@@ -155,8 +182,13 @@ def patch_account(conn: Connector, uri: str, body: Json) -> None:
     conn.patch(uri, body)
 
 
-def delete_account(conn: Connector, uri: str) -> None:
-    conn.delete(uri)
+def delete_account(conn: Connector, uri: str, plugin: VendorPlugin | None = None) -> None:
+    """Remove the account at `uri` as the BMC's plugin says (a DELETE; a fixed-slot BMC: its slot emptied)."""
+    for step in (plugin or plugin_of(conn)).remove_account(uri):
+        if step.method == "DELETE":
+            conn.delete(step.uri)
+        else:
+            conn.patch(step.uri, step.body)
 
 
 def refused_text(exc: RedfishHttpError) -> str:

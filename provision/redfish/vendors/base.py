@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -102,6 +102,31 @@ class BiosProof(BaseModel):
     """What was read, e.g. 'ComputerSystem.Boot.BootSourceOverrideMode is UEFI'."""
 
 
+class AccountSlot(BaseModel):
+    """One member of the Accounts collection as listed: an empty slot (UserName "") is not an account."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    uri: str
+    id: str
+    user: str = ""
+
+
+class AccountRequest(BaseModel):
+    """One request that makes or removes an account: its method, URI and body (a Password is added by the
+    caller, never held here)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: Literal["POST", "PATCH", "DELETE"]
+    uri: str
+    body: dict[str, Any] = {}
+
+
+def _slot_order(slot: AccountSlot) -> tuple[int, str]:
+    return (int(slot.id), slot.id) if slot.id.isdigit() else (1 << 30, slot.id)
+
+
 class VendorPlugin:
     """DMTF-standard behaviour; vendor plugins override the class data or a method, never branch."""
 
@@ -173,6 +198,13 @@ class VendorPlugin:
     """PhysicalContexts an inlet found by name may have: a GPU's or a GPU subsystem's 'Inlet' (Supermicro
     'GPU Inlet Temp' PhysicalContext GPU, GH200 'InletSensor_0' GPUSubsystem) is a component's, not the chassis'."""
 
+    account_slots: ClassVar[bool] = False
+    """The AccountService holds a fixed set of account slots (every one listed, the free ones with UserName ""):
+    an account is made by PATCHing a free slot, removed by emptying its slot. DSP0266's default: POST to the
+    collection, DELETE the account."""
+    reserved_account_slots: ClassVar[frozenset[str]] = frozenset()
+    """Slot Ids never taken for a new account, even when empty."""
+
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
     def matches(cls, root: ServiceRoot, system: ComputerSystem | None) -> bool:
@@ -180,6 +212,31 @@ class VendorPlugin:
         if any(m.lower() in maker for m in cls.manufacturers):
             return True
         return any(k in root.oem for k in cls.oem_keys)
+
+    # ---- accounts --------------------------------------------------------------------------------
+    def account_fields(self, user: str, role: str) -> dict[str, Any]:
+        """A new account's properties besides its Password (ManagerAccount)."""
+        return {"UserName": user, "RoleId": role, "Enabled": True}
+
+    def create_account(self, collection: str, slots: Sequence[AccountSlot], user: str, role: str) -> AccountRequest:
+        """How to make `user`: a POST to the collection, or on a slot BMC a PATCH of the lowest free slot that is
+        not reserved (`slots`: the collection's members as listed). CheckFailed when no slot is free."""
+        if not self.account_slots:
+            return AccountRequest(method="POST", uri=collection, body=self.account_fields(user, role))
+        free = sorted((s for s in slots if not s.user and s.id not in self.reserved_account_slots), key=_slot_order)
+        if not free:
+            from provision.errors import CheckFailed
+
+            raise CheckFailed(f"{collection}: no free account slot for {user} (all {len(slots)} listed are taken "
+                              f"or reserved)")
+        return AccountRequest(method="PATCH", uri=free[0].uri, body=self.account_fields(user, role))
+
+    def remove_account(self, uri: str) -> tuple[AccountRequest, ...]:
+        """How to remove the account at `uri`: DELETE it, or on a slot BMC empty its slot."""
+        if not self.account_slots:
+            return (AccountRequest(method="DELETE", uri=uri),)
+        return (AccountRequest(method="PATCH", uri=uri, body={"Enabled": False, "RoleId": "None"}),
+                AccountRequest(method="PATCH", uri=uri, body={"UserName": ""}))
 
     # ---- BIOS ------------------------------------------------------------------------------------
     def pending_uri(self, bios: Bios) -> str:

@@ -33,3 +33,10 @@ class DellPlugin(VendorPlugin):
     """Dell's documented convention (iDRAC Redfish API guide, FirmwareInventory): `Installed-` is the running
     image, `Previous-` the rollback copy, `Available-` a staged one; `Current-` duplicates Installed-."""
     inactive_pattern = r"(?i)^(Previous|Current|Available)-"
+    account_slots = True
+    reserved_account_slots = frozenset({"1"})
+    """iDRAC's documented account model (Dell iDRAC Redfish API guide, ManagerAccount; Dell's
+    CreateIdracUserPasswordREDFISH scripts): a fixed set of user slots, Accounts/1..16 on iDRAC9 (1..32 on
+    iDRAC10), every one listed, an unused one with UserName "". There is no POST to the collection: a user is made
+    by PATCHing a free slot's UserName, Password, RoleId and Enabled, and removed by disabling it (RoleId None)
+    then emptying its UserName; DELETE is not allowed. Slot 1 is reserved (the anonymous user) and never taken."""

@@ -71,6 +71,32 @@ class HpePlugin(VendorPlugin):
     """iLO 5 reports a SimpleUpdate's progress in UpdateService.Oem.Hpe (State, FlashProgressPercent) and its
     UpdateTaskQueue; a DMTF Task is not always returned (HPE update service documentation; never run here)."""
 
+    ilo_privileges: ClassVar[dict[str, tuple[str, ...]]] = {
+        "Administrator": ("LoginPriv", "RemoteConsolePriv", "UserConfigPriv", "iLOConfigPriv", "VirtualMediaPriv",
+                          "VirtualPowerAndResetPriv", "HostBIOSConfigPriv", "HostNICConfigPriv",
+                          "HostStorageConfigPriv"),
+        "Operator": ("LoginPriv", "RemoteConsolePriv", "VirtualMediaPriv", "VirtualPowerAndResetPriv",
+                     "HostBIOSConfigPriv", "HostNICConfigPriv", "HostStorageConfigPriv"),
+        "ReadOnly": ("LoginPriv",),
+    }
+    """iLO's privileges per Redfish role (HPE "Managing iLO users": RoleId is one of three roles defined by the
+    privileges an account holds; the privilege names as the capture's Accounts/1 Oem.Hpe.Privileges lists them).
+    SystemRecoveryConfigPriv is granted to no role here: HPE gives it to no role by default."""
+
+    def account_fields(self, user: str, role: str) -> dict[str, Any]:
+        """A POST to the collection as the standard says, with iLO's Oem.Hpe: its LoginName (iLO's descriptive
+        name; the Redfish UserName is what logs in) and the privileges that make the role, every one named."""
+        from provision.errors import InputError
+
+        granted = self.ilo_privileges.get(role)
+        if granted is None:
+            raise InputError(f"account {user}: role {role!r} is not one iLO defines "
+                             f"({', '.join(self.ilo_privileges)})")
+        every = ("SystemRecoveryConfigPriv", *self.ilo_privileges["Administrator"])
+        # no Enabled: iLO's ManagerAccount (the capture's) has none, an iLO account is enabled by LoginPriv
+        return {"UserName": user, "RoleId": role, "Oem": {"Hpe": {
+            "LoginName": user, "Privileges": {p: p in granted for p in sorted(every)}}}}
+
     def is_sel(self, service: dict[str, Any]) -> bool | None:
         """The IML (Integrated Management Log, Systems/1/LogServices/IML) is iLO's system event log: the
         server's hardware and host events, what IPMI's SEL holds elsewhere. HPE's iLO Redfish "Log services"

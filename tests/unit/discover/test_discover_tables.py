@@ -145,3 +145,36 @@ def test_a_file_that_says_another_serial_or_mac_is_noted() -> None:
                                            "the file says MAC 3c:ec:ef:00:00:09, the BMC 3c:ec:ef:00:00:01")
     same = f.model_copy(update={"lease": Lease(ip="10.0.0.1", serial="s1", mac="3c:ec:ef:00:00:01")})
     assert judge(same, PROFILES, []).note == ""
+
+
+def test_a_bmc_that_must_change_its_password_is_enrolled_only_as_the_vendors_file_and_the_profile_say() -> None:
+    """A factory BMC shows only its service root (PasswordChangeRequired): enrolled with the serial the
+    vendor's file gives for its address and the operator's --profile, never on one of the two alone, never over
+    plain HTTP, and two such BMCs the file gives one serial are both left out."""
+    from provision.discover.enroll import host_vars_text, serial_of
+    from provision.discover.leases import Lease
+
+    def factory(ip: str, serial: str | None, scheme: str = "https") -> Verdict:
+        f = found(ip, maker=None).model_copy(update={"bmc_mac": None, "lease": Lease(
+            ip=ip, mac="3c:ec:ef:00:00:0a", serial=serial)})
+        return V(f.model_copy(update={"address": f"{scheme}://{ip}"}), fits=())
+
+    vs = [factory("10.0.0.2", "SN2"), factory("10.0.0.3", None), factory("10.0.0.4", "SN4", "http"),
+          factory("10.0.0.5", "SN5"), factory("10.0.0.6", "sn5"),
+          V(found("10.0.0.7", maker=None))]  # no file at all
+    p = plan(vs, "n-{serial}", existing=set(), groups=GROUPS, profile="smc_a", chooses=lambda _n, _v: False)
+    assert [(h.name, h.profile, h.verdict.found.ip) for h in p.hosts] == [("n-SN2", "smc_a", "10.0.0.2")]
+    why = {s.address.split("//")[1]: s.why for s in p.skipped}
+    assert why["10.0.0.3"] == why["10.0.0.7"] == "not identified: password change required"
+    assert why["10.0.0.4"] == "plain HTTP (the password would travel in clear): not enrolled"
+    assert "serial sn5 is given by 2 BMCs" in why["10.0.0.5"] and why["10.0.0.5"] == why["10.0.0.6"]
+    # without --profile the file's serial alone enrolls nothing
+    assert plan(vs[:1], "n-{serial}", existing=set(), groups=GROUPS).skipped[0].why == \
+        "not identified: password change required"
+    [h] = p.hosts
+    assert serial_of(h.verdict.found) == "SN2"
+    text = host_vars_text(h, None, __import__("datetime").datetime(2026, 1, 1))
+    assert "serial: SN2" in text and "bmc_mac: 3c:ec:ef:00:00:0a" in text and "manufacturer" not in text
+    # a BMC that was identified keeps its own serial whatever the file says
+    told = found("10.0.0.8", serial="BMC-SN").model_copy(update={"lease": Lease(ip="10.0.0.8", serial="FILE-SN")})
+    assert serial_of(told) == "BMC-SN"

@@ -39,6 +39,7 @@ class FakeBmc:
     password_change: bool = False  # logins succeed with Base.PasswordChangeRequired (a factory-default account)
     change_first: bool = False  # every request but the root and a login answers 403 PasswordChangeRequired
     session_401: bool = False  # session logins refused with 401 whatever the credentials; basic still works
+    basic: bool = True  # False: HTTP basic refused (401) whatever the credentials: sessions only
     expand: bool = True
     refuse_expand: int | None = None  # answer every GET carrying `$expand` with this status (sushy-static: 404)
     faults: dict[str, deque[tuple[int, dict[str, str]]]] = field(default_factory=dict)
@@ -61,6 +62,8 @@ class FakeBmc:
         if tok and tok in self.tokens:
             return True
         auth = headers.get("authorization", "")
+        if not self.basic:
+            return False
         want = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
         return auth == f"Basic {want}"
 
@@ -127,6 +130,7 @@ def _handler(bmc: FakeBmc) -> type[BaseHTTPRequestHandler]:
             if bmc.change_first and method == "PATCH" and path == f"{ROOT}/AccountService/Accounts/2":
                 bmc.patches.append((path, json.loads(body or b"{}")))  # the one request such an account may make
                 bmc.password, bmc.change_first = json.loads(body)["Password"], False
+                bmc.password_change = False  # changed: later logins carry no PasswordChangeRequired
                 self._reply(204)
                 return
             if bmc.change_first:
