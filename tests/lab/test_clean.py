@@ -8,11 +8,11 @@ preflight (the node's identity in the journal):
   from the drive after the kill), read back zeroed; the pool gone, the boot pair untouched; BIOS reset to
   defaults and the spec re-applied and verified; the SEL saved to the journal and cleared; `status` says cleaned;
 - killed after the BIOS reset to defaults and run again: each scratch drive erased once more, no more;
-- a drive whose sanitize fails (fault nvme_sanitize_fails): exit 1 naming the drive, node "clean failed";
-- a node whose serial differs from the journal's latest reading is refused, nothing erased;
 - a tenant's BMC account and data, then `clean --level sanitize`: the account is gone (the spec's bmc: section
   names none; the login account stays), the scratch drives are zeroed; `provision bringup` then brings the
   cleaned node back to a passing verify (the scratch pool made again);
+- a drive whose sanitize fails (fault nvme_sanitize_fails): exit 1 naming the drive, node "clean failed";
+- a node whose serial differs from the journal's latest reading is refused, nothing erased;
 - `retire --yes` powers the node off and marks it retired; `campaign plan` lists it retired; `unretire`.
 """
 
@@ -165,43 +165,6 @@ def test_a_kill_at_a_step_resumes_and_erases_each_drive_once(lab: tuple[Path, Pa
     assert all(nonzero(info)[n] == 0 for n in scratch)
 
 
-def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
-    inventory, twin_dir, journal, info = lab
-    hw = drives(info)
-    first = sorted(n for n, d in hw.items() if d["role"] == "scratch")[0]
-    ssh(info, DIRTY)
-    twins.fault(twin_dir, NODE, "nvme_sanitize_fails", False)
-    try:
-        done = cli(inventory, journal, "clean", NODE, "--level", "sanitize", "--yes")
-    finally:
-        twins.fault(twin_dir, NODE, "nvme_sanitize_fails", True)
-    assert done.returncode == 1, done.stdout + done.stderr
-    said = " ".join(done.stdout.split())
-    assert f"/dev/{first} ({hw[first]['serial']}): sanitize-crypto failed" in said
-    assert f"{NODE}: clean failed at disks" in said
-    assert nonzero(info)[first]  # its data is still there, and nothing called it cleaned
-    with Journal(journal) as jr:
-        assert hw[first]["serial"] not in {e.serial for e in records.evidence(jr, NODE)}
-
-
-def test_a_node_whose_serial_changed_is_refused(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
-    inventory, _twin_dir, journal, info = lab
-    with Journal(journal) as jr:
-        last = identities(jr, NODE)[-1]
-        swapped = last.identity.model_copy(update={"system": last.identity.system.model_copy(
-            update={"serial_number": "SWAPPED-BOARD"})})
-        record_identity(jr, NODE, swapped, "test: the board recorded before a swap")
-    before = erases(info)
-    try:
-        done = cli(inventory, journal, "clean", NODE, "--yes")
-    finally:
-        with Journal(journal) as jr:
-            record_identity(jr, NODE, last.identity, "test: the board it is")
-    said = " ".join(done.stdout.split())
-    assert done.returncode == 1 and "holds SWAPPED-BOARD" in said and "nothing erased" in said, said
-    assert erases(info) == before
-
-
 def _bmc_users(inventory: Path) -> set[str]:
     host = load_fleet(inventory).hosts[NODE]
     with open_endpoint(options_for(NODE, host.bmc)) as conn:
@@ -242,6 +205,43 @@ def test_bringup_brings_a_cleaned_node_back_to_a_passing_verify(lab: tuple[Path,
     assert spec.storage.scratch.zfs.pool in nvme.parse_zpools(ssh(info, "zpool list -H -o name"))
     print(f"\nclean --level sanitize: {clean_s:.1f} s ({_stage_seconds(journal, 'clean')})")
     print(f"bringup after the clean: {up_s:.1f} s ({_stage_seconds(journal, 'bringup')})")
+
+
+def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, twin_dir, journal, info = lab
+    hw = drives(info)
+    first = sorted(n for n, d in hw.items() if d["role"] == "scratch")[0]
+    ssh(info, DIRTY)
+    twins.fault(twin_dir, NODE, "nvme_sanitize_fails", False)
+    try:
+        done = cli(inventory, journal, "clean", NODE, "--level", "sanitize", "--yes")
+    finally:
+        twins.fault(twin_dir, NODE, "nvme_sanitize_fails", True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert f"/dev/{first} ({hw[first]['serial']}): sanitize-crypto failed" in said
+    assert f"{NODE}: clean failed at disks" in said
+    assert nonzero(info)[first]  # its data is still there, and nothing called it cleaned
+    with Journal(journal) as jr:
+        assert hw[first]["serial"] not in {e.serial for e in records.evidence(jr, NODE)}
+
+
+def test_a_node_whose_serial_changed_is_refused(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, _twin_dir, journal, info = lab
+    with Journal(journal) as jr:
+        last = identities(jr, NODE)[-1]
+        swapped = last.identity.model_copy(update={"system": last.identity.system.model_copy(
+            update={"serial_number": "SWAPPED-BOARD"})})
+        record_identity(jr, NODE, swapped, "test: the board recorded before a swap")
+    before = erases(info)
+    try:
+        done = cli(inventory, journal, "clean", NODE, "--yes")
+    finally:
+        with Journal(journal) as jr:
+            record_identity(jr, NODE, last.identity, "test: the board it is")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 1 and "holds SWAPPED-BOARD" in said and "nothing erased" in said, said
+    assert erases(info) == before
 
 
 def test_retire_lists_it_retired_in_a_campaign_plan(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
