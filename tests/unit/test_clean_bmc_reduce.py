@@ -190,3 +190,15 @@ def test_a_bmc_that_keeps_a_removed_account_fails_the_clean(host: HostEntry, mon
     assert deleted == [users["tenant"].uri]
     users.pop("tenant")
     stage.apply(ctx, plan)  # a BMC that removes it: done
+
+
+def test_the_simulator_refuses_to_delete_a_running_task_and_keeps_its_image(tmp_path: Path) -> None:
+    async def go() -> None:
+        bmc = make_bmc(tmp_path)
+        reply = bmc.updater.push(build_image("BIOS", "9.8"), {"@Redfish.OperationApplyTime": "OnReset"})
+        uri = reply.headers["Location"]
+        assert SimConn(bmc).get(uri)["TaskState"] == "Running"
+        assert call(bmc, "DELETE", uri).status == 405
+        await until(lambda: SimConn(bmc).get(uri)["TaskState"] == "Completed")
+        assert call(bmc, "DELETE", "/redfish/v1/TaskService/Tasks/999").status == 404
+    run(go)
