@@ -2,10 +2,10 @@
 
 - guard: the node is the one the inventory and the journal know (serial and UUID read from the BMC now) and,
   where provision_slurm is set, drained in Slurm; else nothing is done to it.
+- staged-firmware, accounts: in provision.clean.bmc_reduce.
 - bios-defaults: Bios.ResetBios, then a host reset so the defaults are what the BIOS runs (the spec's BIOS is
   then written by the bring-up `bios` stage and applied and verified by its `reset` stage).
-- bmc-state: boot override cleared, virtual media ejected, the SEL saved to the journal then cleared; BMC
-  accounts the spec does not name are listed (the spec has no section naming BMC accounts yet: none removed).
+- bmc-state: boot override cleared, virtual media ejected, the SEL saved to the journal then cleared.
 - done: the node's clean is complete (`provision status` shows it).
 """
 
@@ -24,7 +24,6 @@ from provision.clean import records
 from provision.clean.options import CleanOptions
 from provision.clean.plan import KnownIdentity, check_drained, check_identity
 from provision.journal.identities import identities
-from provision.redfish.connector import ROOT
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import power, sel
 from provision.redfish.ops.session import Node
@@ -142,8 +141,6 @@ class BmcStateObserved(BaseModel):
     sel_entries: tuple[LogEntry, ...]
     sel_cleared: bool
     """This clean saved and cleared the SEL already."""
-    accounts: tuple[str, ...] | None
-    """UserNames of the enabled BMC accounts (None: no AccountService)."""
 
 
 class ClearOverride(Action):
@@ -159,8 +156,7 @@ class ClearSel(Action):
 
 
 def plan_bmc_state(host: HostEntry, observed: BmcStateObserved) -> StagePlan:
-    """Pure: the boot override off, each inserted medium ejected, the SEL saved and cleared once per clean; the
-    accounts listed (kept: the spec names none)."""
+    """Pure: the boot override off, each inserted medium ejected, the SEL saved and cleared once per clean."""
     actions: list[Action] = []
     if observed.override in ("Once", "Continuous"):
         actions.append(ClearOverride(kind="boot-override-clear", target="host", before=observed.override,
@@ -170,10 +166,8 @@ def plan_bmc_state(host: HostEntry, observed: BmcStateObserved) -> StagePlan:
     if not observed.sel_cleared:
         actions.append(ClearSel(kind=SEL_CLEAR, target="SEL", after=f"{len(observed.sel_entries)} entries saved to "
                                 "the journal, then cleared", entries=observed.sel_entries))
-    notes = ["SEL saved and cleared earlier in this clean"] if observed.sel_cleared else []
-    if observed.accounts:
-        notes.append(f"BMC accounts kept (the spec names none to keep): {', '.join(observed.accounts)}")
-    return StagePlan(stage="bmc-state", node=host.name, actions=tuple(actions), note="; ".join(notes))
+    note = "SEL saved and cleared earlier in this clean" if observed.sel_cleared else ""
+    return StagePlan(stage="bmc-state", node=host.name, actions=tuple(actions), note=note)
 
 
 class BmcStateStage(CleanBmcStage):
@@ -186,7 +180,7 @@ class BmcStateStage(CleanBmcStage):
             override = boot.get("BootSourceOverrideEnabled") if isinstance(boot, dict) else None
             entries = () if cleared else tuple(sel.read(node))
             return BmcStateObserved(override=str(override) if override else None, media=tuple(power.media_slots(node)),
-                                    sel_entries=entries, sel_cleared=cleared, accounts=_accounts(node))
+                                    sel_entries=entries, sel_cleared=cleared)
 
     def plan(self, host: HostEntry, observed: BmcStateObserved) -> StagePlan:
         return plan_bmc_state(host, observed)
@@ -211,15 +205,6 @@ class BmcStateStage(CleanBmcStage):
             return
         aid = ctx.journal.action_started(ctx.run_id, ctx.host.name, self.name, SEL_SAVED, f"{len(entries)} entries")
         ctx.journal.action_finished(aid, "ok", json.dumps([e.model_dump(mode="json") for e in entries]))
-
-
-def _accounts(node: Node) -> tuple[str, ...] | None:
-    service = node.conn.get_optional(f"{ROOT}/AccountService")
-    link = (service or {}).get("Accounts")
-    if not isinstance(link, dict) or not link.get("@odata.id"):
-        return None
-    found = node.conn.members(str(link["@odata.id"]))
-    return tuple(str(a["UserName"]) for a in found if a.get("UserName") and a.get("Enabled", True))
 
 
 class DoneStage:

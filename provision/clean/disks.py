@@ -1,7 +1,8 @@
 """The disks stage of a clean: pools and arrays stopped, labels wiped, every data drive erased with evidence.
 
-observe runs the node's own tools over SSH (nvme, mdadm, zpool) and reads the journal (what this clean already
-erased, which erase was interrupted); plan is provision.clean.plan.plan_disks; apply runs exactly its actions,
+observe runs the node's own tools over SSH (nvme, lsblk, hdparm, sg_opcodes, mdadm, zpool) and reads the
+journal (what this clean already erased, which erase was interrupted); plan is provision.clean.plan.plan_disks;
+apply runs exactly its actions,
 each journaled before and after (ctx.side_effect), and keeps each drive's evidence in the journal. A drive
 that fails (a sanitize its log says failed, a format refused, a read back that is not zeroed) does not stop
 the others; the stage fails at the end naming every such drive.
@@ -16,8 +17,8 @@ from functools import partial
 
 from provision.bringup.model import StagePlan
 from provision.bringup.stage import StageContext
-from provision.clean import nvme, records
-from provision.clean.model import Drive, DriveCaps, DriveEvidence, SanitizeLog, SanitizeStatus
+from provision.clean import ata, nvme, records
+from provision.clean.model import Bus, Drive, DriveCaps, DriveEvidence, SanitizeLog, SanitizeStatus
 from provision.clean.options import CleanOptions
 from provision.clean.plan import (
     DISKS,
@@ -85,7 +86,7 @@ def observe_disks(host: HostEntry, shell: Shell, erased: frozenset[str],
     boot_known = False
     if raid is not None:
         detail = parse_mdadm_detail(_must(shell, f"mdadm --detail {nvme.q(raid.device)}"))
-        boot_devs = {re.sub(r"p\d+$", "", m.device) for m in detail.members if m.device}
+        boot_devs = {whole_disk(m.device) for m in detail.members if m.device}
         boot_known = bool(boot_devs)
     drives = []
     for ns in parse_nvme_list(_must(shell, "nvme list -o json")):
@@ -93,6 +94,9 @@ def observe_disks(host: HostEntry, shell: Shell, erased: frozenset[str],
         ident = parse_nvme_id_ctrl(_must(shell, f"nvme id-ctrl {nvme.q(ctrl)} -o json"))
         drives.append(Drive(device=ns.device_path, controller=ctrl, serial=ns.serial, model=ns.model,
                             boot=ns.device_path in boot_devs, caps=DriveCaps.of(ident.sanicap, ident.oacs, ident.fna)))
+    for bd in ata.parse_lsblk(_must(shell, ata.LIST_COMMAND)):
+        drives.append(Drive(device=bd.device, controller=bd.device, bus=bd.bus, serial=bd.serial, model=bd.model,
+                            boot=bd.device in boot_devs, caps=_bus_caps(shell, bd.bus, bd.device)))
     _distinct_serials(host.name, drives)
     boot = [d for d in drives if d.boot]
     pools = []
@@ -109,6 +113,30 @@ def observe_disks(host: HostEntry, shell: Shell, erased: frozenset[str],
     seen = {d.serial: _interrupted(shell, d, open_erases[d.serial]) for d in drives if d.serial in open_erases}
     return DisksObserved(drives=tuple(drives), pools=tuple(pools), arrays=tuple(arrays), boot_known=boot_known,
                          erased=erased, interrupted=seen, observed_at=time.time())
+
+
+def whole_disk(device: str) -> str:
+    """A partition's disk: /dev/nvme0n1p2 -> /dev/nvme0n1, /dev/sda2 -> /dev/sda (a whole disk as it is)."""
+    if re.search(r"/nvme\d+n\d+p\d+$", device) or re.search(r"/(?:mmcblk|loop)\d+p\d+$", device):
+        return re.sub(r"p\d+$", "", device)
+    if re.search(r"/(?:sd|vd|hd|xvd)[a-z]+\d+$", device):
+        return re.sub(r"\d+$", "", device)
+    return device
+
+
+def _bus_caps(shell: Shell, bus: Bus, device: str) -> DriveCaps:
+    """A SATA drive's ATA security feature set (hdparm -I), a SAS drive's SANITIZE service actions (sg_opcodes).
+    A tool that is not installed (exit 127) is a one-line error naming it: the drive cannot be judged."""
+    command = ata.hdparm_command(device) if bus is Bus.SATA else ata.opcodes_command(device)
+    res = shell(command)
+    if res.exit_code == 127:
+        tool = "hdparm" if bus is Bus.SATA else "sg_opcodes (sg3-utils)"
+        raise CheckFailed(f"{res.node}: {device} is a {bus.value} drive and {tool} is not installed: its erase "
+                          "capabilities cannot be read; nothing erased")
+    if not res.ok:
+        why = (res.stderr.strip() or res.stdout.strip() or f"exit {res.exit_code}").splitlines()[-1][:200]
+        raise CheckFailed(f"{res.node}: {command!r} failed: {why}")
+    return ata.parse_hdparm_security(res.stdout) if bus is Bus.SATA else ata.parse_sg_opcodes(res.stdout)
 
 
 def _pools(shell: Shell) -> str:
@@ -183,10 +211,15 @@ class DisksStage:
         d, method = action.drive, action.method
         where = f"{d.device} ({d.serial})"
         started = time.time()
-        res = shell(nvme.erase_command(method, d.device, d.controller))
+        command = (nvme.erase_command(method, d.device, d.controller) if d.bus is Bus.NVME
+                   else ata.erase_command(method, d.device))
+        res = shell(command)
         if not res.ok:
             why = (res.stderr.strip() or res.stdout.strip() or f"exit {res.exit_code}").splitlines()[-1][:200]
             raise CheckFailed(f"{where}: {method.value} refused: {why}")
+        if method.is_ata and ata.parse_hdparm_security(_must(shell, ata.hdparm_command(d.device))).ata_enabled:
+            raise CheckFailed(f"{where}: {method.value} reported done, but the drive's security is still enabled "
+                              f"(password {ata.ERASE_PASSWORD!r}: hdparm --security-disable)")
         log = self._wait_sanitize(shell, d) if method.is_sanitize else None
         if log is not None and not log.succeeded:
             raise CheckFailed(f"{where}: {method.value} failed: the drive's sanitize log says {log.status.value}")

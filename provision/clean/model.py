@@ -16,19 +16,37 @@ class CleanLevel(StrEnum):
     SANITIZE = "sanitize"  # NVMe sanitize where the controller lists it, else the best format
 
 
+class Bus(StrEnum):
+    """How the drive is attached (lsblk TRAN): the tools that erase it."""
+
+    NVME = "nvme"
+    SATA = "sata"  # hdparm: ATA security erase
+    SAS = "sas"  # sg_sanitize: SCSI SANITIZE
+
+
 class EraseMethod(StrEnum):
     SANITIZE_CRYPTO = "sanitize-crypto"  # nvme sanitize --sanact=4
     SANITIZE_BLOCK = "sanitize-block"  # nvme sanitize --sanact=2
     FORMAT_CRYPTO = "format-crypto"  # nvme format --ses=2
     FORMAT_USER = "format-user"  # nvme format --ses=1
+    SCSI_SANITIZE_CRYPTO = "scsi-sanitize-crypto"  # sg_sanitize --crypto
+    SCSI_SANITIZE_BLOCK = "scsi-sanitize-block"  # sg_sanitize --block
+    ATA_ERASE_ENHANCED = "ata-security-erase-enhanced"  # hdparm --security-erase-enhanced
+    ATA_ERASE = "ata-security-erase"  # hdparm --security-erase
 
     @property
     def is_sanitize(self) -> bool:
+        """An NVMe sanitize: it runs on in the controller, and its sanitize log says how it ended."""
         return self in (EraseMethod.SANITIZE_CRYPTO, EraseMethod.SANITIZE_BLOCK)
+
+    @property
+    def is_ata(self) -> bool:
+        return self in (EraseMethod.ATA_ERASE_ENHANCED, EraseMethod.ATA_ERASE)
 
 
 class DriveCaps(BaseModel):
-    """What one controller says it can erase with (nvme id-ctrl: SANICAP, OACS, FNA)."""
+    """What one drive says it can erase with: an NVMe controller's id-ctrl (SANICAP, OACS, FNA), a SATA drive's
+    security feature set (hdparm -I), a SAS drive's supported SANITIZE service actions (sg_opcodes)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -36,6 +54,16 @@ class DriveCaps(BaseModel):
     sanitize_block: bool = False
     format: bool = False
     format_crypto: bool = False
+    scsi_sanitize_crypto: bool = False
+    scsi_sanitize_block: bool = False
+    ata_security: bool = False
+    """The ATA security feature set is supported."""
+    ata_enhanced: bool = False
+    """... with the enhanced security erase."""
+    ata_frozen: bool = False
+    """Security frozen (SECURITY FREEZE LOCK, which most BIOSes send at boot): no security command is taken."""
+    ata_enabled: bool = False
+    """A user password is set already (by someone else): the erase would need it."""
 
     @classmethod
     def of(cls, sanicap: int | None, oacs: int | None, fna: int | None) -> DriveCaps:
@@ -47,20 +75,25 @@ class DriveCaps(BaseModel):
 
     def describe(self) -> str:
         named = (("sanitize crypto", self.sanitize_crypto), ("sanitize block", self.sanitize_block),
-                 ("format", self.format), ("format crypto", self.format_crypto))
+                 ("format", self.format), ("format crypto", self.format_crypto),
+                 ("SCSI sanitize crypto", self.scsi_sanitize_crypto), ("SCSI sanitize block", self.scsi_sanitize_block),
+                 ("ATA security erase", self.ata_security), ("enhanced", self.ata_enhanced),
+                 ("security frozen", self.ata_frozen), ("security password set", self.ata_enabled))
         said = [name for name, on in named if on]
         return ", ".join(said) or "no erase command"
 
 
 class Drive(BaseModel):
-    """One NVMe namespace of the node, as observed."""
+    """One NVMe namespace, SATA or SAS drive of the node, as observed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     device: str
-    """The namespace block device, /dev/nvme0n1."""
+    """The block device, /dev/nvme0n1 or /dev/sda."""
     controller: str
-    """Its controller's character device, /dev/nvme0 (sanitize is a controller command)."""
+    """An NVMe namespace's controller's character device, /dev/nvme0 (sanitize is a controller command); the
+    device itself for a SATA or SAS drive."""
+    bus: Bus = Bus.NVME
     serial: str
     model: str = ""
     boot: bool = False

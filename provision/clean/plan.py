@@ -14,25 +14,46 @@ from provision.spec.platforms import PlatformIdentity
 
 DISKS = "disks"
 
-# The order each level tries the methods a controller lists (the first it supports wins).
+# The order each level tries the methods a drive lists (the first it supports wins). A drive lists the methods of
+# its own bus only (NVMe, SCSI or ATA), so each level is one order per bus: sanitize before a format or a
+# security erase at `sanitize`, the quicker format or security erase first at `erase`.
 PREFERENCE: dict[CleanLevel, tuple[EraseMethod, ...]] = {
     CleanLevel.SANITIZE: (EraseMethod.SANITIZE_CRYPTO, EraseMethod.SANITIZE_BLOCK, EraseMethod.FORMAT_CRYPTO,
-                          EraseMethod.FORMAT_USER),
+                          EraseMethod.FORMAT_USER, EraseMethod.SCSI_SANITIZE_CRYPTO, EraseMethod.SCSI_SANITIZE_BLOCK,
+                          EraseMethod.ATA_ERASE_ENHANCED, EraseMethod.ATA_ERASE),
     CleanLevel.ERASE: (EraseMethod.FORMAT_CRYPTO, EraseMethod.FORMAT_USER, EraseMethod.SANITIZE_CRYPTO,
-                       EraseMethod.SANITIZE_BLOCK),
+                       EraseMethod.SANITIZE_BLOCK, EraseMethod.ATA_ERASE_ENHANCED, EraseMethod.ATA_ERASE,
+                       EraseMethod.SCSI_SANITIZE_CRYPTO, EraseMethod.SCSI_SANITIZE_BLOCK),
     CleanLevel.METADATA: (),
 }
 
 
 def supports(caps: DriveCaps, method: EraseMethod) -> bool:
+    """The drive lists `method` and will take it now (an ATA security erase: not frozen, no password set)."""
+    ata = caps.ata_security and not caps.ata_frozen and not caps.ata_enabled
     return {EraseMethod.SANITIZE_CRYPTO: caps.sanitize_crypto, EraseMethod.SANITIZE_BLOCK: caps.sanitize_block,
-            EraseMethod.FORMAT_CRYPTO: caps.format_crypto, EraseMethod.FORMAT_USER: caps.format}[method]
+            EraseMethod.FORMAT_CRYPTO: caps.format_crypto, EraseMethod.FORMAT_USER: caps.format,
+            EraseMethod.SCSI_SANITIZE_CRYPTO: caps.scsi_sanitize_crypto,
+            EraseMethod.SCSI_SANITIZE_BLOCK: caps.scsi_sanitize_block,
+            EraseMethod.ATA_ERASE_ENHANCED: ata and caps.ata_enhanced, EraseMethod.ATA_ERASE: ata}[method]
 
 
 def choose_method(caps: DriveCaps, level: CleanLevel) -> EraseMethod | None:
-    """The erase `level` asks for that the controller supports; None when it supports none of them (or the
-    level erases nothing: metadata)."""
+    """The erase `level` asks for that the drive supports; None when it supports none of them (or the level
+    erases nothing: metadata)."""
     return next((m for m in PREFERENCE[level] if supports(caps, m)), None)
+
+
+def why_unerasable(d: Drive, level: CleanLevel) -> str:
+    """One line naming the drive and why no method of `level` can erase it."""
+    where = f"{d.device} ({d.serial})"
+    if d.caps.ata_security and d.caps.ata_frozen:
+        return (f"{where}: ATA security is frozen (the BIOS froze it at boot): not erased; suspend and resume the "
+                "node (or hot-plug the drive) to unfreeze it, then clean again")
+    if d.caps.ata_security and d.caps.ata_enabled:
+        return (f"{where}: an ATA security password is already set (not this clean's): not erased; "
+                "hdparm --security-disable with that password, then clean again")
+    return f"{where}: supports no {level.value} method ({d.caps.describe()})"
 
 
 class MdArray(BaseModel):
@@ -130,7 +151,7 @@ def _drive_actions(node: str, d: Drive, level: CleanLevel, observed: DisksObserv
         return actions
     method = choose_method(d.caps, level)
     if method is None:
-        why = f"{d.device} ({d.serial}): supports no {level.value} method ({d.caps.describe()})"
+        why = why_unerasable(d, level)
         return [Unerasable(kind="drive-unerasable", target=_drive_target(d), after=why, why=why)]
     seen = observed.interrupted.get(d.serial)
     done = _resumed(node, d, method, seen, observed.observed_at) if seen is not None else None
@@ -161,9 +182,7 @@ def plan_disks(node: str, observed: DisksObserved, level: CleanLevel, include_bo
     if not include_boot and any(d.boot for d in observed.drives):
         notes.append("boot drives kept (--include-boot erases them)")
     if not observed.drives:
-        notes.append("no NVMe drives found")
-    if level is not CleanLevel.METADATA:
-        notes.append("NVMe drives only: a SATA or SAS drive is not erased by this command")
+        notes.append("no NVMe, SATA or SAS drives found")
     return StagePlan(stage=DISKS, node=node, actions=tuple(actions), note="; ".join(notes))
 
 

@@ -12,6 +12,7 @@ from provision.bringup.stage import Progress, Stage
 from provision.bringup.stages.bios import BiosStage
 from provision.bringup.stages.reset import ResetStage
 from provision.clean import records
+from provision.clean.bmc_reduce import ReduceAccountsStage, StagedFirmwareStage
 from provision.clean.bmc_stages import BiosDefaultsStage, BmcStateStage, DoneStage, GuardStage
 from provision.clean.disks import DisksStage
 from provision.clean.options import CleanOptions
@@ -21,14 +22,17 @@ from provision.spec import HostEntry
 
 
 def clean_stages(opts: CleanOptions) -> list[Stage]:
-    """guard -> disks -> bios-defaults -> bios -> reset -> bmc-state -> done."""
-    return [GuardStage(opts), DisksStage(opts), BiosDefaultsStage(opts), BiosStage(opts.bringup),
-            ResetStage(opts.bringup), BmcStateStage(opts), DoneStage(opts)]
+    """guard -> staged-firmware -> disks -> bios-defaults -> bios -> reset -> bmc-state -> accounts -> done (staged
+    firmware cancelled before the first host reset would apply it)."""
+    return [GuardStage(opts), StagedFirmwareStage(opts.bringup), DisksStage(opts), BiosDefaultsStage(opts),
+            BiosStage(opts.bringup), ResetStage(opts.bringup), BmcStateStage(opts), ReduceAccountsStage(opts.bringup),
+            DoneStage(opts)]
 
 
 def retire_stages(bringup: BringupOptions, clean: CleanOptions | None) -> list[Stage]:
-    """drain -> (the clean's stages, with --clean) -> retire."""
-    return [DrainStage(bringup), *(clean_stages(clean) if clean is not None else []), RetireStage(bringup)]
+    """drain -> the clean's stages (with --clean; else the BMC accounts reduced to the spec's) -> retire."""
+    middle = clean_stages(clean) if clean is not None else [ReduceAccountsStage(bringup)]
+    return [DrainStage(bringup), *middle, RetireStage(bringup)]
 
 
 def run_clean(hosts: Sequence[HostEntry], opts: CleanOptions, journal: Journal | None, *, plan_only: bool = False,

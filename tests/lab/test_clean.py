@@ -8,6 +8,9 @@ preflight (the node's identity in the journal):
   from the drive after the kill), read back zeroed; the pool gone, the boot pair untouched; BIOS reset to
   defaults and the spec re-applied and verified; the SEL saved to the journal and cleared; `status` says cleaned;
 - killed after the BIOS reset to defaults and run again: each scratch drive erased once more, no more;
+- a tenant's BMC account and data, then `clean --level sanitize`: the account is gone (the spec's bmc: section
+  names none; the login account stays), the scratch drives are zeroed; `provision bringup` then brings the
+  cleaned node back to a passing verify (the scratch pool made again);
 - a drive whose sanitize fails (fault nvme_sanitize_fails): exit 1 naming the drive, node "clean failed";
 - a node whose serial differs from the journal's latest reading is refused, nothing erased;
 - `retire --yes` powers the node off and marks it retired; `campaign plan` lists it retired; `unretire`.
@@ -24,12 +27,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
+from pydantic import SecretStr
 
 from provision.clean import nvme, records
 from provision.journal import Journal
 from provision.journal.identities import identities, record_identity
 from provision.lab import twins
+from provision.lab.inventory import lab_group_vars_text, lab_host_vars
 from provision.lab.twins.models import TwinInfo
+from provision.redfish.ops import accounts as acc
+from provision.redfish.ops.session import open_endpoint, options_for
+from provision.spec import load_fleet
 from tests.lab.verify_lab import ROOT, _zpool_create, project_spec, ssh, verify_lab
 
 pytestmark = [
@@ -56,6 +65,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, 
     spec = project_spec()
     assert spec.storage.scratch is not None
     with verify_lab(base, 1) as (inventory, twin_dir, infos):
+        host_vars = inventory.parent / "host_vars" / f"{NODE}.yml"
+        data = yaml.safe_load(host_vars.read_text()) or {}
+        data["provision_bmc_setup"] = {}  # a bmc: section naming no account: a clean keeps only the login one
+        # what the roles need on a twin (as `lab up` writes them): a bring-up after the clean runs site.yml
+        (base / "hardware.json").write_text(ssh(infos[NODE], f"cat {HW}"))
+        data.update(lab_host_vars(infos[NODE].repo_url, base / "hardware.json"), ansible_ssh_common_args=(
+            f"-o UserKnownHostsFile={infos[NODE].known_hosts} -o StrictHostKeyChecking=yes"))
+        lab_vars = inventory.parent / "group_vars" / "all" / "lab.yml"
+        lab_vars.parent.mkdir(parents=True, exist_ok=True)
+        lab_vars.write_text(lab_group_vars_text())
+        host_vars.write_text("---\n" + yaml.safe_dump(data, sort_keys=False))
         ssh(infos[NODE], _zpool_create(spec.storage.scratch.zfs) + " && " + DIRTY)
         journal = base / "journal.db"
         done = cli(inventory, journal, "bringup", NODE, "--only", "preflight")
@@ -143,6 +163,48 @@ def test_a_kill_at_a_step_resumes_and_erases_each_drive_once(lab: tuple[Path, Pa
     after = erases(info)
     assert {n: after[n] - before.get(n, 0) for n in scratch} == dict.fromkeys(scratch, 1)
     assert all(nonzero(info)[n] == 0 for n in scratch)
+
+
+def _bmc_users(inventory: Path) -> set[str]:
+    host = load_fleet(inventory).hosts[NODE]
+    with open_endpoint(options_for(NODE, host.bmc)) as conn:
+        return {a.user for a in acc.read_accounts(conn, acc.collection_uri(conn))}
+
+
+def _stage_seconds(journal: Path, kind: str) -> str:
+    with Journal(journal) as jr:
+        rows = jr.stages(NODE)
+        last = max(r.run_id for r in rows if r.stage in (("done",) if kind == "clean" else ("verify",)))
+        return ", ".join(f"{r.stage} {r.duration_s}s" for r in rows if r.run_id == last)
+
+
+def test_bringup_brings_a_cleaned_node_back_to_a_passing_verify(lab: tuple[Path, Path, Path, TwinInfo]) -> None:
+    inventory, _twin_dir, journal, info = lab
+    spec = project_spec()
+    assert spec.storage.scratch is not None
+    host = load_fleet(inventory).hosts[NODE]
+    with open_endpoint(options_for(NODE, host.bmc)) as conn:  # what a tenant leaves: an account, data
+        acc.create_account(conn, acc.collection_uri(conn), "tenant", "Operator", SecretStr("Tenant-pw-4711"))
+    ssh(info, _zpool_create(spec.storage.scratch.zfs) + " && " + DIRTY)
+    assert "tenant" in _bmc_users(inventory)
+    started = time.monotonic()
+    clean = cli(inventory, journal, "clean", NODE, "--level", "sanitize", "--yes")
+    clean_s = time.monotonic() - started
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert _bmc_users(inventory) == {host.bmc.username}  # the tenant's account gone, the login account kept
+    scratch = sorted(n for n, d in drives(info).items() if d["role"] == "scratch")
+    assert all(nonzero(info)[n] == 0 for n in scratch)
+    assert nvme.parse_zpools(ssh(info, "zpool list -H -o name")) == ()
+    started = time.monotonic()
+    up = cli(inventory, journal, "bringup", NODE, "--json", "--poll-seconds", "0.2", timeout=1200)
+    up_s = time.monotonic() - started
+    summary = json.loads(up.stdout or "{}")
+    assert summary.get("ok"), up.stdout[-4000:] + up.stderr[-2000:]
+    outcomes = {s["stage"]: s["outcome"] for s in summary["nodes"][0]["stages"]}
+    assert outcomes["verify"] in ("applied", "converged"), outcomes
+    assert spec.storage.scratch.zfs.pool in nvme.parse_zpools(ssh(info, "zpool list -H -o name"))
+    print(f"\nclean --level sanitize: {clean_s:.1f} s ({_stage_seconds(journal, 'clean')})")
+    print(f"bringup after the clean: {up_s:.1f} s ({_stage_seconds(journal, 'bringup')})")
 
 
 def test_a_failed_sanitize_names_the_drive(lab: tuple[Path, Path, Path, TwinInfo]) -> None:

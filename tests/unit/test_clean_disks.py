@@ -38,12 +38,60 @@ class FakeDrive:
 
 
 @dataclass
+class FakeBusDrive:
+    """A SATA drive (hdparm -I's security section as its text) or a SAS drive (sg_opcodes' lines)."""
+
+    tran: str
+    serial: str
+    caps: str
+    dirty: bool = True
+    enabled: bool = False
+    erases: int = 0
+    refuses: bool = False
+
+
+HDPARM = "Security:\n\tMaster password revision code = 65534\n{lines}\nLogical Unit WWN Device Identifier: 5\n"
+SATA_OK = HDPARM.format(lines="\t\tsupported\n\tnot\tenabled\n\tnot\tlocked\n\tnot\tfrozen\n"
+                        "\t\tsupported: enhanced erase")
+SATA_FROZEN = SATA_OK.replace("not\tfrozen", "\tfrozen")
+SAS_OK = "  Opcode  Service    Name\n   48        2      Sanitize, block erase\n   48        3      Sanitize, cryptographic erase\n"
+
+
+@dataclass
 class FakeNode:
-    """nvme, mdadm, zpool, wipefs and the read back of a node with a boot mirror on nvme0/1 and data drives."""
+    """nvme, lsblk, hdparm, sg_opcodes, mdadm, zpool, wipefs and the read back of a node with a boot mirror on
+    nvme0/1 and data drives."""
 
     drives: dict[str, FakeDrive]
     pools: list[str] = field(default_factory=lambda: ["scratch"])
     commands: list[str] = field(default_factory=list)
+    others: dict[str, FakeBusDrive] = field(default_factory=dict)
+
+    def _other(self, command: str) -> tuple[int, str] | None:
+        m = re.search(r"(/dev/sd[a-z]+)", command)
+        if command.startswith("lsblk"):
+            return 0, json.dumps({"blockdevices": [
+                {"name": "vda", "tran": None, "serial": None, "model": None, "type": "disk"},
+                *({"name": d.removeprefix("/dev/"), "tran": f.tran, "serial": f.serial, "model": "M", "type": "disk"}
+                  for d, f in self.others.items())]})
+        if m is None:
+            return None
+        d = self.others[m[1]]
+        if command.startswith("hdparm -I"):
+            return 0, d.caps.replace("not\tenabled", "\tenabled") if d.enabled else d.caps
+        if command.startswith("sg_opcodes"):
+            return 0, d.caps
+        if command.startswith(("hdparm --user-master", "sg_sanitize")):
+            d.erases += 1
+            if d.refuses or "frozen" in d.caps.replace("not\tfrozen", ""):
+                return 5, ""
+            d.dirty = False
+            return 0, ""
+        if "blockdev --getsize64" in command:
+            return 0, f"{MIB}\n{4096 if d.dirty else 0}\n{MIB}\n0\n"
+        if command.startswith("wipefs -a"):
+            return 0, ""
+        return None
 
     def __call__(self, command: str) -> CommandResult:
         self.commands.append(command)
@@ -57,6 +105,9 @@ class FakeNode:
         return f"/dev/nvme{n[1]}n1", self.drives[f"/dev/nvme{n[1]}n1"]
 
     def _answer(self, command: str) -> tuple[int, str]:
+        other = self._other(command)
+        if other is not None:
+            return other
         if command == "nvme list -o json":
             return 0, json.dumps({"Devices": [{"DevicePath": d, "ModelNumber": "LAB", "SerialNumber": f.serial,
                                                "Firmware": "1", "NameSpace": 1, "PhysicalSize": 1 << 30}
@@ -214,3 +265,39 @@ def test_drives_that_cannot_be_told_apart_by_serial_are_refused(host: HostEntry,
     assert f"drives {named} report no serial or the same serial" in result.nodes[0].stages[0].error
     assert not any(d.erases for d in node.drives.values())
     assert not any(c.startswith(("wipefs", "zpool destroy", "mdadm --stop")) for c in node.commands)
+
+
+def test_sata_and_sas_drives_erased_by_what_they_support_a_frozen_one_named(host: HostEntry, tmp_path: Path) -> None:
+    node = _node()
+    node.others = {"/dev/sda": FakeBusDrive("sata", "ATA1", SATA_OK), "/dev/sdb": FakeBusDrive("sas", "SAS1", SAS_OK),
+                   "/dev/sdc": FakeBusDrive("sata", "ATA2", SATA_FROZEN)}
+    with Journal(tmp_path / "j.db") as jr:
+        result = _clean(host, node, jr)
+        kept = {e.serial: e.method for e in records.evidence(jr, "node01")}
+    assert not result.ok
+    error = result.nodes[0].stages[0].error or ""
+    assert "/dev/sdc (ATA2): ATA security is frozen" in error
+    assert kept == {"SN2": EraseMethod.SANITIZE_CRYPTO, "SN3": EraseMethod.SANITIZE_CRYPTO,
+                    "ATA1": EraseMethod.ATA_ERASE_ENHANCED, "SAS1": EraseMethod.SCSI_SANITIZE_CRYPTO}
+    assert "ATA2" not in kept and node.others["/dev/sdc"].erases == 0 and node.others["/dev/sdc"].dirty
+    assert "hdparm --user-master u --security-erase-enhanced provision-erase /dev/sda" in " ".join(node.commands)
+
+
+def test_a_sata_erase_that_leaves_the_password_set_is_not_cleaned(host: HostEntry, tmp_path: Path) -> None:
+    node = _node()
+    node.others = {"/dev/sda": FakeBusDrive("sata", "ATA1", SATA_OK)}
+    real = node._other
+
+    def still_enabled(command: str) -> tuple[int, str] | None:
+        got = real(command)
+        if command.startswith("hdparm --user-master"):
+            node.others["/dev/sda"].enabled = True  # the drive took the password, and kept it
+        return got
+
+    node._other = still_enabled  # type: ignore[method-assign]
+    with Journal(tmp_path / "j.db") as jr:
+        result = _clean(host, node, jr)
+        kept = {e.serial for e in records.evidence(jr, "node01")}
+    assert not result.ok and "ATA1" not in kept
+    assert "/dev/sda (ATA1): ata-security-erase-enhanced reported done, but the drive's security is still enabled" \
+        in (result.nodes[0].stages[0].error or "")

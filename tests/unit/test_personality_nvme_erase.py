@@ -68,3 +68,16 @@ def test_faults_fail_a_sanitize_and_take_every_method_away(tmp_path: Path) -> No
     assert _caps(twin, last["controller"]) == DriveCaps()
     assert twin.run("nvme", "sanitize", f"/dev/{last['controller']}", "--sanact=4", check=False).returncode == 1
     assert twin.run("nvme", "format", f"/dev/{last['name']}", "--ses=1", check=False).returncode == 1
+
+
+def test_lsblk_lists_the_simulated_disks_not_the_hosts(tmp_path: Path) -> None:
+    """A clean lists SATA and SAS drives with lsblk: in a twin that is the simulated server's disks (NVMe only),
+    never the lab host's, whatever the host has."""
+    from provision.clean import ata
+
+    twin = Twin(tmp_path)
+    out = json.loads(twin.out("lsblk", *ata.LIST_COMMAND.split()[1:]))
+    names = {d["name"] for d in out["blockdevices"]}
+    assert names == {d["name"] for d in twin.drives("boot") + twin.drives("scratch")}
+    assert all(d["tran"] == "nvme" for d in out["blockdevices"])
+    assert ata.parse_lsblk(json.dumps(out)) == ()  # no SATA or SAS drive in the spec'd server

@@ -260,6 +260,8 @@ class Bmc:
         acct = self.accounts.at(path)
         if acct is not None:
             return self.accounts.delete(acct)
+        if (task := self.updater.delete_task(path)) is not None:
+            return task
         if not self.res.exists(path):
             return error(404, "ResourceMissingAtURI", path)
         return error(405, "OperationNotAllowed")

@@ -18,11 +18,13 @@ from provision.lab.bmcsim.images import ImageHeader, parse_image
 from provision.lab.bmcsim.messages import message
 from provision.lab.bmcsim.reply import Reply, accepted, error
 from provision.lab.bmcsim.sel import Sel
+from provision.lab.bmcsim.synth import TASKS
 from provision.lab.bmcsim.tasks import Task, Tasks
 from provision.lab.bmcsim.tree import ROOT, Json, Resources
 
 INVENTORY = f"{ROOT}/UpdateService/FirmwareInventory"
 APPLY_TIMES = ("Immediate", "OnReset")
+TERMINAL = ("Completed", "Exception", "Killed", "Cancelled")
 
 
 @dataclass(slots=True)
@@ -30,6 +32,9 @@ class Staged:
     targets: list[str]
     version: str
     component: str
+    task_uri: str = ""
+    """The task that staged it: deleting the task cancels the staged image (DSP0266: a task is cancelled by a
+    DELETE)."""
 
 
 class Updater:
@@ -122,7 +127,7 @@ class Updater:
             self._tasks.complete(task, False, [failed], reason="no target")
             return
         self._tasks.run(task, self._cfg.timings.flash,
-                        finish=lambda: self._finish(header, found, apply_time),
+                        finish=lambda: self._finish(header, found, apply_time, task.uri),
                         midway=self._midway)
 
     def resolve(self, header: ImageHeader, targets: object) -> list[str]:
@@ -146,13 +151,14 @@ class Updater:
         self._reboot_bmc("fault bmc-reset-mid-update")
         return [message("ApplyFailed", "image", self._node)]
 
-    def _finish(self, header: ImageHeader, targets: list[str], apply_time: str) -> tuple[bool, list[Json]]:
+    def _finish(self, header: ImageHeader, targets: list[str], apply_time: str,
+                task_uri: str = "") -> tuple[bool, list[Json]]:
         if self._faults.get("update-noop") is not None:
             self._sel.add(f"{header.component} update reported success, version unchanged (fault update-noop)",
                           severity="Warning", version=header.version)
             return True, [message("UpdateSuccessful", header.component, header.version)]
         if apply_time == "OnReset":
-            self._staged.append(Staged(targets, header.version, header.component))
+            self._staged.append(Staged(targets, header.version, header.component, task_uri))
             self._sel.add(f"{header.component} {header.version} staged; applies at next host reset")
             return True, [message("AwaitToActivate", header.version, header.component)]
         self.apply(Staged(targets, header.version, header.component))
@@ -174,6 +180,22 @@ class Updater:
     def _is_bmc(self, uri: str) -> bool:
         name = str((self._res.get(uri) or {}).get("Name", "")).upper()
         return uri.rsplit("/", 1)[1].upper() == "BMC" or "REMOTE ACCESS CONTROLLER" in name
+
+    def delete_task(self, uri: str) -> Reply | None:
+        """DELETE of a task (None: `uri` is no task): a finished one is removed, and the image it staged with it
+        (it no longer applies at the next host reset); a running one is refused."""
+        if not uri.startswith(TASKS + "/") or not self._res.exists(uri):
+            return None
+        if (self._res.get(uri) or {}).get("TaskState") not in TERMINAL:
+            return error(405, "OperationNotAllowed")
+        cancelled = [s for s in self._staged if s.task_uri == uri]
+        self._staged = [s for s in self._staged if s.task_uri != uri]
+        self._res.delete(uri)
+        self._res.remove_member(TASKS, uri)
+        for item in cancelled:
+            self._sel.add(f"{item.component} {item.version}: staged image cancelled")
+        events.record(self._node, "task.deleted", task=uri.rsplit("/", 1)[-1], cancelled=len(cancelled))
+        return Reply(204)
 
     def apply_staged(self) -> None:
         """At a host reset."""

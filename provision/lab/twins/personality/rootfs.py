@@ -36,6 +36,7 @@ BASE_TOOLS = {
     "/usr/local/sbin/dmidecode": "dmidecode",
     "/usr/local/sbin/nvme": "nvme",
     "/usr/local/sbin/blockdev": "blockdev",  # the twin's drives are files: their size, as the kernel would say
+    "/usr/local/sbin/lsblk": "lsblk",  # `lsblk -d -J`: the simulated server's disks, not the lab host's
     # The twin shares the lab host's kernel: its kernel log is the simulated server's (NVIDIA lines, Xids).
     "/usr/local/sbin/dmesg": "dmesg",
 }

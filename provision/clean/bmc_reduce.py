@@ -1,0 +1,200 @@
+"""What a tenant may have left on the BMC besides settings: firmware staged for the next host reset, and
+accounts the spec does not name. Two stages of a clean (and of a retirement), each observe -> plan (pure,
+tested as tables in tests/unit/test_clean_bmc_reduce.py) -> apply, then read back.
+
+- staged-firmware: an update task that finished with the Update registry's AwaitToActivate (an image flashed
+  OnReset, waiting for the next host reset) whose image no FirmwareInventory entry runs yet is cancelled by a
+  DELETE of the task (DSP0266: a task is cancelled by deleting it). It runs before the clean's first host
+  reset, which would otherwise activate it. Read back: the task no longer lists as staged; a BMC that refuses
+  the DELETE or keeps the task fails the clean naming the image (it would apply at the next reset).
+- accounts: with a `bmc:` section in the spec, every account it does not name (site accounts, the initial
+  account) is deleted, except the account this run logs in as (provision_bmc_username). Without a `bmc:`
+  section the spec names no accounts: they are listed and kept (deleting every account but one on a site that
+  does not manage accounts here would lock its operators out). Read back: the accounts are read again and none
+  of the removed is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+from pydantic import BaseModel, ConfigDict
+
+from provision.bringup.model import Action, StagePlan
+from provision.bringup.stage import StageContext
+from provision.bringup.stages.bmc_session import BmcStage, bmc
+from provision.errors import CheckFailed
+from provision.redfish.connector import ROOT
+from provision.redfish.errors import RedfishError
+from provision.redfish.ops import accounts as acc
+from provision.redfish.ops.adopt import TASKS
+from provision.redfish.ops.session import Node
+from provision.redfish.resources import Task
+from provision.spec import HostEntry
+
+STAGED = "staged-firmware"
+ACCOUNTS = "accounts"
+INVENTORY = f"{ROOT}/UpdateService/FirmwareInventory"
+
+
+class StagedImage(BaseModel):
+    """One image a finished update task says awaits activation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_uri: str
+    image: str
+    """AwaitToActivate's first argument: the image (a version, or the image's name)."""
+    device: str = ""
+
+
+def staged_images(tasks: Sequence[Task], running: Sequence[str]) -> tuple[StagedImage, ...]:
+    """Pure: the finished update tasks whose AwaitToActivate image is not what an inventory entry runs
+    (`running`: every FirmwareInventory Version). An activated image's old task is not staged."""
+    have = {v.strip().lower() for v in running}
+    out = []
+    for task in tasks:
+        if not task.ok:
+            continue
+        for msg in task.messages:
+            if str(msg.get("MessageId", "")).rsplit(".", 1)[-1] != "AwaitToActivate":
+                continue
+            args = [str(a) for a in msg.get("MessageArgs") or []]
+            image = args[0] if args else ""
+            if image.strip().lower() in have:
+                continue
+            out.append(StagedImage(task_uri=task.uri, image=image or "(unnamed image)",
+                                   device=args[1] if len(args) > 1 else ""))
+            break
+    return tuple(out)
+
+
+class StagedObserved(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    staged: tuple[StagedImage, ...]
+    tasks_readable: bool = True
+    """The BMC has a TaskService to read (none: nothing can be staged through it)."""
+
+
+class CancelStaged(Action):
+    task_uri: str
+
+
+def plan_staged(host: HostEntry, observed: StagedObserved) -> StagePlan:
+    """Pure: each staged image's task cancelled (DELETE)."""
+    actions = tuple(CancelStaged(kind="staged-cancel", target=s.task_uri, before=f"{s.image} on {s.device or '?'} "
+                                 "awaits the next host reset", after="cancelled", task_uri=s.task_uri)
+                    for s in observed.staged)
+    note = "" if actions else "no firmware staged"
+    if not observed.tasks_readable:
+        note = "the BMC has no TaskService: staged updates cannot be read there (none cancelled)"
+    return StagePlan(stage=STAGED, node=host.name, actions=actions, note=note)
+
+
+def read_staged(node: Node) -> StagedObserved:
+    if node.conn.get_optional(f"{ROOT}/TaskService") is None:
+        return StagedObserved(staged=(), tasks_readable=False)
+    tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
+    running = [str(e.get("Version") or "") for e in node.conn.members(INVENTORY)]
+    return StagedObserved(staged=staged_images(tasks, running))
+
+
+class StagedFirmwareStage(BmcStage):
+    """Firmware staged for the next host reset cancelled (before the clean's first reset would apply it)."""
+
+    name = STAGED
+
+    def observe(self, ctx: StageContext) -> StagedObserved:
+        with bmc(ctx, self.opts) as node:
+            return read_staged(node)
+
+    def plan(self, host: HostEntry, observed: StagedObserved) -> StagePlan:
+        return plan_staged(host, observed)
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        with bmc(ctx, self.opts) as node:
+            for action in plan.actions:
+                if not isinstance(action, CancelStaged):
+                    raise TypeError(f"the {self.name} stage cannot apply {action.kind} {action.target}")
+                ctx.say(self.name, action.describe())
+                try:
+                    ctx.side_effect(self.name, action, partial(node.conn.delete, action.task_uri))
+                except RedfishError as exc:
+                    raise CheckFailed(f"{ctx.host.name}: {action.before}: the BMC refused to cancel its task "
+                                      f"{action.task_uri} ({exc}); it would apply at the next host reset") from None
+            if not plan.actions:
+                return
+            left = [s for s in read_staged(node).staged if s.task_uri in {a.target for a in plan.actions}]
+        if left:
+            raise CheckFailed(f"{ctx.host.name}: still staged after the cancel: "
+                              + ", ".join(f"{s.image} ({s.task_uri})" for s in left))
+
+
+class AccountsSeen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    acting: str
+    """The account this run logs in as (never removed)."""
+    accounts: tuple[acc.BmcAccount, ...]
+    named: frozenset[str] | None
+    """The accounts the spec's bmc: section names (site accounts, the initial one); None: no bmc: section."""
+
+
+class RemoveAccount(Action):
+    uri: str
+
+
+def spec_accounts(host: HostEntry) -> frozenset[str] | None:
+    setup = host.spec.bmc
+    if setup is None:
+        return None
+    return frozenset({a.user for a in setup.accounts} | ({setup.initial.user} if setup.initial else set()))
+
+
+def plan_reduce_accounts(host: HostEntry, observed: AccountsSeen) -> StagePlan:
+    """Pure: every account the spec does not name removed, but the one logged in as; nothing removed (listed)
+    when the spec has no bmc: section."""
+    unnamed = [a for a in observed.accounts if a.user != observed.acting
+               and (observed.named is None or a.user not in observed.named)]
+    if observed.named is None:
+        note = "the spec has no bmc: section naming accounts: kept"
+        if unnamed:
+            note += f" ({', '.join(a.user for a in unnamed)})"
+        return StagePlan(stage=ACCOUNTS, node=host.name, note=note)
+    actions = tuple(RemoveAccount(kind="remove-account", target=f"account {a.user}", before=a.role or "account",
+                                  after="removed", uri=a.uri) for a in unnamed)
+    return StagePlan(stage=ACCOUNTS, node=host.name, actions=actions,
+                     note="" if actions else "only the accounts the spec names")
+
+
+class ReduceAccountsStage(BmcStage):
+    """BMC accounts reduced to the spec's (and the one this run logs in as)."""
+
+    name = ACCOUNTS
+
+    def observe(self, ctx: StageContext) -> AccountsSeen:
+        with bmc(ctx, self.opts) as node:
+            found = acc.read_accounts(node.conn, acc.collection_uri(node.conn))
+        return AccountsSeen(acting=ctx.host.bmc.username, accounts=found, named=spec_accounts(ctx.host))
+
+    def plan(self, host: HostEntry, observed: AccountsSeen) -> StagePlan:
+        return plan_reduce_accounts(host, observed)
+
+    def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        removed = [a for a in plan.actions if isinstance(a, RemoveAccount)]
+        with bmc(ctx, self.opts) as node:
+            for action in removed:
+                ctx.say(self.name, action.describe())
+                try:
+                    ctx.side_effect(self.name, action, partial(acc.delete_account, node.conn, action.uri))
+                except RedfishError as exc:
+                    raise CheckFailed(f"{ctx.host.name}: {action.target}: the BMC refused to remove it "
+                                      f"({exc})") from None
+            if not removed:
+                return
+            left = {a.uri for a in acc.read_accounts(node.conn, acc.collection_uri(node.conn))}
+        kept = [a.target for a in removed if a.uri in left]
+        if kept:
+            raise CheckFailed(f"{ctx.host.name}: removed, but the BMC still lists: {', '.join(kept)}")
