@@ -170,6 +170,8 @@ def test_a_bmc_that_keeps_a_removed_account_fails_the_clean(host: HostEntry, mon
     deleted: list[str] = []
 
     class Conn:
+        root: dict[str, Any] = {"@odata.id": "/redfish/v1", "RedfishVersion": "1.15.0"}  # no vendor: DELETE
+
         def get_optional(self, uri: str) -> dict[str, Any]:
             return {"Accounts": {"@odata.id": "/redfish/v1/AccountService/Accounts"}}
 
