@@ -187,8 +187,8 @@ def test_bios_diff_prints_what_each_key_was_found_by(capsys: pytest.CaptureFixtu
 def test_verify_reports_an_ambiguous_key_as_an_error_naming_the_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
+    from provision.conformance import bmc_source as bmc_read
     from provision.conformance.checks import bmc as bmc_checks
-    from provision.conformance.checks import bmc_read
     from provision.conformance.model import Level, Outcome
     from tests.unit.conformance.helpers import area, run, spec
 
