@@ -15,10 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from provision.conformance import node as conformance  # conformance.verify_node: the one way a node is verified
 from provision.conformance.bmc_source import NoBmc
 from provision.conformance.facts import GatherError, Runner
 from provision.conformance.model import Level, NodeReport
-from provision.conformance.node import Reach, verify_node
 from provision.conformance.target import Target
 from provision.spec.model import BmcEndpoint, LabDeclaration, NodeSpec, SshEndpoint
 from provision.spec.slurm import SlurmSettings
@@ -89,4 +89,4 @@ def verify_local(target: LocalTarget, level: Level, runner: Runner | None = None
     def runner_for(_node: Target) -> Runner:
         return run
 
-    return verify_node(target, level, Reach(runner_for=runner_for, bmc=NoBmc(BMC_WAIVED)))
+    return conformance.verify_node(target, level, conformance.Reach(runner_for=runner_for, bmc=NoBmc(BMC_WAIVED)))

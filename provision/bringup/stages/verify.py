@@ -11,9 +11,9 @@ from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc_session import bmc
+from provision.conformance import node as conformance  # conformance.verify_node: the one way a node is verified
 from provision.conformance.bmc_source import HeldSession
 from provision.conformance.model import Level, NodeReport, Outcome
-from provision.conformance.node import Reach, verify_node
 from provision.errors import CheckFailed
 from provision.redfish.connector import Connector
 from provision.scheduler.hooks import SlurmNote, tell_slurm
@@ -65,8 +65,8 @@ class VerifyStage:
             with bmc(ctx, self.opts) as node:
                 yield node.conn
 
-        reach = Reach(bmc=HeldSession(session), sel_since=_run_started(ctx))
-        return verify_node(ctx.host, Level(self.opts.verify_level), reach)
+        reach = conformance.Reach(bmc=HeldSession(session), sel_since=_run_started(ctx))
+        return conformance.verify_node(ctx.host, Level(self.opts.verify_level), reach)
 
     def plan(self, host: HostEntry, observed: NodeReport) -> StagePlan:
         slurm = observed.slurm if isinstance(observed, Verified) else None
