@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from provision.conformance.facts import close_master, control_dir  # noqa: E402
 from provision.conformance.model import Level, RunReport  # noqa: E402
-from provision.conformance.runner import verify  # noqa: E402
+from provision.conformance.node import verify  # noqa: E402
 from provision.lab.twins import cgroup as twin_cgroup  # noqa: E402
 from provision.lab.twins.models import TwinInfo  # noqa: E402
 from provision.spec import load_fleet  # noqa: E402

@@ -35,8 +35,15 @@ from provision.cli.output import (
     to_terminal,
     wide_console,
 )
-from provision.conformance.checks._base import Context
-from provision.conformance.model import EXIT_FAILED, EXIT_INCOMPLETE, Level, NodeReport, Outcome, RunReport
+from provision.conformance.model import (
+    EXIT_FAILED,
+    EXIT_INCOMPLETE,
+    SEVERITY,
+    Level,
+    NodeReport,
+    Outcome,
+    RunReport,
+)
 from provision.errors import CheckFailed, ChecksIncomplete, InputError, ProvisionError
 from provision.journal.location import Location
 from provision.spec.fleet import HostEntry
@@ -44,17 +51,6 @@ from provision.spec.fleet import HostEntry
 LevelOpt = Annotated[
     Level, typer.Option("--level", help="quick: seconds; full: every spec property + BMC; burnin: adds stress tests")
 ]
-
-
-def _bmc_hook(since: datetime | None, insecure: bool, journal: Location) -> Callable[[Context, HostEntry], None]:
-    """One BMC session per node, opened by the check itself (TLS per the host's CA file, or --insecure)."""
-    from provision.conformance.checks.bmc import run_bmc_checks
-    from provision.conformance.since import last_bringup
-
-    def hook(ctx: Context, host: HostEntry) -> None:
-        run_bmc_checks(ctx, host, since or last_bringup(host.name, journal), insecure=insecure)
-
-    return hook
 
 
 def _output_path(value: Path | None, flag: str) -> Path | None:
@@ -188,36 +184,22 @@ def _tell_slurm(hosts: list[HostEntry], run: RunReport) -> list[str]:
 def _controller_run(hosts: list[HostEntry], inventory: Path, level: Level, no_bmc: bool,
                     sel_since: datetime | None, insecure: bool,
                     on_node: Callable[[NodeReport, float], None] | None, journal: Location) -> RunReport:
-    from provision.conformance.checks.bmc import waive_all
-    from provision.conformance.runner import verify
+    from provision.conformance.bmc_source import NoBmc, OwnSession
+    from provision.conformance.node import Reach, verify
 
     no_ssh = [h.name for h in hosts if h.ssh is None]
     if no_ssh:
         raise InputError(f"{inventory}: no SSH endpoint (ansible_host) for {', '.join(no_ssh)}")
-
-    def no_bmc_hook(ctx: Context, host: HostEntry) -> None:
-        waive_all(ctx, "BMC checks turned off (--no-bmc)")
-
-    bmc_hook = no_bmc_hook if no_bmc else _bmc_hook(sel_since, insecure, journal)
-
-    def hook(ctx: Context, host: HostEntry) -> None:
-        from provision.conformance.wear import keep_wear
-
-        bmc_hook(ctx, host)
-        keep_wear(ctx, journal)  # NVMe endurance projection from the journal's readings (after the pure evaluation)
-
-    return verify(hosts, level, bmc=hook, on_node=on_node)
+    source = NoBmc("BMC checks turned off (--no-bmc)") if no_bmc else OwnSession(insecure=insecure)
+    return verify(hosts, level, Reach(bmc=source, sel_since=sel_since, journal=journal), on_node=on_node)
 
 
 def node_event(node: NodeReport, seconds: float) -> None:
     """`node01 verify fail 3.2s: 1 fail, 40 pass, 2 waived` on stderr as each node is done."""
-    counts = ", ".join(f"{n} {o.value}" for o, n in sorted(node.counts().items(), key=lambda kv: _ORDER[kv[0]])
+    counts = ", ".join(f"{n} {o.value}" for o, n in sorted(node.counts().items(), key=lambda kv: SEVERITY.index(kv[0]))
                        if n)
     outcome = "unreachable" if node.error else node.verdict.value
     events.emit(node.node, "verify", outcome, seconds, node.error or counts)
-
-
-_ORDER = {o: i for i, o in enumerate((Outcome.FAIL, Outcome.ERROR, Outcome.WARN, Outcome.WAIVED, Outcome.PASS))}
 
 
 def raise_for(run: RunReport) -> None:

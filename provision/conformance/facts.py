@@ -219,3 +219,15 @@ def gather(node: str, probes: Sequence[Probe], runner: Runner) -> NodeFacts:
     started = time.monotonic()
     raw = runner(node, build_script(probes))
     return NodeFacts(node=node, sections=split_sections(raw), seconds=time.monotonic() - started)
+
+
+def run_probes(node: str, probes: Sequence[Probe], runner: Runner, lanes: int | None = None) -> dict[str, Section]:
+    """Run probes in one round trip (after the gather: burn-in, the phases across nodes); a round trip that fails
+    makes each probe a section with rc -1 and the reason (so its checks are ERRORs naming it), never a missing
+    fact that could read as nothing to check."""
+    if not probes:
+        return {}
+    try:
+        return split_sections(runner(node, build_script(probes, lanes=lanes)))
+    except GatherError as exc:
+        return {p.name: Section(name=p.name, rc=-1, stdout="", stderr=str(exc)) for p in probes}

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from provision.conformance.facts import GatherError, Runner, gather
+from provision.conformance import node as conformance  # conformance.verify_node: the one way a node is verified
+from provision.conformance.bmc_source import NoBmc
+from provision.conformance.facts import GatherError, Runner
 from provision.conformance.model import Level, NodeReport
-from provision.conformance.runner import CheckModuleError, evaluate, node_probes
-from provision.spec.fleet import LabDeclaration
+from provision.conformance.target import Target
+from provision.spec.fleet import BmcEndpoint, LabDeclaration, SshEndpoint
 from provision.spec.model import NodeSpec
 from provision.spec.slurm import SlurmSettings
 
@@ -39,6 +41,16 @@ class LocalTarget(BaseModel):
     spec: NodeSpec
     lab: LabDeclaration = LabDeclaration()
     slurm: SlurmSettings | None = None
+
+    @property
+    def ssh(self) -> SshEndpoint | None:
+        """None: the node is checked in place, no SSH."""
+        return None
+
+    @property
+    def bmc(self) -> BmcEndpoint | None:
+        """None: a compute node holds no BMC credentials (the BMC checks run from the controller)."""
+        return None
 
 
 def short_hostname() -> str:
@@ -71,20 +83,11 @@ def _env() -> dict[str, str]:
 
 
 def verify_local(target: LocalTarget, level: Level, runner: Runner | None = None) -> NodeReport:
-    """Gather here, evaluate with the node's spec and the inventory's declaration; one NodeReport."""
+    """Gather here, judge with the node's spec and the inventory's declaration (the BMC checks waived); one
+    NodeReport."""
     run = runner or local_runner(LOCAL_GATHER_TIMEOUT_S[level])
-    try:
-        facts = gather(target.name, node_probes(target.spec, level), run)
-    except GatherError as exc:
-        return NodeReport(node=target.name, profile=target.profile, error=str(exc))
-    ctx = evaluate(target.name, target.spec, facts, level, target.lab)
-    if level is not Level.QUICK:
-        from provision.conformance.checks.bmc import waive_all
 
-        waive_all(ctx, BMC_WAIVED)
-    ids = [r.id for r in ctx.results]
-    if len(set(ids)) != len(ids):
-        raise CheckModuleError(f"{target.name}: a check id was recorded twice")
-    return NodeReport(node=target.name, profile=target.profile, lab=target.lab.lab, standins=target.lab.standins,
-                      notice=target.lab.notice,
-                      gather_seconds=round(facts.seconds, 3), results=tuple(ctx.results))
+    def runner_for(_node: Target) -> Runner:
+        return run
+
+    return conformance.verify_node(target, level, conformance.Reach(runner_for=runner_for, bmc=NoBmc(BMC_WAIVED)))

@@ -20,8 +20,8 @@ import requests
 import yaml
 from pydantic import SecretStr
 
+from provision.conformance.bmc_source import OwnSession, check_bmc
 from provision.conformance.checks._base import Context
-from provision.conformance.checks.bmc import run_bmc_checks
 from provision.conformance.facts import NodeFacts
 from provision.conformance.model import Level, NodeReport, Outcome, RunReport
 from provision.lab import manager
@@ -249,7 +249,7 @@ VERIFY_NODE: list[str] = []  # one node for these cells (they change nothing on 
 
 def _bmc_rows(host: HostEntry) -> tuple[NodeReport, RunReport]:
     ctx = Context(node=host.name, spec=host.spec, facts=NodeFacts(node=host.name, sections={}), level=Level.FULL)
-    run_bmc_checks(ctx, host)
+    check_bmc(ctx, host, OwnSession())
     node = NodeReport(node=host.name, profile=host.profile, results=tuple(ctx.results))
     return node, RunReport(level=Level.FULL, nodes=(node,))
 

@@ -668,8 +668,8 @@ def _found(name: str) -> dict[str, str | None]:
 @pytest.fixture(scope="module", params=BMC_CAPTURES)
 def verified(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     """The BMC checks of `provision verify` (its own session, as `verify` opens it) on sushy-static."""
+    from provision.conformance.bmc_source import OwnSession, check_bmc
     from provision.conformance.checks._base import Context
-    from provision.conformance.checks.bmc import run_bmc_checks
     from provision.conformance.facts import NodeFacts
     from provision.conformance.model import Level
     from provision.spec import load_fleet
@@ -678,7 +678,7 @@ def verified(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     with sushy_static(FULL / request.param, work) as address:
         host = load_fleet(_peer_inventory(work, address)).hosts["node01"]
         ctx = Context(node="node01", spec=host.spec, facts=NodeFacts(node="node01", sections={}), level=Level.FULL)
-        run_bmc_checks(ctx, host)
+        check_bmc(ctx, host, OwnSession())
     yield request.param, {r.id: r for r in ctx.results}
 
 

@@ -19,7 +19,8 @@ from provision.ansible import PlayResult, RunOptions, run_playbook
 from provision.conformance.checks.checkpoints import CheckpointSummary, summarize, summary_probes
 from provision.conformance.facts import gather
 from provision.conformance.model import Level, Outcome
-from provision.conformance.runner import ssh_runner_for, verify_node
+from provision.conformance.node import verify_node
+from provision.conformance.runner import ssh_runner_for
 from provision.lab import twins
 from provision.lab.inventory import write_twin_inventory
 from provision.lab.twins.models import TwinInfo, TwinRequest

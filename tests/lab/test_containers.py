@@ -20,7 +20,7 @@ import yaml
 
 from provision.ansible import PlayResult, RunOptions, run_playbook
 from provision.conformance.model import Level, NodeReport, Outcome
-from provision.conformance.runner import verify
+from provision.conformance.node import verify
 from provision.lab import twins
 from provision.lab.inventory import lab_group_vars_text, lab_host_vars
 from provision.lab.twins.models import TwinInfo

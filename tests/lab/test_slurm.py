@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from provision.conformance.model import Level
-from provision.conformance.runner import verify
+from provision.conformance.node import verify
 from provision.lab import slurm as labslurm
 from provision.lab import twins
 from provision.lab.twins.models import TwinInfo

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from provision.conformance.bmc_source import OwnSession, check_bmc
 from provision.conformance.checks._base import Context
-from provision.conformance.checks.bmc import run_bmc_checks
 from provision.conformance.facts import NodeFacts
 from provision.conformance.model import CheckResult, Level, NodeReport, Outcome
-from provision.conformance.runner import verify
+from provision.conformance.node import verify
 from provision.lab import manager, twins
 from provision.lab.twins.models import TwinInfo
 from provision.spec import load_fleet
@@ -213,7 +213,7 @@ def test_every_twin_fault_kind_has_a_test() -> None:
 def bmc_results(inventory: Path) -> dict[str, CheckResult]:
     host = load_fleet(inventory).select([NODE])[0]
     ctx = Context(node=NODE, spec=host.spec, facts=NodeFacts(node=NODE, sections={}), level=Level.FULL)
-    run_bmc_checks(ctx, host)
+    check_bmc(ctx, host, OwnSession())
     return {r.id: r for r in ctx.results}
 
 

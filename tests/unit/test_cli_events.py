@@ -17,7 +17,7 @@ from provision.cli.campaign import _node_event
 from provision.cli.verify import node_event
 from provision.conformance.facts import GatherError
 from provision.conformance.model import Level
-from provision.conformance.runner import verify
+from provision.conformance.node import Reach, verify
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignStore
 from provision.spec import HostEntry
@@ -107,7 +107,7 @@ def test_verify_reports_each_node_as_it_is_done(monkeypatch: pytest.MonkeyPatch)
             raise GatherError(f"{node}: ssh root@127.0.0.1:22 failed: Connection refused")
         return runner
 
-    verify([host("up01", **GPU_590), host("down02")], Level.QUICK, runner_for=runner_for, on_node=node_event)
+    verify([host("up01", **GPU_590), host("down02")], Level.QUICK, Reach(runner_for=runner_for), on_node=node_event)
     got = {e["node"]: e for e in parsed(stderr.getvalue())}
     assert set(got) == {"up01", "down02"}
     assert got["down02"]["stage"] == "verify" and got["down02"]["outcome"] == "unreachable"

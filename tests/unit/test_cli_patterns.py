@@ -46,11 +46,11 @@ def test_exec_takes_an_ansible_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_verify_takes_patterns_and_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
 
-    def verify(hosts: list[Any], level: Any, bmc: Any, **_: Any) -> None:
+    def verify(hosts: list[Any], level: Any, reach: Any, **_: Any) -> None:
         seen.append([h.name for h in hosts])
         raise typer.Exit(0)
 
-    monkeypatch.setattr("provision.conformance.runner.verify", verify)
+    monkeypatch.setattr("provision.conformance.node.verify", verify)
     assert main(["verify", "node[01-03,07]", "!node02", "-i", INV, "--no-bmc"]) == 0
     assert main(["verify", "gpu_nodes", "-i", INV, "-l", "node0[6:8]", "--no-bmc"]) == 0
     assert seen == [["node01", "node03", "node07"], ["node06", "node07", "node08"]]

@@ -299,8 +299,8 @@ def test_a_catalogue_twins_bmc_shows_no_gpu_or_ib_drift(profiles: dict[str, Node
     from rf_fakebmc import FakeBmc, Served
     from rf_support import connect
 
+    from provision.conformance.bmc_source import read_connected
     from provision.conformance.checks.bmc import evaluate_bmc
-    from provision.conformance.checks.bmc_read import read_connected
     from provision.lab import manager
     from provision.redfish.ops.drift import drift
     from provision.redfish.ops.inventory import observe

@@ -17,6 +17,7 @@ import yaml
 
 from provision.ansible.models import PlayResult, RunOptions
 from provision.ansible.runner import run_playbook
+from provision.conformance import across_nfs
 from provision.conformance.checks import nfs
 from provision.conformance.checks._base import Context
 from provision.conformance.facts import gather, ssh_runner
@@ -121,7 +122,7 @@ def test_two_clients_read_what_the_other_wrote_and_a_lone_node_is_waived(vm: VmI
     kept = sh(vm, "ls /srv/ckpt/.provision-probe").split()
     assert len([k for k in kept if k.startswith("keep-")]) == 2  # one file per writer, on the server's disk
 
-    cross = nfs.across_nodes([a, b], facts, lambda e: ssh_runner(e.ssh))  # type: ignore[arg-type]
+    cross = across_nfs.across_nodes([a, b], facts, lambda e: ssh_runner(e.ssh))  # type: ignore[arg-type]
     assert [(r.id, r.outcome) for r in cross["node-a"]] == [("nfs.ckpt.cross_node", Outcome.PASS)]
     assert [(r.id, r.outcome) for r in cross["node-b"]] == [("nfs.ckpt2.cross_node", Outcome.PASS)]
     assert "same sha256 as node-b wrote" in cross["node-a"][0].found
@@ -130,10 +131,10 @@ def test_two_clients_read_what_the_other_wrote_and_a_lone_node_is_waived(vm: VmI
     # The writer's file vanished before the read (a server that lost it): the reader FAILS, never passes.
     facts = {e.name: gather(e.name, nfs.probes(e.spec, Level.FULL), ssh_runner(e.ssh)) for e in (a, b)}
     sh(vm, "rm -f /srv/ckpt/.provision-probe/keep-*")
-    lost = nfs.across_nodes([a, b], facts, lambda e: ssh_runner(e.ssh))  # type: ignore[arg-type]
+    lost = across_nfs.across_nodes([a, b], facts, lambda e: ssh_runner(e.ssh))  # type: ignore[arg-type]
     assert lost["node-a"][0].outcome is Outcome.FAIL and "cannot read node-b's file" in lost["node-a"][0].found
 
-    alone = nfs.across_nodes([a], {"node-a": facts["node-a"]}, lambda e: ssh_runner(e.ssh))  # type: ignore[arg-type]
+    alone = across_nfs.across_nodes([a], {"node-a": facts["node-a"]}, lambda e: ssh_runner(e.ssh))  # type: ignore[arg-type]
     assert [r.outcome for r in alone["node-a"]] == [Outcome.WAIVED]
 
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc_session import bmc
-from provision.conformance.checks._base import Context
-from provision.conformance.checks.bmc import BmcFacts, run_bmc_checks
-from provision.conformance.checks.bmc_read import read_connected
+from provision.conformance import node as conformance  # conformance.verify_node: the one way a node is verified
+from provision.conformance.bmc_source import HeldSession
 from provision.conformance.model import Level, NodeReport, Outcome
-from provision.conformance.runner import verify_node
 from provision.errors import CheckFailed
+from provision.redfish.connector import Connector
 from provision.scheduler.hooks import SlurmNote, tell_slurm
 from provision.scheduler.slurm import SlurmAction
 from provision.spec import HostEntry
@@ -60,16 +60,13 @@ class VerifyStage:
         return Verified.of(report, tell_slurm(ctx.host, report, record))
 
     def _verify(self, ctx: StageContext) -> NodeReport:
-        since = _run_started(ctx)
-
-        def read(host: HostEntry) -> BmcFacts:  # over the node's one session, opened here if no stage did
+        @contextmanager
+        def session() -> Iterator[Connector]:  # the node's one session, opened here if no stage did
             with bmc(ctx, self.opts) as node:
-                return read_connected(node.conn, host.spec)
+                yield node.conn
 
-        def hook(cctx: Context, host: HostEntry) -> None:
-            run_bmc_checks(cctx, host, since, read=read)
-
-        return verify_node(ctx.host, Level(self.opts.verify_level), bmc=hook)
+        reach = conformance.Reach(bmc=HeldSession(session), sel_since=_run_started(ctx))
+        return conformance.verify_node(ctx.host, Level(self.opts.verify_level), reach)
 
     def plan(self, host: HostEntry, observed: NodeReport) -> StagePlan:
         slurm = observed.slurm if isinstance(observed, Verified) else None

@@ -1,20 +1,18 @@
 """BMC-side checks through the Redfish layer: BIOS, firmware baseline, PSUs and their redundancy, fans and
 their redundancy, inlet / internal ambient / component temperatures, power draw, memory population, SEL.
 
-`observe_bmc` reads the BMC over a session of its own (bmc_read; a caller that already holds the node's
-session, as the bring-up does, passes `read`) into typed BmcFacts (bmc_facts); `evaluate_bmc` compares
-them with the spec (pure, tested on tables). When the BMC cannot be read (unreachable, credentials
-refused, TLS) every BMC check is an ERROR naming why, never a pass; `--no-bmc` waives them.
+The BMC source (provision/conformance/bmc_source.py) reads the BMC into typed BmcFacts (bmc_facts);
+`evaluate_bmc` compares them with the spec (pure, tested on tables). When the BMC cannot be read (unreachable,
+credentials refused, TLS) every BMC check is an ERROR naming why (`error_all`), never a pass; `--no-bmc`
+waives them (`waive_all`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.bmc_facts import BiosSetting, BmcFacts, FirmwareSeen
-from provision.conformance.checks.bmc_read import read_bmc
 from provision.conformance.checks.memory_layout import layout, redfish_places
 from provision.conformance.model import Outcome, Threshold, worst
 from provision.errors import ProvisionError
@@ -22,19 +20,16 @@ from provision.redfish.ops.drift import shown
 from provision.redfish.resources.log import LogEntry
 from provision.redfish.resources.power import Temperature
 from provision.spec.acceptance import Comparison
-from provision.spec.fleet import HostEntry
 from provision.spec.hardware import Cooling
 from provision.spec.hardware import Power as PowerSpec
 from provision.spec.model import NodeSpec
 from provision.spec.platforms import DeviceKind
 
 AREA = "bmc"
-BmcRead = Callable[[HostEntry], BmcFacts]
-"""Reads a host's BMC facts (from a session the caller keeps, or one it opens); raises ProvisionError."""
 
-__all__ = ["AREA", "POWER_DESC", "BiosSetting", "BmcFacts", "BmcRead", "FirmwareSeen", "ambient_threshold",
+__all__ = ["AREA", "POWER_DESC", "BiosSetting", "BmcFacts", "FirmwareSeen", "ambient_threshold",
            "bmc_problem", "draw_threshold", "error_all", "evaluate_bmc", "fan_spares", "gpu_expected",
-           "inlet_threshold", "memory_expected", "observe_bmc", "planned", "psu_healthy", "run_bmc_checks",
+           "inlet_threshold", "memory_expected", "planned", "psu_healthy",
            "sensor_threshold", "waive_all"]
 
 
@@ -436,22 +431,3 @@ def _after(entry: LogEntry, since: datetime | None) -> bool:
     if created.tzinfo is None or since.tzinfo is None:
         return created.replace(tzinfo=None) >= since.replace(tzinfo=None)
     return created >= since
-
-
-def observe_bmc(host: HostEntry, insecure: bool = False) -> BmcFacts:
-    """Read BIOS, firmware, power, thermal and SEL over a session of its own (raises ProvisionError)."""
-    return read_bmc(host, insecure=insecure)
-
-
-def run_bmc_checks(ctx: Context, host: HostEntry, since: datetime | None = None, *, read: BmcRead | None = None,
-                   insecure: bool = False) -> None:
-    """Read then evaluate; a BMC that cannot be read makes every BMC check an ERROR with the reason.
-
-    `read` reads over a session the caller already holds (the bring-up's one session per node); without
-    it the facts are read over a session opened here (`insecure`: TLS not verified)."""
-    try:
-        facts = read(host) if read is not None else observe_bmc(host, insecure)
-    except ProvisionError as exc:
-        error_all(ctx, bmc_problem(exc))
-        return
-    evaluate_bmc(ctx, facts, since)

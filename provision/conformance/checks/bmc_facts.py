@@ -1,4 +1,5 @@
-"""What the BMC checks read from the BMC, typed: the reader (bmc_read) builds it, the checks (bmc) judge it.
+"""What the BMC checks read from the BMC, typed: the BMC source (provision/conformance/bmc_source.py) builds it,
+the checks (bmc) judge it.
 
 Its own module so both import it and neither imports the other's caller.
 """

@@ -1,9 +1,9 @@
 """Burn-in tier (opt-in, --level burnin), node-local verdicts: DCGM diag, single-node NCCL, fio on the scratch
 pool past the ARC, raw sequential reads of each scratch drive.
 
-The measurements are not part of the ordinary gather: burnin_run runs them after it, one at a time, planned
+The measurements are not part of the ordinary gather: across_burnin runs them after it, one at a time, planned
 from what it found (burnin_plan), and merges their sections into the node's facts; `evaluate` here only
-reads them (pure). The cross-node checks (ib_write_bw/ib_read_bw pairs, multi-node NCCL) are burnin_run's.
+reads them (pure). The cross-node checks (ib_write_bw/ib_read_bw pairs, multi-node NCCL) are burnin_pairs's.
 Thresholds come from spec.acceptance. A tool that is not installed makes its check an ERROR (could not
 check), never a pass. NEVER RUN ON REAL HARDWARE here: see burnin_plan.
 """
@@ -32,7 +32,7 @@ AREA = "burnin"
 
 
 def probes(spec: NodeSpec, level: Level) -> list[Probe]:
-    """None in the ordinary gather: the burn-in runs after it (burnin_run), planned from its facts."""
+    """None in the ordinary gather: the burn-in runs after it (across_burnin), planned from its facts."""
     return []
 
 

@@ -1,7 +1,7 @@
 """Burn-in plans (pure): what to run on each node, and which nodes run against which, from the spec and the
 facts the ordinary gather already read (`nvme list`, `mdadm --detail`, `zpool status`, `ibstat`).
 
-Burn-in runs in phases after the ordinary gather (see burnin_run):
+Burn-in runs in phases after the ordinary gather (see provision/conformance/across_burnin.py):
 1. node-local, one measurement at a time (lanes=1, so fio, NCCL and DCGM never disturb each other):
    DCGM diag, single-node NCCL, fio on the scratch pool with the ARC kept out, raw reads of each scratch drive;
 2. across nodes: ib_write_bw then ib_read_bw between pairs of nodes on every HCA at once (`pair_rounds`), then

@@ -2,8 +2,9 @@
 reports them, enough free space, a write/fsync/read-back through a fresh O_DIRECT open that returns the
 same bytes, and (mounts marked `shared`) another node of the run reading what this node wrote.
 
-Phase 1 is the ordinary gather (one probe per mount, parsers/nfs_probe.py). Phase 2 (`across_nodes`, after
-every node of the run was gathered) runs one read per node that shares an export: node B reads and removes
+Phase 1 is the ordinary gather (one probe per mount, parsers/nfs_probe.py). Phase 2 (after every node of the
+run was gathered; run by provision/conformance/across_nfs.py, judged here) runs one read per node that shares
+an export: node B reads and removes
 the file node A wrote in phase 1 and its sha256 is compared with the one A computed from its own random
 payload, so a pass is evidence that B's client saw, through the server, what A wrote. A run with one node on
 that export WAIVES the cross-node check with the reason (never a pass). A mount that is absent, not NFS or
@@ -14,21 +15,19 @@ the client side ran in the vm tier against the VM kernel's own nfsd (tests/vm/te
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 from provision.conformance.checks._base import Context, Unreadable
-from provision.conformance.facts import NodeFacts, Probe, Runner, Section
-from provision.conformance.model import CheckResult, Level
+from provision.conformance.facts import NodeFacts, Probe, Section
+from provision.conformance.model import Level
 from provision.conformance.parsers.nfs_probe import SCRIPT, NfsProbe, parse_nfs_probe
+from provision.conformance.target import Target
 from provision.errors import ParseError
-from provision.spec.fleet import HostEntry
 from provision.spec.model import NodeSpec
 from provision.spec.nfs import NfsMount
 
 AREA = "nfs"
 GIB = 1 << 30
-RunnerFor = Callable[[HostEntry], Runner]
 
 
 def section(mount: NfsMount) -> str:
@@ -151,11 +150,11 @@ def cross_id(mount: NfsMount) -> tuple[str, str]:
     return f"nfs.{mount.name}.cross_node", f"{mount.mountpoint} reads what another node of the run wrote"
 
 
-def pairs(hosts: Sequence[HostEntry]) -> tuple[list[tuple[HostEntry, NfsMount, HostEntry, NfsMount]],
-                                              list[tuple[HostEntry, NfsMount]]]:
+def pairs(hosts: Sequence[Target]) -> tuple[list[tuple[Target, NfsMount, Target, NfsMount]],
+                                              list[tuple[Target, NfsMount]]]:
     """(reader, its mount, writer, its mount) for each node of a shared export (a ring: each node reads its
     predecessor's file), and the nodes alone on their export in this run. Pure."""
-    groups: dict[tuple[str, str], list[tuple[HostEntry, NfsMount]]] = {}
+    groups: dict[tuple[str, str], list[tuple[Target, NfsMount]]] = {}
     for host in hosts:
         for mount in host.spec.nfs_mounts:
             if mount.shared:
@@ -171,7 +170,7 @@ def pairs(hosts: Sequence[HostEntry]) -> tuple[list[tuple[HostEntry, NfsMount, H
     return ring, alone
 
 
-def _written(host: HostEntry, mount: NfsMount, facts: NodeFacts | None) -> NfsProbe | str:
+def written(host: Target, mount: NfsMount, facts: NodeFacts | None) -> NfsProbe | str:
     """The writer's phase-1 probe with a kept file, or why there is none."""
     if facts is None:
         return f"{host.name} could not be gathered"
@@ -187,50 +186,19 @@ def _written(host: HostEntry, mount: NfsMount, facts: NodeFacts | None) -> NfsPr
     return probe
 
 
-def across_nodes(
-    hosts: Sequence[HostEntry], facts: dict[str, NodeFacts | None], runner_for: RunnerFor
-) -> dict[str, list[CheckResult]]:
-    """Phase 2: each node of a shared export reads (and removes) what its predecessor wrote."""
-    from provision.conformance.checks.burnin_run import run_probes  # the same one-round-trip helper
-
-    ctxs = {h.name: Context(node=h.name, spec=h.spec, facts=NodeFacts(node=h.name, sections={}),
-                            level=Level.QUICK) for h in hosts}
-    ring, alone = pairs(hosts)
-    for host, mount in alone:
-        if facts.get(host.name) is None:
-            continue  # its report already says it could not be gathered
-        cid, desc = cross_id(mount)
-        ctxs[host.name].waive(cid, AREA, desc, "same sha256 on another node",
-                              f"only {host.name} mounts {mount.source} in this verify run: the cross-node read "
-                              "needs a second node sharing the export")
-        written = _written(host, mount, facts.get(host.name))
-        if isinstance(written, NfsProbe):
-            run_probes(host.name, [_read_probe(mount, written.kept)], runner_for(host))  # removes the kept file
-
-    def one(job: tuple[HostEntry, NfsMount, HostEntry, NfsMount]) -> None:
-        reader, r_mount, writer, w_mount = job
-        cid, desc = cross_id(r_mount)
-        ctx, expected = ctxs[reader.name], f"the sha256 {writer.name} wrote"
-        written = _written(writer, w_mount, facts.get(writer.name))
-        if facts.get(reader.name) is None:
-            return  # the reader's own report already says it could not be gathered
-        if isinstance(written, str):
-            ctx.error(cid, AREA, desc, expected, written)
-            return
-        probe = _read_probe(r_mount, written.kept)
-        got: Section | None = run_probes(reader.name, [probe], runner_for(reader)).get(probe.name)
-        _judge_read(ctx, cid, desc, expected, writer.name, written, got)
-
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(ring)))) as pool:
-        list(pool.map(one, ring))
-    return {name: ctx.results for name, ctx in ctxs.items()}
+def waive_alone(ctx: Context, host: Target, mount: NfsMount) -> None:
+    """The only node of the run on its export: the cross-node read WAIVED with the reason, never passed."""
+    cid, desc = cross_id(mount)
+    ctx.waive(cid, AREA, desc, "same sha256 on another node",
+              f"only {host.name} mounts {mount.source} in this verify run: the cross-node read "
+              "needs a second node sharing the export")
 
 
-def _read_probe(mount: NfsMount, kept: str) -> Probe:
+def read_probe(mount: NfsMount, kept: str) -> Probe:
     return Probe(name=f"nfs_read.{mount.name}", command=probe_command("read", mount.mountpoint, kept))
 
 
-def _judge_read(ctx: Context, cid: str, desc: str, expected: str, writer: str, written: NfsProbe,
+def judge_read(ctx: Context, cid: str, desc: str, expected: str, writer: str, written: NfsProbe,
                 got: Section | None) -> None:
     if got is None or got.rc != 0:
         why = (got.stderr.strip().splitlines() or [f"exit {got.rc}"])[-1] if got else "no answer"

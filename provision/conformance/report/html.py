@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from provision.conformance.model import CheckResult, NodeReport, Outcome, RunReport
+from provision.conformance.model import SEVERITY, CheckResult, NodeReport, Outcome, RunReport
 from provision.conformance.report.fleet import CheckSummary, by_check, unreachable
 from provision.private import write_private
 
@@ -110,7 +110,7 @@ def _nodes_cell(names: tuple[str, ...]) -> str:
     return f"<td class=num>{len(names)}</td><td>{links}</td>"
 
 
-SUMMARY_COLUMNS = (Outcome.FAIL, Outcome.ERROR, Outcome.WARN, Outcome.WAIVED)
+SUMMARY_COLUMNS = tuple(o for o in SEVERITY if o is not Outcome.PASS)  # worst first
 
 
 def _summary_row(row: CheckSummary) -> str:

@@ -49,7 +49,7 @@ class ObserveOnly:
 @pytest.fixture
 def host(inventory_copy: Path, tls_bmc: Served, lab_ca: tuple[Path, Path, Path],
          monkeypatch: pytest.MonkeyPatch) -> HostEntry:
-    import provision.conformance.runner as runner
+    import provision.conformance.node as runner
 
     point_node01(inventory_copy, tls_bmc.address, lab_ca[0], monkeypatch, ansible_host="127.0.0.1")
     monkeypatch.setattr(runner, "ssh_runner_for", lambda level: lambda h: lambda node, script: framed({}))

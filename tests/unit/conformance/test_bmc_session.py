@@ -1,5 +1,6 @@
 """One BMC session per verify: `provision verify` opens its own, honouring --insecure and the host's CA file;
-the BMC check modules import each other in one direction only (the facts model has a module of its own).
+the BMC check modules import each other in one direction only (the facts model has a module of its own), and
+the checks never import the BMC source (the I/O is conformance's, the checks judge).
 
 The BMC is a real HTTPS server on loopback (tests/unit/redfish/rf_fakebmc.py) with a certificate made by
 the lab's CA code, serving the pruned Supermicro capture; the node side is a fake SSH runner.
@@ -21,15 +22,15 @@ from tests.unit.conformance.helpers import framed
 from tests.unit.redfish.rf_fakebmc import Served
 from tests.unit.tls_bmc import PASSWORD, point_node01
 
-CHECKS = ROOT / "provision" / "conformance" / "checks"
-BMC_MODULES = ("bmc", "bmc_read", "bmc_facts")
+CONFORMANCE = ROOT / "provision" / "conformance"
+BMC_MODULES = ("checks.bmc", "bmc_source", "checks.bmc_facts")
 SESSIONS = "/redfish/v1/SessionService/Sessions"
 
 
 # ---- the import graph ---------------------------------------------------------------------------------------
 def _imports(module: str) -> set[str]:
-    """Every provision.conformance.checks.bmc* module `module` imports, at the top or inside a function."""
-    tree = ast.parse((CHECKS / f"{module}.py").read_text())
+    """Every BMC module of provision.conformance `module` imports, at the top or inside a function."""
+    tree = ast.parse((CONFORMANCE / f"{module.replace('.', '/')}.py").read_text())
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -37,13 +38,14 @@ def _imports(module: str) -> set[str]:
             names.update(f"{node.module}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
-    prefix = "provision.conformance.checks."
+    prefix = "provision.conformance."
     return {n[len(prefix):] for n in names if n.startswith(prefix) and n[len(prefix):] in BMC_MODULES}
 
 
 def test_the_bmc_check_modules_import_without_a_cycle() -> None:
     graph = {m: _imports(m) for m in BMC_MODULES}
-    assert graph == {"bmc": {"bmc_facts", "bmc_read"}, "bmc_read": {"bmc_facts"}, "bmc_facts": set()}
+    assert graph == {"checks.bmc": {"checks.bmc_facts"}, "bmc_source": {"checks.bmc", "checks.bmc_facts"},
+                     "checks.bmc_facts": set()}
 
     def reaches(start: str, goal: str, seen: frozenset[str] = frozenset()) -> bool:
         return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in graph[start])
@@ -53,7 +55,7 @@ def test_the_bmc_check_modules_import_without_a_cycle() -> None:
 
 @pytest.mark.parametrize("module", BMC_MODULES)
 def test_each_bmc_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
-    code = f"import provision.conformance.checks.{module} as m; print(m.BmcFacts.__module__)"
+    code = f"import provision.conformance.{module} as m; print(m.BmcFacts.__module__)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "provision.conformance.checks.bmc_facts"
@@ -63,7 +65,7 @@ def test_each_bmc_module_imports_first_in_a_fresh_interpreter(module: str) -> No
 @pytest.fixture
 def no_ssh(monkeypatch: pytest.MonkeyPatch) -> None:
     """The node side answers nothing (its rows are errors); only the BMC rows are judged here."""
-    import provision.conformance.runner as runner
+    import provision.conformance.node as runner
 
     monkeypatch.setattr(runner, "ssh_runner_for", lambda level: lambda host: lambda node, script: framed({}))
 

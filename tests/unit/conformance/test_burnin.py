@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from provision.conformance.across_burnin import across_nodes
 from provision.conformance.checks import burnin_plan as plan
 from provision.conformance.checks.burnin_parsers import parse_fio_jobs, parse_nccl, parse_perftest_bw
-from provision.conformance.checks.burnin_run import across_nodes
 from provision.conformance.model import Level, Outcome
-from provision.conformance.runner import verify
+from provision.conformance.node import Reach, verify
 from provision.errors import ParseError
 from provision.spec.fleet import HostEntry, SshEndpoint
 from tests.unit.conformance.helpers import area, facts, fixture, framed, run, spec
@@ -368,7 +368,7 @@ def test_verify_at_burnin_runs_gather_then_local_then_across_nodes() -> None:
     answers = {n: {**{k: (0, v, "") if isinstance(v, str) else v for k, v in local_ok().items()},
                    **_ib_answers()[n]} for n in ("n1", "n2")}
     fabric = Fabric(answers)
-    report = verify([host("n1", "10.0.0.11"), host("n2", "10.0.0.12")], Level.BURNIN, runner_for=fabric.runner_for)
+    report = verify([host("n1", "10.0.0.11"), host("n2", "10.0.0.12")], Level.BURNIN, Reach(runner_for=fabric.runner_for))
     for node in report.nodes:
         ids = {r.id for r in node.results if r.area == "burnin"}
         assert {"burnin.dcgm_diag", "burnin.fio_seq_read", "burnin.ib.mlx5_1.read_bw",

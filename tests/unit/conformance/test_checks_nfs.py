@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from provision.conformance import across_nfs
 from provision.conformance.checks import nfs
 from provision.conformance.facts import NodeFacts
 from provision.conformance.model import Level, Outcome
@@ -181,7 +182,7 @@ def read_out(sha: str, n: int = 1048576) -> tuple[int, str, str]:
 def test_two_nodes_each_read_what_the_other_wrote() -> None:
     a, b = host("na"), host("nb")
     reads = Reads({"na": read_out(OTHER), "nb": read_out(SHA)})
-    got = nfs.across_nodes([a, b], {"na": written(SHA), "nb": written(OTHER)}, reads.runner_for)
+    got = across_nfs.across_nodes([a, b], {"na": written(SHA), "nb": written(OTHER)}, reads.runner_for)
     assert [(r.id, r.outcome) for r in got["na"]] == [("nfs.ckpt.cross_node", P)]
     assert [(r.id, r.outcome) for r in got["nb"]] == [("nfs.ckpt.cross_node", P)]
     assert sorted(reads.asked) == [("na", [f"keep-{OTHER[:4]}.bin"]), ("nb", [f"keep-{SHA[:4]}.bin"])]
@@ -191,7 +192,7 @@ def test_a_reader_that_sees_other_bytes_or_no_file_fails() -> None:
     a, b = host("na"), host("nb")
     lost = (0, "read_error=/mnt/ckpt/.provision-probe/keep-abab.bin: No such file or directory\n", "")
     reads = Reads({"na": read_out(SHA), "nb": lost})  # na reads nb's file but gets na's own bytes
-    got = nfs.across_nodes([a, b], {"na": written(SHA), "nb": written(OTHER)}, reads.runner_for)
+    got = across_nfs.across_nodes([a, b], {"na": written(SHA), "nb": written(OTHER)}, reads.runner_for)
     assert got["na"][0].outcome is F and got["nb"][0].outcome is F
     assert "cannot read na's file" in got["nb"][0].found
 
@@ -199,23 +200,23 @@ def test_a_reader_that_sees_other_bytes_or_no_file_fails() -> None:
 def test_a_writer_that_was_not_gathered_or_wrote_nothing_makes_the_reader_an_error() -> None:
     a, b = host("na"), host("nb")
     reads = Reads({"na": read_out(OTHER), "nb": read_out(SHA)})
-    got = nfs.across_nodes([a, b], {"na": written(SHA), "nb": None}, reads.runner_for)
+    got = across_nfs.across_nodes([a, b], {"na": written(SHA), "nb": None}, reads.runner_for)
     assert got["na"][0].outcome is E and "nb could not be gathered" in got["na"][0].found
     assert got["nb"] == []  # its own report says it could not be gathered
     broken = facts({"nfs.ckpt": out(write_error="EIO", written_sha=None, kept=None)})
-    got = nfs.across_nodes([a, b], {"na": written(SHA), "nb": broken}, reads.runner_for)
+    got = across_nfs.across_nodes([a, b], {"na": written(SHA), "nb": broken}, reads.runner_for)
     assert got["na"][0].outcome is E and "nb wrote nothing to read" in got["na"][0].found
 
 
 def test_a_read_round_trip_that_fails_is_an_error() -> None:
     a, b = host("na"), host("nb")
-    got = nfs.across_nodes([a, b], {"na": written(SHA), "nb": written(OTHER)}, Reads({}).runner_for)
+    got = across_nfs.across_nodes([a, b], {"na": written(SHA), "nb": written(OTHER)}, Reads({}).runner_for)
     assert {r.outcome for rs in got.values() for r in rs} == {E}
 
 
 def test_one_node_on_the_export_is_waived_and_its_kept_file_removed() -> None:
     reads = Reads({"na": read_out(SHA)})
-    got = nfs.across_nodes([host("na")], {"na": written(SHA)}, reads.runner_for)
+    got = across_nfs.across_nodes([host("na")], {"na": written(SHA)}, reads.runner_for)
     assert [(r.outcome, "only na mounts" in r.detail) for r in got["na"]] == [(Outcome.WAIVED, True)]
     assert reads.asked == [("na", [f"keep-{SHA[:4]}.bin"])]
 

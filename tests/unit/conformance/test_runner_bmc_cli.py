@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from provision.conformance.checks import bmc as bmc_checks
+from provision.conformance import bmc_source
+from provision.conformance.bmc_source import NoBmc, OwnSession, check_bmc
 from provision.conformance.checks.bmc import BiosSetting, BmcFacts, FirmwareSeen, error_all, evaluate_bmc, waive_all
 from provision.conformance.facts import GatherError
 from provision.conformance.model import Level, NodeReport, Outcome, RunReport
-from provision.conformance.runner import verify
+from provision.conformance.node import Reach, verify
 from provision.errors import ProvisionError
 from provision.redfish.errors import RedfishAuthError, RedfishError, RedfishTimeout, RedfishTlsError, RedfishUnavailable
 from provision.redfish.resources import LogEntry, Memory, Power, Thermal
@@ -48,7 +49,7 @@ def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
             return framed(sections)
         return runner
 
-    report = verify([host("up01", **GPU_590), host("down02")], Level.QUICK, runner_for=runner_for)
+    report = verify([host("up01", **GPU_590), host("down02")], Level.QUICK, Reach(runner_for=runner_for))
     up, down = report.nodes
     assert [n.node for n in report.nodes] == ["up01", "down02"]
     # A stand-in's marker on the node means nothing: only the inventory declares a lab node (and its
@@ -62,17 +63,19 @@ def test_verify_runs_nodes_through_framing_and_isolates_failures() -> None:
     assert not report.ok and len(seen_scripts) == 2 and "nvidia-smi -q" in seen_scripts[0]
 
 
-def test_bmc_hook_runs_after_node_checks_but_not_at_quick() -> None:
+def test_bmc_source_is_read_after_node_checks_but_not_at_quick(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
 
-    def hook(ctx, h):  # type: ignore[no-untyped-def]
+    def observe(self: OwnSession, h: HostEntry) -> BmcFacts:
         calls.append(h.name)
-        waive_all(ctx, "no BMC in this test")
+        raise ProvisionError("no BMC in this test")
 
+    monkeypatch.setattr(OwnSession, "read", observe)
     runner_for = lambda h: (lambda node, script: framed({}))  # noqa: E731
-    full = verify([host("n1")], Level.FULL, runner_for=runner_for, bmc=hook)
-    verify([host("n1")], Level.QUICK, runner_for=runner_for, bmc=hook)
+    verify([host("n1")], Level.FULL, Reach(runner_for=runner_for, bmc=OwnSession()))
+    verify([host("n1")], Level.QUICK, Reach(runner_for=runner_for, bmc=OwnSession()))
     assert calls == ["n1"]
+    full = verify([host("n1")], Level.FULL, Reach(runner_for=runner_for, bmc=NoBmc("no BMC in this test")))
     bmc = [r for r in full.nodes[0].results if r.area == "bmc"]
     assert bmc and all(r.outcome is Outcome.WAIVED and r.detail == "no BMC in this test" for r in bmc)
 
@@ -211,25 +214,23 @@ def test_error_all_and_waive_all_cover_what_evaluate_records() -> None:
     ],
 )
 def test_each_bmc_error_kind_makes_error_rows(exc: ProvisionError, label: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    def observe(_host: HostEntry, _insecure: bool = False) -> BmcFacts:
+    def observe(_host: HostEntry, insecure: bool = False) -> BmcFacts:
         raise exc
 
-    monkeypatch.setattr(bmc_checks, "observe_bmc", observe)
+    monkeypatch.setattr(bmc_source, "read_bmc", observe)
     ctx = run(spec(), {}, Level.QUICK)
     ctx.results.clear()
-    bmc_checks.run_bmc_checks(ctx, host("n1"))
+    check_bmc(ctx, host("n1"), OwnSession())
     assert ctx.results and {r.outcome for r in ctx.results} == {Outcome.ERROR}
     assert all(r.detail == f"{label}: {exc}" for r in ctx.results)
 
 
 def test_unreachable_bmc_is_an_error_never_passed() -> None:
-    from provision.conformance.checks.bmc import run_bmc_checks
-
     ctx = run(spec(), {}, Level.QUICK)
     ctx.results.clear()
-    run_bmc_checks(ctx, host("n1").model_copy(update={"bmc": BmcEndpoint(address="http://127.0.0.1:9",
-                                                                           username="u", password="s3cret-h7-pw",
-                                                                           insecure_http=True)}))
+    check_bmc(ctx, host("n1").model_copy(update={"bmc": BmcEndpoint(address="http://127.0.0.1:9",
+                                                                      username="u", password="s3cret-h7-pw",
+                                                                      insecure_http=True)}), OwnSession())
     assert ctx.results and all(r.outcome is Outcome.ERROR for r in ctx.results)
     assert "BMC not reachable" in ctx.results[0].detail
     assert not any("s3cret-h7-pw" in r.model_dump_json() for r in ctx.results)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from provision.conformance.model import CheckResult, Level, Outcome
-from provision.conformance.runner import apply_waivers, verify
+from provision.conformance.node import Reach, verify
+from provision.conformance.runner import apply_waivers
 from provision.errors import InventoryError
 from provision.lab.declaration import (
     NO_MD_WAIVERS,
@@ -91,7 +92,7 @@ def test_inventory_declaration_reaches_the_report_and_the_verdicts(tmp_path: Pat
 
     sections = {k: (v if isinstance(v, tuple) else (0, v, "")) for k, v in TWIN_FACTS.items()}
     report = verify([entry("twin01", declared(tmp_path)), entry("real01", LabDeclaration())], Level.FULL,
-                    runner_for=lambda h: lambda node, script: framed(sections))
+                    Reach(runner_for=lambda h: lambda node, script: framed(sections)))
     twin, real = report.nodes
     assert twin.lab and not real.lab and twin.standins == STANDIN_TOOLS and real.standins == ()
     assert twin.notice == lab_notice() and real.notice == ""

@@ -64,7 +64,7 @@ def test_promtool_passes_on_the_verify_file(tmp_path: Path) -> None:
 def test_cli_writes_every_report_and_the_metrics(inventory_copy: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the command line: nothing could be read on the nodes (exit 3), every file is valid."""
-    import provision.conformance.runner as runner
+    import provision.conformance.node as runner
 
     monkeypatch.setattr(runner, "ssh_runner_for", lambda level: lambda h: lambda node, script: framed({}))
     out = {k: tmp_path / f"r.{k}" for k in ("prom", "json", "xml", "html")}

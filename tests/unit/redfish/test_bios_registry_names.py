@@ -187,16 +187,16 @@ def test_bios_diff_prints_what_each_key_was_found_by(capsys: pytest.CaptureFixtu
 def test_verify_reports_an_ambiguous_key_as_an_error_naming_the_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
+    from provision.conformance import bmc_source
     from provision.conformance.checks import bmc as bmc_checks
-    from provision.conformance.checks import bmc_read
     from provision.conformance.model import Level, Outcome
     from tests.unit.conformance.helpers import area, run, spec
 
     state = _state("ambiguous", {"SriovGlobalEnable": "Disabled", "DevicesandIOPorts_SRIOV": "Disabled"})
-    monkeypatch.setattr(bmc_read.bios_ops, "observe", lambda node: state)
+    monkeypatch.setattr(bmc_source.bios_ops, "observe", lambda node: state)
     node_spec = spec()
     system = ComputerSystem.parse({"@odata.id": "/redfish/v1/Systems/1"})
-    settings = bmc_read._bios(SimpleNamespace(vendor=NoTables(), system=system), node_spec)  # type: ignore[arg-type]
+    settings = bmc_source._bios(SimpleNamespace(vendor=NoTables(), system=system), node_spec)  # type: ignore[arg-type]
     sriov = next(s for s in settings if s.key == "sriov")
     assert sriov.attribute is None and sriov.error is not None and "SriovGlobalEnable" in sriov.error
     ctx = run(node_spec, {}, Level.QUICK)

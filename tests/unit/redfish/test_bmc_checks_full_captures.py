@@ -1,4 +1,4 @@
-"""The BMC checks over each whole capture (tests/fixtures/redfish/full), read as verify reads them (bmc_read over
+"""The BMC checks over each whole capture (tests/fixtures/redfish/full), read as verify reads them (bmc_source over
 the loopback BMC): which sensor is the inlet and which the internal ambient, the PSUs, fans, power reading and
 memory population. Expected readings were read from the capture files (Chassis/*/Thermal, Power, Systems/*/Memory)."""
 
@@ -13,10 +13,10 @@ from full_captures import full_tree
 from rf_fakebmc import FakeBmc, Served
 from rf_support import connect
 
+from provision.conformance.bmc_source import read_connected
 from provision.conformance.checks._base import Context
 from provision.conformance.checks.bmc import evaluate_bmc
 from provision.conformance.checks.bmc_facts import BmcFacts
-from provision.conformance.checks.bmc_read import read_connected
 from provision.conformance.facts import NodeFacts
 from provision.conformance.model import CheckResult, Level, Outcome
 from provision.spec import load_fleet

@@ -1,6 +1,6 @@
-"""Burn-in execution (apply): the node-local measurements after the ordinary gather, then the checks that need
-two or more nodes of the run (ib_write_bw/ib_read_bw pairs on every HCA, multi-node NCCL). The plans are
-burnin_plan's (pure); this module only runs them over each node's Runner and records verdicts.
+"""Burn-in across nodes, judged (pure): ib_write_bw/ib_read_bw pairs on every HCA and multi-node NCCL. What to run
+comes from burnin_plan; the runs are conformance's own (provision/conformance/across_burnin.py), which hands the
+sections it got back to the verdicts here.
 
 A check that needs a peer is WAIVED on a run of one node (with that reason), never passed; a peer that could
 not be gathered, or a side that could not run, makes it an ERROR. NEVER RUN ON REAL HARDWARE here (no two
@@ -10,8 +10,6 @@ lab host), so there each side reports its own HCA's modelled figure and the chec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from provision.conformance.checks._base import Context
@@ -19,66 +17,33 @@ from provision.conformance.checks.burnin import AREA
 from provision.conformance.checks.burnin_parsers import parse_nccl, parse_perftest_bw
 from provision.conformance.checks.burnin_plan import (
     IB_TESTS,
-    NCCL_MULTI,
-    Pair,
     ib_client_probes,
     ib_hcas,
     ib_section,
     ib_server_probes,
-    local_probes,
     multinode_gate,
     nccl_multinode_probe,
-    pair_rounds,
 )
-from provision.conformance.facts import GatherError, NodeFacts, Probe, Runner, Section, build_script, split_sections
-from provision.conformance.model import CheckResult, Level
+from provision.conformance.facts import NodeFacts, Probe, Section
+from provision.conformance.target import Target
 from provision.errors import ParseError
 from provision.spec.acceptance import Acceptance
-from provision.spec.fleet import HostEntry
 from provision.spec.model import required
 
-RunnerFor = Callable[[HostEntry], Runner]
 ONE_NODE = "one node in this verify run: {what} needs a peer node (peers are the other nodes of the run)"
 
 
-def run_probes(node: str, probes: Sequence[Probe], runner: Runner, lanes: int | None = None) -> dict[str, Section]:
-    """Run probes in one round trip; a round trip that fails makes each probe a section with rc -1 and the
-    reason (so its checks are ERRORs naming it), never a missing fact that could read as nothing to check."""
-    if not probes:
-        return {}
-    try:
-        return split_sections(runner(node, build_script(probes, lanes=lanes)))
-    except GatherError as exc:
-        return {p.name: Section(name=p.name, rc=-1, stdout="", stderr=str(exc)) for p in probes}
-
-
-def measure_local(host: HostEntry, facts: NodeFacts, runner: Runner) -> NodeFacts:
-    """Phase 2: the node-local burn-in, one measurement at a time, planned from the gathered facts; its
-    sections are merged into the node's facts."""
-    found = run_probes(host.name, local_probes(host.spec, facts), runner, lanes=1)
-    return facts.model_copy(update={"sections": {**facts.sections, **found}})
-
-
 @dataclass
-class _Node:
-    host: HostEntry
+class Member:
+    """One node of the run as the checks across nodes see it."""
+
+    host: Target
     facts: NodeFacts | None  # None: the node could not be gathered
     ctx: Context
 
 
-def across_nodes(
-    hosts: Sequence[HostEntry], facts: dict[str, NodeFacts | None], runner_for: RunnerFor
-) -> dict[str, list[CheckResult]]:
-    """Phase 3: the cross-node checks of the run, per node name."""
-    nodes = {h.name: _Node(h, facts.get(h.name), Context(node=h.name, spec=h.spec, facts=NodeFacts(node=h.name,
-             sections={}), level=Level.BURNIN)) for h in hosts}
-    _ib(nodes, runner_for)
-    _nccl_multinode(nodes, runner_for)
-    return {name: n.ctx.results for name, n in nodes.items()}
-
-
 # ---- InfiniBand pairs -----------------------------------------------------------------------------------
-def _hcas(node: _Node) -> list[str] | str:
+def hcas(node: Member) -> list[str] | str:
     """The node's HCAs, or why they are unknown."""
     if node.facts is None:
         return f"{node.host.name} could not be gathered"
@@ -90,50 +55,55 @@ def _hcas(node: _Node) -> list[str] | str:
     return found or f"{node.host.name}: ibstat lists no HCA with link layer {ib.link_layer if ib else '?'}"
 
 
-def _ib_id(node: _Node, test: str, hca: str) -> str:
+def _ib_id(node: Member, test: str, hca: str) -> str:
     return f"burnin.ib.{hca}.{test}_bw"
 
 
-def _ib_gate(node: _Node) -> str:
+def _ib_gate(node: Member) -> str:
     return f">= {required(node.host.spec.acceptance.ib_write_bw_gbps, 'acceptance.ib_write_bw_gbps'):g}"
 
 
-def _ib(nodes: dict[str, _Node], runner_for: RunnerFor) -> None:
-    ib_nodes = [n for n in nodes.values() if (ib := n.host.spec.network.infiniband) is not None and ib.count]
-    if len(ib_nodes) == 1:
-        node = ib_nodes[0]
-        hcas = _hcas(node)
-        for test in IB_TESTS:
-            for hca in hcas if isinstance(hcas, list) and hcas else ["hca"]:
-                node.ctx.waive(_ib_id(node, test, hca), AREA, f"ib_{test}_bw {hca} to a peer node (Gb/s)",
-                               _ib_gate(node), ONE_NODE.format(what=f"ib_{test}_bw"))
-        return
-    for index, pairs in enumerate(pair_rounds([n.host.name for n in ib_nodes])):
-        for test in IB_TESTS:
-            with ThreadPoolExecutor(max_workers=max(1, len(pairs))) as pool:
-                jobs = [pool.submit(_ib_pair, nodes, p, test, runner_for, index == 0) for p in pairs]
-                for job in jobs:
-                    job.result()
+def ib_members(nodes: dict[str, Member]) -> list[Member]:
+    """The nodes whose spec has InfiniBand HCAs (the pairs are drawn among them)."""
+    return [n for n in nodes.values() if (ib := n.host.spec.network.infiniband) is not None and ib.count]
 
 
-def _ib_pair(nodes: dict[str, _Node], pair: Pair, test: str, runner_for: RunnerFor, record_server: bool) -> None:
-    server, client = nodes[pair[0]], nodes[pair[1]]
-    ends = [(server, client), (client, server)] if record_server else [(client, server)]
-    s_hcas, c_hcas = _hcas(server), _hcas(client)
-    if isinstance(s_hcas, str) or isinstance(c_hcas, str) or server.host.ssh is None:
-        why = s_hcas if isinstance(s_hcas, str) else c_hcas if isinstance(c_hcas, str) else \
-            f"{server.host.name}: no SSH address for the client to reach"
-        for node, peer in ends:
-            own = _hcas(node)
-            for hca in own if isinstance(own, list) and own else ["hca"]:
-                node.ctx.error(_ib_id(node, test, hca), AREA, f"ib_{test}_bw {hca} <-> {peer.host.name} (Gb/s)",
-                               _ib_gate(node), why)
-        return
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        s_job = pool.submit(run_probes, server.host.name, ib_server_probes(test, s_hcas), runner_for(server.host))
-        c_out = run_probes(client.host.name, ib_client_probes(test, c_hcas, s_hcas, server.host.ssh.host),
-                           runner_for(client.host))
-        s_out = s_job.result()
+def waive_ib_alone(node: Member) -> None:
+    """The only InfiniBand node of the run: every pair check WAIVED (it needs a peer), never passed."""
+    found = hcas(node)
+    for test in IB_TESTS:
+        for hca in found if isinstance(found, list) and found else ["hca"]:
+            node.ctx.waive(_ib_id(node, test, hca), AREA, f"ib_{test}_bw {hca} to a peer node (Gb/s)",
+                           _ib_gate(node), ONE_NODE.format(what=f"ib_{test}_bw"))
+
+
+def ib_ends(server: Member, client: Member, record_server: bool) -> list[tuple[Member, Member]]:
+    """(node, peer) of each side whose verdict a pair records (the server's only in the first round)."""
+    return [(server, client), (client, server)] if record_server else [(client, server)]
+
+
+def ib_pair_probes(server: Member, client: Member, test: str,
+                   ends: list[tuple[Member, Member]]) -> tuple[list[Probe], list[Probe]] | None:
+    """(server probes, client probes) of one pair and test; None when it cannot run, after recording an ERROR on
+    each end with the reason (a peer not gathered, no HCA listed, no SSH address for the client to reach)."""
+    s_hcas, c_hcas = hcas(server), hcas(client)
+    if isinstance(s_hcas, list) and isinstance(c_hcas, list) and server.host.ssh is not None:
+        return ib_server_probes(test, s_hcas), ib_client_probes(test, c_hcas, s_hcas, server.host.ssh.host)
+    why = s_hcas if isinstance(s_hcas, str) else c_hcas if isinstance(c_hcas, str) else \
+        f"{server.host.name}: no SSH address for the client to reach"
+    for node, peer in ends:
+        own = hcas(node)
+        for hca in own if isinstance(own, list) and own else ["hca"]:
+            node.ctx.error(_ib_id(node, test, hca), AREA, f"ib_{test}_bw {hca} <-> {peer.host.name} (Gb/s)",
+                           _ib_gate(node), why)
+    return None
+
+
+def judge_ib_pair(server: Member, client: Member, test: str, ends: list[tuple[Member, Member]],
+                  s_out: dict[str, Section], c_out: dict[str, Section]) -> None:
+    """Each rail's verdict from what the two sides printed (ib_pair_probes said the pair could run)."""
+    s_hcas, c_hcas = hcas(server), hcas(client)
+    assert isinstance(s_hcas, list) and isinstance(c_hcas, list)
     want = max(len(s_hcas), len(c_hcas), *(n.host.spec.network.infiniband.count for n in (server, client)
                                             if n.host.spec.network.infiniband is not None))
     for i in range(want):
@@ -143,7 +113,7 @@ def _ib_pair(nodes: dict[str, _Node], pair: Pair, test: str, runner_for: RunnerF
                     s_out.get(ib_section(test, s_hca or "")), c_out.get(ib_section(test, c_hca or "")))
 
 
-def _ib_verdict(ends: list[tuple[_Node, _Node]], test: str, rail: int, hca: dict[str, str | None],
+def _ib_verdict(ends: list[tuple[Member, Member]], test: str, rail: int, hca: dict[str, str | None],
                 s_sec: Section | None, c_sec: Section | None) -> None:
     figure, why = _ib_figure(test, s_sec, c_sec, hca)
     for node, peer in ends:
@@ -187,36 +157,35 @@ def _latency_gate(acc: Acceptance) -> float:
     return required(acc.allreduce_latency_us_p99, "acceptance.allreduce_latency_us_p99")
 
 
-def _nccl_multinode(nodes: dict[str, _Node], runner_for: RunnerFor) -> None:
-    # Nodes whose spec gates multi-node NCCL (GPUs and an all_reduce figure); others have no such check.
-    nodes = {n: node for n, node in nodes.items()
-             if node.host.spec.gpu is not None and node.host.spec.acceptance.allreduce_busbw_gbs is not None
-             and node.host.spec.acceptance.allreduce_latency_us_p99 is not None}
-    acc_of = {n: node.host.spec.acceptance for n, node in nodes.items()}
+def nccl_members(nodes: dict[str, Member]) -> dict[str, Member]:
+    """The nodes whose spec gates multi-node NCCL (GPUs and an all_reduce figure); others have no such check."""
+    return {n: node for n, node in nodes.items()
+            if node.host.spec.gpu is not None and node.host.spec.acceptance.allreduce_busbw_gbs is not None
+            and node.host.spec.acceptance.allreduce_latency_us_p99 is not None}
+
+
+def waive_nccl_alone(node: Member) -> None:
+    """The only NCCL node of the run: multi-node NCCL WAIVED (it needs a peer), never passed."""
+    gate, _src = multinode_gate(node.host.spec)
+    node.ctx.waive("burnin.nccl_multinode.busbw", AREA, "NCCL all_reduce_perf across nodes: bus bandwidth (GB/s)",
+                   f">= {gate:g}", ONE_NODE.format(what="multi-node NCCL"))
+    node.ctx.waive("burnin.nccl_multinode.latency", AREA, "NCCL all_reduce_perf across nodes: 8 B time (us)",
+                   f"<= {_latency_gate(node.host.spec.acceptance):g}", ONE_NODE.format(what="multi-node NCCL"))
+
+
+def nccl_launch(nodes: dict[str, Member]) -> tuple[list[Member], list[str], Member | None, Probe | None]:
+    """(the nodes that join, the names left out, the launcher, its mpirun probe) of a run's multi-node NCCL:
+    the gathered nodes with an SSH address, launched from the first when there are two or more."""
     names = sorted(nodes)
-    if not names:
-        return
-    if len(names) == 1:
-        node = nodes[names[0]]
-        gate, _src = multinode_gate(node.host.spec)
-        node.ctx.waive("burnin.nccl_multinode.busbw", AREA, "NCCL all_reduce_perf across nodes: bus bandwidth (GB/s)",
-                       f">= {gate:g}", ONE_NODE.format(what="multi-node NCCL"))
-        node.ctx.waive("burnin.nccl_multinode.latency", AREA, "NCCL all_reduce_perf across nodes: 8 B time (us)",
-                       f"<= {_latency_gate(acc_of[names[0]]):g}", ONE_NODE.format(what="multi-node NCCL"))
-        return
     good = [nodes[n] for n in names if nodes[n].facts is not None and nodes[n].host.ssh is not None]
     lost = [n for n in names if nodes[n] not in good]
-    launcher = good[0] if len(good) >= 2 else None
-    out: Section | None = None
-    if launcher is not None:
-        hosts = [(n.host.ssh.host, n.host.spec.need_gpu().count) for n in good if n.host.ssh is not None]
-        probe = nccl_multinode_probe(launcher.host.spec, hosts)
-        out = run_probes(launcher.host.name, [probe], runner_for(launcher.host)).get(NCCL_MULTI)
-    for node in good or [nodes[n] for n in names]:
-        _nccl_verdict(node, out, launcher, [n.host.name for n in good], lost)
+    if len(good) < 2:
+        return good, lost, None, None
+    hosts = [(n.host.ssh.host, n.host.spec.need_gpu().count) for n in good if n.host.ssh is not None]
+    return good, lost, good[0], nccl_multinode_probe(good[0].host.spec, hosts)
 
 
-def _nccl_verdict(node: _Node, out: Section | None, launcher: _Node | None, ran: list[str], lost: list[str]) -> None:
+def judge_nccl(node: Member, out: Section | None, launcher: Member | None, ran: list[str], lost: list[str]) -> None:
     acc = node.host.spec.acceptance
     gate, source = multinode_gate(node.host.spec)
     bw_id, lat_id = "burnin.nccl_multinode.busbw", "burnin.nccl_multinode.latency"
