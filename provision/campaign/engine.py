@@ -150,13 +150,15 @@ class Engine:
         run_id = journal.start_run("campaign", name, {"how": how, "controller": claims.owner})
         ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s,
                           locks=locks)
-        largest = max((len([n for n in w if n in self.targets]) for w in self.store.get(name).waves), default=1)
+        sizes = [len([n for n in w if n in self.targets]) for w in self.store.get(name).waves]
+        first = next((sizes[w.wave] for w in self.store.waves(name) if w.state is not WaveState.DONE), 1)
+        threads = min(self.catalog.policy.concurrency, max([1, *sizes]))  # as many as the largest wave can use
         inflight: dict[str, Future[object]] = {}
         lost: JournalUnreachable | None = None
         try:
-            with Workers(min(self.catalog.policy.concurrency, max(1, largest)), prefix="node") as pool:
+            with Workers(min(threads, max(1, first)), prefix="node") as pool:  # the rest start as it flashes
                 try:
-                    self._loop(ctx, leader, locks, pool, inflight, settle)
+                    self._loop(ctx, leader, locks, pool, inflight, settle, threads)
                 except JournalUnreachable as exc:  # stop taking nodes; the turns in flight end below
                     lost = exc
                 except KeyboardInterrupt:  # the turns in flight end; the rest stay pending
@@ -182,7 +184,7 @@ class Engine:
         return self.outcome(state, reason)
 
     def _loop(self, ctx: NodeContext, leader: WaveLeader, locks: NodeLocks, pool: Workers,
-              inflight: dict[str, Future[object]], settle_s: float) -> None:
+              inflight: dict[str, Future[object]], settle_s: float, threads: int) -> None:
         name, claims = self.catalog.name, leader.claims
         reachable = sorted(self.targets)
         budget = self.catalog.policy.waves.budget(len(self.store.nodes(name)))
@@ -230,6 +232,8 @@ class Engine:
                     if lease.owner == claims.owner:  # else another run's: the turn is refused, naming it
                         locks.adopt([lease])
                     inflight[lease.node] = pool.submit(lambda x: self._turn(ctx, x, settle_s), [lease])[0]
+                if inflight and pool.size < threads:  # start-up that overlaps the first wave's turns
+                    pool.grow(threads)
                 if leading and not inflight and leader.close_wave(wave):
                     continue
             self._wake.wait(self.poll_s)
