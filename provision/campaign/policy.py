@@ -73,7 +73,7 @@ class WavePolicy(_Frozen):
 class HaltPolicy(_Frozen):
     """When to stop taking new nodes. Counted over the nodes whose turn ended since the campaign's latest
     start/resume, by any controller (provision.journal.campaigns.CampaignStore.since_start); a `join` does
-    not restart the count. Both engines decide with the two methods below."""
+    not restart the count. The engine decides with the two methods below."""
 
     max_failures: Annotated[int, Field(ge=0)] = 0
     max_fail_percentage: Annotated[float, Field(ge=0, le=100)] | None = None
