@@ -117,6 +117,8 @@ class Engine:
     def start(self, source: Path, waves: list[list[str]]) -> Outcome:
         """Create the campaign in the journal with its waves, then run it."""
         self.store.create(self.catalog.name, str(source), file_digest(source), waves)
+        if self.alone:
+            self._check_targets()
         return self._run("start")
 
     def join(self) -> Outcome:
@@ -141,8 +143,6 @@ class Engine:
     # -- the loop ----------------------------------------------------------------------------------------
     def _run(self, how: str) -> Outcome:
         name, journal = self.catalog.name, self.store.journal
-        if self.alone:
-            self._check_targets()
         locks = NodeLocks(journal, **self._lease)
         claims = Claims(journal, name, ttl_s=locks.ttl_s, clock=locks.clock)
         settle = min(TAKEOVER_SETTLE_S, locks.ttl_s / 2) if self.settle_s is None else self.settle_s
