@@ -1,11 +1,28 @@
-"""The campaign engine: waves in order, a health gate between them, halt, pause, resume.
+"""The campaign engine: waves in order, a health gate between them, halt, pause, resume; one controller or several.
 
-The gate of a wave is checked on each node as soon as it finishes (so it overlaps the rest of the
-wave) and on any node of the wave finished by an earlier run; the next wave starts only when all passed.
+Every controller (`provision campaign start`, `resume`, and on a PostgreSQL journal `campaign join CAMPAIGN
+[--shard GROUP]`) runs this loop, waking when a turn ends or every `poll_s`:
 
-State lives in the journal; the BMCs are the truth about firmware. A controller killed at
-any moment is resumed with `resume`: finished waves are skipped, every other node is
-observed again before anything is done to it (see provision.campaign.node).
+1. take or renew the leader lease (provision.journal.claims); the leader alone, and only while its lease is
+   fresh and still its own (each decision re-checks it in the transaction that writes it), starts a wave (after
+   the pause/abort request and the maintenance window), runs the gate of a wave whose every node is finished (on
+   nodes no controller gated, e.g. one killed after a turn), marks it done or halts the campaign, and marks the
+   campaign done after the last wave (provision.campaign.leader);
+2. read the campaign: halted, paused, aborted or done, or a pause/abort asked, and it claims nothing more;
+3. claim nodes of the active wave, among those it reaches (its shard), up to its free workers and the
+   campaign's budget of nodes unavailable at once (WavePolicy.budget: nodes in flight and failed ones), and run
+   each node's turn (provision.campaign.node: observe first) under the claim's lease, then its health gate (which
+   overlaps the rest of the wave); a failure past max_failures halts the campaign for every controller (counted
+   over the nodes finished since the latest start/resume, and decided again in each claim's transaction;
+   max_fail_percentage once a wave's turns are over). While a renewal of its node leases is late
+   (NodeLocks.fresh: it is overloaded, or cut off from the journal) it claims nothing; a turn whose lease went
+   stale abandons itself before its next side effect (provision.campaign.node).
+
+With one controller (a SQLite journal: one file, one machine) the same claims, leases and leader are taken in the
+file's transactions; that controller leads throughout. State lives in the journal; the BMCs are the truth about
+firmware. A controller killed at any moment leaves leases that expire; `resume` (or another controller) observes
+every unfinished node again before anything is done to it. A controller that loses the journal stops claiming,
+lets the turns in flight end and exits with JournalUnreachable.
 """
 
 from __future__ import annotations
@@ -14,27 +31,44 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import wait
-from dataclasses import dataclass, field
+from concurrent.futures import Future, wait
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from provision.campaign.catalog import Catalog, file_digest
 from provision.campaign.gates import GateRunner
 from provision.campaign.hooks import run_hook
+from provision.campaign.leader import WaveLeader
 from provision.campaign.node import HookRunner, NodeContext, process_node
 from provision.campaign.updater import NodeUpdater, Target
-from provision.campaign.window import inside, next_opening
 from provision.campaign.workers import Workers
 from provision.errors import InputError
-from provision.journal.campaigns import CampaignNode, CampaignState, CampaignStore, NodeState, Request, WaveState
-from provision.journal.locks import NodeLocks
+from provision.journal.campaigns import (
+    CampaignNode,
+    CampaignState,
+    CampaignStore,
+    NodeState,
+    Request,
+    SinceStart,
+    WaveState,
+)
+from provision.journal.claims import Claims
+from provision.journal.locks import Lease, NodeLocks
+from provision.journal.store import JournalError, JournalUnreachable
+
+TAKEOVER_SETTLE_S = 5.0
+"""A node taken over is first observed this long after its previous holder's lease ran out (at most half the lease;
+not at all when that holder released it): a request it sent just before it was killed (an image upload, whose Task
+the BMC creates only once the upload is in) has reached the BMC's TaskService by then, so the observation sees it
+instead of flashing the node again."""
 
 
 class Outcome(BaseModel):
-    """How a start/resume ended."""
+    """How a start/resume/join ended."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -50,211 +84,220 @@ class Outcome(BaseModel):
         return self.state is CampaignState.DONE and self.failed == 0 and self.pending == 0
 
 
-@dataclass
-class _Tally:
-    """Guards the turns' gate results and the halt decision. The halt thresholds count the nodes finished
-    since the campaign's latest start/resume as the journal records them (CampaignStore.since_start), the
-    count several controllers share (provision.campaign.shared)."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-class _RecentRequest:
-    """The campaign's pause/abort request as read at most MAX_AGE_S ago: each node checks it before it
-    starts, and a wave of 250 asking the journal at once queued them all behind its lock."""
-
-    MAX_AGE_S = 0.25
-
-    def __init__(self, store: CampaignStore, name: str) -> None:
-        self._store, self._name = store, name
-        self._read_at = -1.0
-        self._value: Request | None = None
-        self._lock = threading.Lock()
-
-    def pending(self) -> Request | None:
-        with self._lock:
-            if time.monotonic() - self._read_at > self.MAX_AGE_S:
-                self._value = self._store.pending_request(self._name)
-                self._read_at = time.monotonic()
-            return self._value
-
-
 class Engine:
+    """One controller's part in a campaign (all of it when it is the only one).
+
+    `alone`: no other controller takes part (a SQLite journal; `start`/`resume` on PostgreSQL use SharedEngine):
+    a turn that abandoned itself halts the campaign (nobody else would take its node, and this controller is
+    overloaded), and Ctrl-C pauses the campaign once the turns in flight have ended."""
+
+    alone = True
+
     def __init__(
-        self,
-        catalog: Catalog,
-        store: CampaignStore,
-        targets: dict[str, Target],
-        updater: NodeUpdater,
-        gate: GateRunner,
-        *,
-        run_hook: HookRunner = run_hook,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
-        poll_s: float = 2.0,
-        on_node: Callable[[CampaignNode, float], None] | None = None,
+        self, catalog: Catalog, store: CampaignStore, targets: dict[str, Target], updater: NodeUpdater,
+        gate: GateRunner, *, run_hook: HookRunner = run_hook, now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        poll_s: float = 2.0, on_node: Callable[[CampaignNode, float], None] | None = None,
+        lease_s: float | None = None, settle_s: float | None = None, clock: Callable[[], float] | None = None,
     ) -> None:
-        self.catalog = catalog
-        self.store = store
-        self.targets = targets
-        self.updater = updater
-        self.gate = gate
-        self.now = now
-        self.poll_s = poll_s
+        self.catalog, self.store, self.targets, self.updater, self.gate = catalog, store, targets, updater, gate
+        self.now, self.poll_s = now, poll_s
         self._run_hook = run_hook
         self._on_node = on_node  # (the node's record, seconds) as its turn ends: the CLI's event lines
-        self._halt = threading.Event()
-        self._halt_reason = ""
-        self._gated: dict[str, list[str]] = {}
-        self._pool: Workers | None = None
-        self._requests = _RecentRequest(store, catalog.name)
+        self._lease: dict[str, Any] = {k: v for k, v in (("ttl_s", lease_s), ("clock", clock)) if v is not None}
+        """The node and leader leases' TTL and clock when given (tests pass a fake clock); else NodeLocks's."""
+        self.settle_s = settle_s
+        self.leader_seen = False
+        """Whether this controller led at any moment (tests and the report)."""
+        self._errors: list[BaseException] = []
+        self._prepared: set[int] = set()
+        self._wake = threading.Event()  # set as a turn ends: the loop looks again at once
+        self._leader: WaveLeader | None = None
 
-    def _workers(self) -> Workers:
-        """As many threads as the largest wave can use, started before its first wave."""
-        name = self.catalog.name
-        largest = max((len(self._todo(w.wave)) for w in self.store.waves(name)), default=1)
-        self._pool = Workers(min(self.catalog.policy.concurrency, largest), prefix="node")
-        return self._pool
-
-    # -- entry points ------------------------------------------------------------------------
+    # -- entry points ----------------------------------------------------------------------------------
     def start(self, source: Path, waves: list[list[str]]) -> Outcome:
         """Create the campaign in the journal with its waves, then run it."""
         self.store.create(self.catalog.name, str(source), file_digest(source), waves)
-        return self._drive("start")
+        if self.alone:
+            self._check_targets()
+        return self._run("start")
+
+    def join(self) -> Outcome:
+        record = self.store.get(self.catalog.name)
+        if record.state is not CampaignState.RUNNING:
+            raise InputError(f"campaign {record.name} is {record.state}; join takes part in a running campaign "
+                             "(resume it first)")
+        return self._run("join")
 
     def resume(self, retry_failed: bool = False) -> Outcome:
         record = self.store.get(self.catalog.name)
         if record.state in (CampaignState.DONE, CampaignState.ABORTED) and not (
-            retry_failed and record.state is CampaignState.DONE
-        ):
+                retry_failed and record.state is CampaignState.DONE):
             raise InputError(f"campaign {record.name} is {record.state}; nothing to resume")
+        if self.alone:
+            self._check_targets()
         if retry_failed:
             self.store.reset_failed(self.catalog.name)
-        return self._drive("resume")
+        self.store.claim(self.catalog.name, os.getpid())
+        return self._run("resume")
 
-    # -- the loop ---------------------------------------------------------------------------------
-    def _drive(self, how: str) -> Outcome:
-        name = self.catalog.name
-        self._check_targets()
-        self.store.claim(name, os.getpid())
-        run_id = self.store.journal.start_run("campaign", name, {"how": how})
+    # -- the loop ----------------------------------------------------------------------------------------
+    def _run(self, how: str) -> Outcome:
+        name, journal = self.catalog.name, self.store.journal
+        locks = NodeLocks(journal, **self._lease)
+        claims = Claims(journal, name, ttl_s=locks.ttl_s, clock=locks.clock)
+        settle = min(TAKEOVER_SETTLE_S, locks.ttl_s / 2) if self.settle_s is None else self.settle_s
+        leader = self._leader = WaveLeader(self.catalog, self.store, self.targets, self.gate, self.now, claims)
+        run_id = journal.start_run("campaign", name, {"how": how, "controller": claims.owner})
         ctx = NodeContext(self.catalog, self.store, run_id, self.updater, self._run_hook, poll_s=self.poll_s,
-                          locks=NodeLocks(self.store.journal))
-        tally = _Tally()
+                          locks=locks)
+        sizes = [len([n for n in w if n in self.targets]) for w in self.store.get(name).waves]
+        first = next((sizes[w.wave] for w in self.store.waves(name) if w.state is not WaveState.DONE), 1)
+        threads = min(self.catalog.policy.concurrency, max([1, *sizes]))  # as many as the largest wave can use
+        inflight: dict[str, Future[object]] = {}
+        lost: JournalUnreachable | None = None
         try:
-            with self._workers():
-                state, reason = self._waves(ctx, tally)
-        except KeyboardInterrupt:  # nodes in flight were finished; the rest stay pending
-            self.store.set_state(name, CampaignState.PAUSED, "interrupted")
-            self.store.journal.finish_run(run_id, "interrupted")
-            raise
+            with Workers(min(threads, max(1, first)), prefix="node") as pool:  # the rest start as it flashes
+                try:
+                    self._loop(ctx, leader, locks, pool, inflight, settle, threads)
+                except JournalUnreachable as exc:  # stop taking nodes; the turns in flight end below
+                    lost = exc
+                except KeyboardInterrupt:  # the turns in flight end; the rest stay pending
+                    wait(list(inflight.values()))
+                    if self.alone:
+                        self.store.set_state(name, CampaignState.PAUSED, "interrupted")
+                        journal.finish_run(run_id, "interrupted")
+                    raise
+                wait(list(inflight.values()))
         finally:
             self.updater.release()
-        self.store.set_state(name, state, reason)
-        outcome = self.outcome(state, reason)
-        self.store.journal.finish_run(run_id, state.value)
-        return outcome
+            with suppress(JournalError):
+                claims.resign()
+        if lost is not None or any(isinstance(e, JournalUnreachable) for e in self._errors):
+            raise lost or next(e for e in self._errors if isinstance(e, JournalUnreachable))
+        if self._errors:
+            raise self._errors[0]
+        record = self.store.get(name)
+        state, reason = record.state, record.reason
+        if state is CampaignState.RUNNING and record.request is not None:  # the leader records it as it ends
+            state, reason = requested_outcome(record.request)
+        journal.finish_run(run_id, state.value)
+        return self.outcome(state, reason)
 
-    def _waves(self, ctx: NodeContext, tally: _Tally) -> tuple[CampaignState, str]:
-        name = self.catalog.name
-        waves = [w for w in self.store.waves(name) if w.state is not WaveState.DONE]
-        for i, wave in enumerate(waves):
-            stop = self._before_wave(wave.wave)
-            if stop:
-                return stop
-            self.store.wave_state(name, wave.wave, WaveState.ACTIVE)
-            todo = self._todo(wave.wave)
-            if i + 1 < len(waves):  # read-only work for the next wave while this one waits on its BMCs
-                self.updater.prepare([self.targets[n] for n in self._todo(waves[i + 1].wave)], self.catalog.ordered(),
-                                     after_turns=len(todo))
-            self._run_wave(ctx, todo, tally)
-            if self._halt.is_set():
-                return CampaignState.HALTED, self._halt_reason
-            request = self.store.pending_request(name)
-            if request is not None and self._unfinished(wave.wave):
-                return requested_outcome(request)
-            stop = self._after_wave(wave.wave, tally)
-            if stop:
-                return stop
-        failed = sum(1 for n in self.store.nodes(name) if n.state is NodeState.FAILED)
-        return CampaignState.DONE, f"{failed} node(s) failed" if failed else ""
+    def _loop(self, ctx: NodeContext, leader: WaveLeader, locks: NodeLocks, pool: Workers,
+              inflight: dict[str, Future[object]], settle_s: float, threads: int) -> None:
+        name, claims = self.catalog.name, leader.claims
+        reachable = sorted(self.targets)
+        budget = self.catalog.policy.waves.budget(len(self.store.nodes(name)))
+        while True:
+            self._wake.clear()
+            for node in [n for n, f in inflight.items() if f.done()]:
+                del inflight[node]
+            if self._errors:
+                return
+            leading = claims.lead()
+            self.leader_seen |= leading
+            record = self.store.get(name)
+            if record.state is not CampaignState.RUNNING:
+                return
+            if record.request is not None:
+                if not inflight:
+                    if leading and not self._any_active():
+                        state, reason = requested_outcome(record.request)
+                        leader.decide(f"campaign {state.value}", self.store.set_state, name, state, reason)
+                    return
+                self._wake.wait(self.poll_s)
+                continue
+            wave = next((w for w in self.store.waves(name) if w.state is not WaveState.DONE), None)
+            if wave is None:
+                if leading:
+                    failed, _ = self.store.failed_count(name)
+                    if leader.decide("campaign done", self.store.set_state, name, CampaignState.DONE,
+                                     f"{failed} node(s) failed" if failed else ""):
+                        return
+            elif wave.state is WaveState.GATE_FAILED:
+                return
+            elif wave.state is WaveState.PENDING:
+                if leading:
+                    stop = self._before_wave(wave.wave)
+                    if stop:
+                        if leader.decide(f"campaign {stop[0].value}", self.store.set_state, name, *stop):
+                            return
+                    elif leader.decide(f"wave {wave.wave} started", self.store.wave_state, name, wave.wave,
+                                       WaveState.ACTIVE):
+                        continue
+            else:
+                self._look_ahead(record.waves, wave.wave, pool.size)
+                free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
+                for lease in claims.claim(wave.wave, reachable, free, budget, self._failures):
+                    if lease.owner == claims.owner:  # else another run's: the turn is refused, naming it
+                        locks.adopt([lease])
+                    inflight[lease.node] = pool.submit(lambda x: self._turn(ctx, x, settle_s), [lease])[0]
+                if inflight and pool.size < threads:  # start-up that overlaps the first wave's turns
+                    pool.grow(threads)
+                if leading and not inflight and leader.close_wave(wave):
+                    continue
+            self._wake.wait(self.poll_s)
 
     def _before_wave(self, wave: int) -> tuple[CampaignState, str] | None:
-        request = self.store.pending_request(self.catalog.name)
-        if request is not None:
-            return requested_outcome(request)
-        window = self.catalog.policy.window
-        moment = self.now()
-        if not inside(window, moment):
-            assert window is not None
-            opens = next_opening(window, moment).isoformat(timespec="minutes")
-            return CampaignState.PAUSED, f"outside the maintenance window before wave {wave}; opens {opens}"
-        return None
+        """Why the leader may not start wave `wave` now (WaveLeader.before_wave), or None."""
+        assert self._leader is not None
+        return self._leader.before_wave(wave)
 
-    def _after_wave(self, wave: int, tally: _Tally) -> tuple[CampaignState, str] | None:
-        name = self.catalog.name
-        count = self.store.since_start(name)
-        too_many = self.catalog.policy.halt.share_reason(wave, count.failed, count.finished)
-        if too_many:
-            return CampaignState.HALTED, too_many
-        done = [n.node for n in self.store.nodes(name, wave) if n.state is NodeState.DONE]
-        late = [self.targets[n] for n in done if n not in self._gated]  # e.g. done before a crash
-        problems = [p for n in done if n in self._gated for p in self._gated[n]]
-        problems += self.gate.run(late, self.catalog)
-        if problems:
-            self.store.wave_state(name, wave, WaveState.GATE_FAILED, "; ".join(problems))
-            return CampaignState.HALTED, f"health gate failed after wave {wave}: {problems[0]}" + (
-                f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            )
-        self.store.wave_state(name, wave, WaveState.DONE, "ok")
-        return None
-
-    def _todo(self, wave: int) -> list[str]:
-        return [n.node for n in self.store.nodes(self.catalog.name, wave)
-                if n.state in (NodeState.PENDING, NodeState.ACTIVE)]
-
-    def _run_wave(self, ctx: NodeContext, todo: list[str], tally: _Tally) -> None:
-        if not todo:
+    def _look_ahead(self, waves: list[list[str]], wave: int, slots: int) -> None:
+        """Once per wave: the next wave's BMCs this controller reaches are logged in to and observed while
+        this wave waits on its hosts (provision.campaign.ahead)."""
+        if wave in self._prepared or wave + 1 >= len(waves):
             return
-        assert self._pool is not None
-        futures = self._pool.submit(lambda node: self._one(ctx, node, tally), todo)
+        self._prepared.add(wave)
+        mine = [n for n in waves[wave] if n in self.targets]
+        ahead = [self.targets[n] for n in waves[wave + 1] if n in self.targets]
+        if ahead:
+            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=min(slots, len(mine)))
+
+    def _failures(self, count: SinceStart) -> str | None:
+        """max_failures on the nodes finished since the latest start/resume, decided as nodes are claimed."""
+        return self.catalog.policy.halt.failures_reason(count.failed, count.last_failed)
+
+    def _any_active(self) -> bool:
+        return any(n.state is NodeState.ACTIVE for n in self.store.nodes(self.catalog.name))
+
+    def _turn(self, ctx: NodeContext, lease: Lease, settle_s: float) -> None:
+        """One node's turn under its claim's lease (lease.previous: the controller it was taken over from)."""
         try:
-            for future in futures:
-                future.result()  # in order, as Executor.map; a bug in a node's turn surfaces here
-        except KeyboardInterrupt:
-            self._halt_reason = "interrupted"
-            self._halt.set()  # queued nodes return at once; those in flight are waited for
-            wait(futures)
+            self._one(ctx, lease, settle_s)
+        except JournalError as exc:  # the journal is gone: this node's lease expires; another re-observes it
+            self._errors.append(exc)
+        except BaseException as exc:
+            self._errors.append(exc)
             raise
+        finally:
+            self._wake.set()
 
-    def _one(self, ctx: NodeContext, node: str, tally: _Tally) -> None:
-        if self._halt.is_set() or self._requests.pending() is not None:
-            return  # stays pending: a known state, taken up on resume
-        target = self.targets[node]
+    def _one(self, ctx: NodeContext, lease: Lease, settle_s: float) -> None:
+        name, node, previous = self.catalog.name, lease.node, lease.previous
         started = time.monotonic()
-        with self.updater.session(target):
-            state = process_node(ctx, target)
-            if state is NodeState.DONE:  # gate each node as it finishes: the wave's gate overlaps its flashing
-                found = self.gate.run([target], self.catalog)
-                with tally.lock:
-                    self._gated[node] = found
-        if state is NodeState.ACTIVE:  # the turn fenced itself (its lease went stale): halt, resume re-reads it
-            with tally.lock:
-                if not self._halt.is_set():
-                    self._halt_reason = f"{node}: turn abandoned (its node lease went stale); resume re-reads its BMC"
-                    self._halt.set()
-        if state is NodeState.FAILED:
-            with tally.lock:
-                count = self.store.since_start(self.catalog.name)
-                reason = self.catalog.policy.halt.failures_reason(count.failed, node)
-                if reason and not self._halt.is_set():
-                    self._halt_reason = reason
-                    self._halt.set()
+        target = self.targets[node]
+        if previous:  # a request the previous holder sent before its lease ran out reaches the BMC first
+            assert ctx.locks is not None
+            until = lease.previous_until
+            settle = 0.0 if until is None else max(0.0, min(settle_s, until + settle_s - ctx.locks.clock()))
+            action = ctx.store.journal.action_started(ctx.run_id, node, "campaign", "take-over", previous)
+            ctx.store.journal.action_finished(action, "ok", f"taken over from {previous}: its BMC's inventory "
+                                              f"and update tasks are read again, {settle:g} s from now, "
+                                              "before anything is sent")
+            time.sleep(settle)
+        with self.updater.session(target, afresh=bool(previous)):
+            state = process_node(ctx, target)  # under the adopted lease; released as it ends
+            if state is NodeState.DONE:  # gated as it finishes: the wave's gate overlaps its flashing
+                self.store.node_gated(name, node, self.gate.run([target], self.catalog))
+        if state is NodeState.FAILED:  # halt now for everyone; every claim decides it again (Claims.claim)
+            reason = self.catalog.policy.halt.failures_reason(self.store.since_start(name).failed, node)
+            if reason:
+                self.store.halt(name, reason)
+        if state is NodeState.ACTIVE and self.alone:  # the turn fenced itself: nobody else would take it
+            self.store.halt(name, f"{node}: turn abandoned (its node lease went stale); resume re-reads its BMC")
         if self._on_node is not None:
-            self._on_node(self.store.node(self.catalog.name, node), time.monotonic() - started)
-
-    def _unfinished(self, wave: int) -> bool:
-        return any(n.state in (NodeState.PENDING, NodeState.ACTIVE)
-                   for n in self.store.nodes(self.catalog.name, wave))
+            self._on_node(self.store.node(name, node), time.monotonic() - started)
 
     def _check_targets(self) -> None:
         planned = {n.node for n in self.store.nodes(self.catalog.name)}
@@ -271,11 +314,18 @@ class Engine:
         )
 
 
+class SharedEngine(Engine):
+    """A controller that others may join (a PostgreSQL journal): a turn that abandoned itself leaves its node,
+    still active, to whichever controller claims it next, and Ctrl-C stops this controller alone."""
+
+    alone = False
+
+
 HALTED_BY_REQUEST = "halted by request"
 
 
 def requested_outcome(request: Request) -> tuple[CampaignState, str]:
-    """The state and reason a pause, abort or halt request ends a campaign in (every engine and the CLI)."""
+    """The state and reason a pause, abort or halt request ends a campaign in (the engine and the CLI)."""
     if request is Request.ABORT:
         return CampaignState.ABORTED, "aborted by request"
     if request is Request.HALT:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict
 
@@ -11,6 +10,7 @@ from provision.campaign.catalog import Catalog
 from provision.campaign.node import applicable, not_applicable, pending
 from provision.campaign.updater import FirmwareState, NodeUpdater, Target
 from provision.campaign.waves import plan_waves
+from provision.campaign.workers import Workers
 from provision.errors import ProvisionError
 from provision.redfish.ops.session import cause_of
 
@@ -79,9 +79,10 @@ class CampaignPlan(BaseModel):
 
 
 def observe_all(
-    targets: Sequence[Target], catalog: Catalog, updater: NodeUpdater, workers: int = 32
+    targets: Sequence[Target], catalog: Catalog, updater: NodeUpdater, workers: int | None = None
 ) -> dict[str, FirmwareState | str]:
-    """Every target's firmware, or the one-line reason it could not be read."""
+    """Every target's firmware, or the one-line reason it could not be read; `workers` BMCs at a time (default:
+    the campaign's concurrency, as its waves), on threads all started before the first read."""
     components = catalog.ordered()
 
     def one(target: Target) -> FirmwareState | str:
@@ -92,8 +93,9 @@ def observe_all(
 
     if not targets:
         return {}
-    with ThreadPoolExecutor(max_workers=min(workers, len(targets)), thread_name_prefix="observe") as pool:
-        return dict(zip([t.name for t in targets], pool.map(one, targets), strict=True))
+    with Workers(min(workers or catalog.policy.concurrency, len(targets)), prefix="observe") as pool:
+        futures = pool.submit(one, targets)
+        return {t.name: f.result() for t, f in zip(targets, futures, strict=True)}  # type: ignore[misc]
 
 
 def build_plan(catalog: Catalog, observed: dict[str, FirmwareState | str],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import time as dtime
 from typing import Annotated
@@ -35,7 +36,11 @@ def _count(value: object) -> int | str:
 
 
 class WavePolicy(_Frozen):
-    """A canary wave, then batches of a fixed size or bounded by the nodes unavailable at once."""
+    """A canary wave, then batches of a fixed size or bounded by the nodes unavailable at once.
+
+    `max_unavailable` is one budget (`budget`): the size of each later wave, and the most nodes a campaign has
+    unavailable at once as nodes are claimed (in flight, or failed since the latest start/resume: a failed node
+    may be left drained or half-flashed), whichever wave they are in."""
 
     canary: int | str = 1
     batch_size: int | None = Field(default=None, gt=0)
@@ -54,11 +59,21 @@ class WavePolicy(_Frozen):
             raise ValueError("max_unavailable must allow at least one node")
         return self
 
+    def budget(self, total: int) -> int | None:
+        """Nodes of a campaign of `total` that may be unavailable at once: max_unavailable (a percentage rounds
+        down, at least 1); None when it is not given (batch_size, or one wave, bounds the nodes in flight)."""
+        if self.max_unavailable is None:
+            return None
+        if isinstance(self.max_unavailable, int):
+            return max(1, self.max_unavailable)
+        share = float(self.max_unavailable.rstrip("%")) * total / 100
+        return max(1, math.floor(share + 1e-9))
+
 
 class HaltPolicy(_Frozen):
     """When to stop taking new nodes. Counted over the nodes whose turn ended since the campaign's latest
     start/resume, by any controller (provision.journal.campaigns.CampaignStore.since_start); a `join` does
-    not restart the count. Both engines decide with the two methods below."""
+    not restart the count. The engine decides with the two methods below."""
 
     max_failures: Annotated[int, Field(ge=0)] = 0
     max_fail_percentage: Annotated[float, Field(ge=0, le=100)] | None = None

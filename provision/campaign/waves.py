@@ -24,12 +24,11 @@ def canary_size(policy: WavePolicy, total: int) -> int:
 
 
 def batch_size(policy: WavePolicy, total: int) -> int:
-    """Nodes per later wave: batch_size, or max_unavailable (a percentage rounds down, at least 1)."""
+    """Nodes per later wave: batch_size, or the max_unavailable budget (WavePolicy.budget)."""
     if policy.batch_size is not None:
         return policy.batch_size
-    if policy.max_unavailable is not None:
-        return max(1, resolve_count(policy.max_unavailable, total, round_up=False))
-    return max(total, 1)
+    budget = policy.budget(total)
+    return max(total, 1) if budget is None else budget
 
 
 def plan_waves(nodes: Sequence[str], policy: WavePolicy) -> list[list[str]]:

@@ -23,10 +23,19 @@ class Workers:
 
     def __init__(self, size: int, prefix: str = "worker") -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._prefix = prefix
         self._threads = [threading.Thread(target=self._loop, name=f"{prefix}-{i}", daemon=True)
                          for i in range(max(1, size))]
         for thread in self._threads:
             thread.start()
+
+    def grow(self, size: int) -> None:
+        """Start more threads, up to `size` in all (from the thread that submits: the engine's loop)."""
+        more = [threading.Thread(target=self._loop, name=f"{self._prefix}-{i}", daemon=True)
+                for i in range(len(self._threads), size)]
+        for thread in more:
+            thread.start()
+        self._threads += more
 
     @property
     def size(self) -> int:

@@ -16,12 +16,11 @@ from rich.text import Text
 
 from provision.campaign import control
 from provision.campaign.catalog import Catalog, load_catalog
-from provision.campaign.engine import HALTED_BY_REQUEST, Engine, Outcome, requested_outcome
+from provision.campaign.engine import HALTED_BY_REQUEST, Engine, Outcome, SharedEngine, requested_outcome
 from provision.campaign.gates import GateRunner
 from provision.campaign.plan import CampaignPlan, build_plan, observe_all
 from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
 from provision.campaign.report import build_report, render_html
-from provision.campaign.shared import SharedEngine
 from provision.campaign.updater import Target
 from provision.clean import records
 from provision.cli import events
@@ -124,7 +123,7 @@ LeaseOpt = Annotated[float, typer.Option(
 
 def _engine(jr: Journal, catalog: Catalog, store: CampaignStore, targets: dict[str, Target],
             updater: RedfishUpdater, poll_s: float, lease_s: float) -> Engine:
-    """The one-controller engine on a SQLite journal; on a PostgreSQL one, a controller others can join."""
+    """The engine: on a SQLite journal its only controller; on a PostgreSQL one, a controller others can join."""
     gate = GateRunner(RedfishHealth(updater))
     if jr.dialect.row_claims:
         return SharedEngine(catalog, store, targets, updater, gate, poll_s=poll_s, on_node=_node_event,

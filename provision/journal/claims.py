@@ -19,8 +19,8 @@ says whom it was taken over from: nothing observed before the claim is used), Fi
 tasks (provision.campaign.evidence): nothing is flashed twice, nothing skipped. It still counts as
 unavailable meanwhile (it may be mid-flash).
 
-On SQLite every transaction holds the file's write lock, so these claims are correct there too; but one file
-on one machine serves one controller, and `campaign join` refuses a SQLite journal.
+On SQLite every transaction holds the file's write lock, so the same claims, leases and leader serve the one
+controller a SQLite journal has (one file on one machine; `campaign join` refuses it).
 """
 
 from __future__ import annotations
@@ -150,9 +150,15 @@ class Claims:
     def claim(self, wave: int, reachable: Sequence[str], limit: int, max_unavailable: int | None,
               halt_if: Callable[[SinceStart], str | None] | None = None) -> list[Lease]:
         """Up to `limit` nodes of `wave` among `reachable`, pending or stranded (active, lease stale), as leases
-        of this controller; none while the campaign is not running or a pause/abort is asked. `halt_if` (the
-        halt policy on the nodes finished since the latest start/resume) is decided under the campaign's row
-        lock: a reason halts the campaign in this transaction and nothing is claimed."""
+        of this controller; none while the campaign is not running or a pause/abort is asked.
+
+        A pending node is taken only while the campaign's unavailable nodes (active, stranded ones included, and
+        those failed since its latest start/resume) are fewer than `max_unavailable` (WavePolicy.budget; None:
+        no cap). A pending node whose lease another run holds (a bring-up, another campaign) is claimed with that
+        holder's lease, not one of this controller's: its turn is refused naming the holder
+        (provision.campaign.node). Decided under the campaign's row lock, a reason to halt halts the campaign in
+        this transaction and nothing is claimed: `halt_if` (the halt policy on the nodes finished since the
+        latest start/resume), or failed nodes alone spending max_unavailable while nodes are still pending."""
         if limit <= 0 or not reachable:
             return []
         dialect, now = self.journal.dialect, self.clock()
@@ -162,14 +168,15 @@ class Claims:
                               (self.campaign,)).fetchone()
             if camp is None or camp["state"] != CampaignState.RUNNING.value or camp["request"]:
                 return []
-            reason = None if halt_if is None else halt_if(since_start(lambda q, p: db.execute(q, p).fetchall(),
-                                                                      self.campaign))
+            count = since_start(lambda q, p: db.execute(q, p).fetchall(), self.campaign)
+            reason = (None if halt_if is None else halt_if(count)) or self._spent(db, max_unavailable, count.failed)
             if reason:
                 db.execute("UPDATE campaigns SET state = ?, reason = ?, updated_at = ? WHERE name = ?",
                            (CampaignState.HALTED, reason, time.time(), self.campaign))
                 return []
-            active = int(db.execute("SELECT COUNT(*) FROM campaign_nodes WHERE campaign = ? AND state = ?",
-                                    (self.campaign, NodeState.ACTIVE)).fetchone()[0])
+            unavailable = count.failed + int(db.execute(
+                "SELECT COUNT(*) FROM campaign_nodes WHERE campaign = ? AND state = ?",
+                (self.campaign, NodeState.ACTIVE)).fetchone()[0])
             rows = db.execute(
                 f"SELECT node, state, controller FROM campaign_nodes WHERE campaign = ? AND wave = ?"
                 f" AND state IN (?, ?) AND node IN ({marks}) ORDER BY node" + dialect.skip_locked(),
@@ -185,19 +192,40 @@ class Claims:
                 if len(taken) >= limit:
                     break
                 node, pending = row["node"], row["state"] == NodeState.PENDING.value
-                if pending and max_unavailable is not None and active >= max_unavailable:
+                if pending and max_unavailable is not None and unavailable >= max_unavailable:
                     continue  # a stranded node (already counted) may still be taken
                 old = held.get(node)
                 if old is not None and not self._stale(old["expires_at"], old["host"], old["pid"], now):
+                    if not pending or str(old["owner"]).startswith(f"campaign {self.campaign} controller "):
+                        continue  # another controller's turn
+                    self._started(db, node)  # another run (a bring-up) holds it: its turn is refused, naming it
+                    unavailable += 1
+                    taken.append(Lease(**dict(old)))
                     continue
                 lease = Lease(node=node, owner=self.owner, token=token, pid=self.pid, host=self.host, since=now,
                               expires_at=now + self.ttl_s,
-                              previous="" if pending else str(row["controller"] or "a controller gone"))
+                              previous="" if pending else str(row["controller"] or "a controller gone"),
+                              previous_until=None if pending or old is None else float(old["expires_at"]))
                 if not swap(db, lease, None if old is None else str(old["token"])):
                     continue
-                db.execute("UPDATE campaign_nodes SET state = ?, controller = ?, started_at = COALESCE(started_at, ?)"
-                           " WHERE campaign = ? AND node = ?",  # the turn begins at its claim
-                           (NodeState.ACTIVE, self.owner, time.time(), self.campaign, node))
-                active += pending
+                self._started(db, node)
+                unavailable += pending
                 taken.append(lease)
             return taken
+
+    def _started(self, db: Any, node: str) -> None:
+        db.execute("UPDATE campaign_nodes SET state = ?, controller = ?, started_at = COALESCE(started_at, ?)"
+                   " WHERE campaign = ? AND node = ?",  # the turn begins at its claim
+                   (NodeState.ACTIVE, self.owner, time.time(), self.campaign, node))
+
+    def _spent(self, db: Any, max_unavailable: int | None, failed: int) -> str | None:
+        """Why the campaign halts now: the nodes failed since its latest start/resume alone use the whole
+        max-unavailable budget while nodes are still pending (none could ever be taken), or None."""
+        if max_unavailable is None or failed < max_unavailable:
+            return None
+        pending = int(db.execute("SELECT COUNT(*) FROM campaign_nodes WHERE campaign = ? AND state = ?",
+                                 (self.campaign, NodeState.PENDING)).fetchone()[0])
+        if not pending:
+            return None
+        return (f"{failed} failed node(s) stay unavailable: max_unavailable {max_unavailable} is spent "
+                f"with {pending} node(s) pending")

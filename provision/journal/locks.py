@@ -62,6 +62,9 @@ class Lease(BaseModel):
     previous: str = Field(default="", exclude=True)
     """Who had the node before, when a campaign claim took it over from a controller gone or fenced ('' for a
     node nobody had taken): its next turn must read the BMC afresh, nothing observed before the claim."""
+    previous_until: float | None = Field(default=None, exclude=True)
+    """With `previous`: when that holder's lease ran out (None: it had released it), the latest moment it could
+    have sent the BMC a request."""
 
     def describe(self) -> str:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
