@@ -10,6 +10,9 @@ stand-in packages + holds + services + zpool create; not the Ansible roles), the
 - the BMC-side checks read the simulated BMC: BIOS checks flip from fail to pass after
   `provision bios apply`; the seed's internal ambient (37 C) is a WARNING; an unreachable BMC or a wrong
   password makes them ERROR rows and `provision verify` exits 3, never passed.
+- the twin's BMC from the factory (a factory BMC-only lab, the inventory pointed at it): `bringup --to reset`
+  with --insecure once, then `provision verify` with no --insecure exits 0 over TLS checked against the site
+  CA, and exits 3 with the factory certificate in the CA file.
 """
 
 from __future__ import annotations
