@@ -161,7 +161,8 @@ def test_enrolled_factory_bmc_brought_up_then_verified_against_the_site_ca(lab_f
     the password, makes the site account, installs the site certificate and sets NTP, and a second run, without
     --insecure, plans nothing; then `verify` reads its BMC over TLS checked against the site CA (no --insecure)
     and `discover` with the site account finds it known under the enrolled name (the recorded serial is the
-    BMC's). A BMC-only lab: the node-side checks of verify have no twin here and are not counted."""
+    BMC's). A BMC-only lab: the node-side checks of verify have no twin here and are not counted (tests/lab/
+    test_verify.py runs `provision verify` itself after a factory takeover, on its twin)."""
     from provision.cli.spec import errors_of
 
     with lab_factory(tmp_path / "lab", nodes=1, factory=True, speed=600.0) as lab:

@@ -10,6 +10,9 @@ stand-in packages + holds + services + zpool create; not the Ansible roles), the
 - the BMC-side checks read the simulated BMC: BIOS checks flip from fail to pass after
   `provision bios apply`; the seed's internal ambient (37 C) is a WARNING; an unreachable BMC or a wrong
   password makes them ERROR rows and `provision verify` exits 3, never passed.
+- the twin's BMC from the factory (a factory BMC-only lab, the inventory pointed at it): `bringup --to reset`
+  with --insecure once, then `provision verify` with no --insecure exits 0 over TLS checked against the site
+  CA, and exits 3 with the factory certificate in the CA file.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -359,3 +363,83 @@ def test_testinfra_path_gives_the_same_outcome_per_check_as_verify(
         assert ti.checks["infiniband.mlx5_1/1.rate"] == "error"
     if kind in GPU_FAULTS:
         assert failing_areas == {"gpu"} and all(i.startswith(f"gpu.{GPU_FAULTS[kind]}.") for i in failing_verify)
+
+
+def test_factory_bmc_brought_up_then_provision_verify_passes_over_the_site_ca(
+    lab: tuple[Path, Path, Path, TwinInfo], lab_factory: Any, tmp_path: Path
+) -> None:
+    """Issue 39's last step, through the real CLI: this module's converged twin, its BMC now one from the factory
+    (PasswordChangeRequired, a self-signed certificate; a BMC-only lab of its own, the twin's inventory pointed at
+    it). `bringup --to reset` with --insecure once (the factory certificate) rotates the password, makes the site
+    account, installs the site certificate and sets NTP; then `provision verify` with no --insecure exits 0, node
+    side and BMC side, the BMC read over TLS checked against the site CA; the same verify with the site CA file
+    holding the factory certificate exits 3, every BMC row a TLS error (the certificate is checked, not skipped)."""
+    import shutil
+
+    from tests.unit.bringup.bmcfake import key_pem, make_ca, pem
+
+    inventory, *_ = lab
+    with lab_factory(tmp_path / "factory", nodes=1, factory=True, speed=600.0,
+                     source_inventory=ROOT / "inventory" / "hosts.yml") as factory:
+        inv = tmp_path / "inventory"
+        shutil.copytree(inventory.parent, inv)
+        hv_file = inv / "host_vars" / f"{NODE}.yml"
+        hv = yaml.safe_load(hv_file.read_text())
+        bmc = factory.host_vars(NODE)
+        hv.update({k: v for k, v in bmc.items() if k.startswith(("provision_bmc_", "provision_lab_bmc_"))})
+        hv.pop("provision_bmc_ca_file", None)  # the site CA's, once the bmc: section names it
+        ca, key = make_ca("lab site CA")
+        (tmp_path / "ca.pem").write_text(pem(ca))
+        (tmp_path / "ca.key").write_bytes(key_pem(key))
+        (tmp_path / "admin.pw").write_text("Rotated-adm1n-pw\n")
+        os.chmod(tmp_path / "admin.pw", 0o600)
+        site_pw = "Site-prov1sion-pw"
+        hv.update({
+            "provision_bmc_username": "provision", "provision_bmc_password": site_pw,
+            "provision_bmc_setup": {
+                "initial": {"user": bmc["provision_bmc_username"], "password": {"env": "LAB_FACTORY_PW"},
+                            "rotate_to": {"file": str(tmp_path / "admin.pw")}},
+                "accounts": [{"user": "provision", "role": "Administrator", "password": {"inventory": True}}],
+                "certificate": {"ca_cert": str(tmp_path / "ca.pem"), "ca_key": str(tmp_path / "ca.key"),
+                                "sans": ["localhost"]},
+                "ntp": ["192.0.2.10"], "hostname": "{node}-bmc"}})
+        hv_file.write_text("---\n" + yaml.safe_dump(hv, sort_keys=False))
+        hv_file.chmod(0o600)
+        env = {**os.environ, "LAB_FACTORY_PW": bmc["provision_bmc_password"],
+               "PROVISION_STATE_DIR": str(tmp_path / "state")}  # one journal: bring-up's, verify's SEL since
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-c", "from provision.cli import run; run()", *args, "-i",
+                                   str(inv / inventory.name)], capture_output=True, text=True, timeout=300,
+                                  cwd=ROOT, env=env, check=False)
+
+        up = run("bringup", NODE, "--to", "reset", "--log-dir", str(tmp_path / "logs"), "--json",
+                 "--poll-seconds", "0.2", "--insecure")  # the factory's self-signed certificate: the one run
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-2000:]
+        [node] = json.loads(up.stdout)["nodes"]
+        done = {s["stage"]: (s["outcome"], " / ".join(s["actions"])) for s in node["stages"]}
+        assert done["bmc-password"][0] == "applied" and "rotate-password account admin" in done["bmc-password"][1]
+        assert done["bmc-accounts"][0] == "applied" and "create-account account provision" in done["bmc-accounts"][1]
+        assert done["bmc"][0] == "applied" and "set-ntp" in done["bmc"][1] and "replace-certificate" in done["bmc"][1]
+
+        checked = run("verify", NODE, "--level", "full", "--json", "-")  # no --insecure
+        assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+        assert "insecure" not in checked.stderr.lower()
+        [node] = json.loads(checked.stdout)["nodes"]
+        rows = {r["id"]: r for r in node["results"]}
+        bmc_rows = {i: r for i, r in rows.items() if r["area"] == "bmc"}
+        assert len(bmc_rows) >= 10 and not [r for r in bmc_rows.values() if r["outcome"] in ("fail", "error", "waived")]
+        assert {"bmc.platform", "bmc.memory_population"} <= {i for i, r in bmc_rows.items() if r["outcome"] == "pass"}
+        assert len([r for i, r in rows.items() if i not in bmc_rows and r["outcome"] == "pass"]) >= 80
+        assert node["totals"]["fail"] == 0 and node["totals"]["error"] == 0
+
+        # ... and TLS is checked: the same file holding the factory certificate (no longer served) refuses the BMC
+        shutil.copyfile(bmc["provision_lab_bmc_factory_cert_file"], tmp_path / "ca.pem")
+        refused = run("verify", NODE, "--level", "full", "--json", "-")
+        assert refused.returncode == 3, refused.stdout[-3000:] + refused.stderr[-2000:]
+        [node] = json.loads(refused.stdout)["nodes"]
+        bmc_rows = {r["id"]: r for r in node["results"] if r["area"] == "bmc"}
+        assert bmc_rows and all(r["outcome"] == "error" and ("certificate" in r["detail"] or "TLS" in r["detail"])
+                                for r in bmc_rows.values()), list(bmc_rows.values())[:2]
+        for secret in (site_pw, "Rotated-adm1n-pw", bmc["provision_bmc_password"]):
+            assert secret not in up.stdout + up.stderr + checked.stdout + checked.stderr + refused.stderr
