@@ -27,7 +27,10 @@ An attempt keeps the method it started with: a resumed attempt finishes with its
 The journal's records since the latest os-hostkey are the attempt (`Attempt`). After a kill, `resume`
 says where to go on: from the step after the last one done once the host was powered on for the
 installer (the disks are being or were written); before that, nothing was written to the disks and the
-served seed is gone with the killed process, so the install starts over with a new key.
+served seed is gone with the killed process, so the install starts over with a new key. A network attempt
+killed while its installer still runs (the host On, os-installing not done) starts over too: the installer
+fetches its seed over the network from the killed run's image server, which is gone (found in the vm tier:
+the installer failed at the seed's fetch); one that powered off had its seed and goes on.
 """
 
 from __future__ import annotations
@@ -133,6 +136,10 @@ def resume(attempt: Attempt | None, power: str | None) -> tuple[Step, ...] | Non
     if attempt.complete:
         return ()
     last, order = attempt.last_done, attempt.order
+    if order is NET_ORDER and power == "On" and attempt.outcomes.get(Step.INSTALLING) != "ok" \
+            and (last >= WRITING or attempt.unfinished(Step.POWER_ON)):
+        return None  # a network installer still running may not have fetched its seed, whose server died with
+        #              the killed run: start over (the new attempt's power-on resets it with a new boot script)
     if last >= WRITING:
         return order[last + 1:]
     if attempt.unfinished(Step.POWER_ON) and power == "On":
