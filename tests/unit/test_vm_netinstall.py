@@ -18,7 +18,8 @@ def test_the_network_init_is_the_cd_installers_but_for_how_it_finds_its_image_an
         assert subprocess.run(["sh", "-n"], input=net, text=True, check=False).returncode == 0
     assert "find_media installer/install.conf" not in net and "find_media provision/" not in net
     head, tail = cd.split(netinstall.CD_BLOCK_START, 1)[0], cd.split(netinstall.CD_BLOCK_END, 1)[1]
-    assert net.startswith(head) and net.endswith(tail)  # everything else is the CD installer's text
+    assert net.startswith(head)
+    assert net.replace(netinstall.TARGET_BLOCK, "").endswith(tail)  # everything else is the CD installer's text
     assert "udhcpc -i" in net and 'wget -q -O /install.iso "$URL"' in net and "-o ro,loop /install.iso /cd" in net
     assert 'wget -q -O /seed/provision/$f "$SEEDURL$f"' in net  # the seed's flat URLs (os_net's image server)
 
@@ -44,3 +45,12 @@ def test_a_cd_installer_whose_media_block_moved_is_a_lab_error(monkeypatch: pyte
 
 def test_the_udhcpc_hook_sets_only_the_address() -> None:
     assert "route add" not in netinstall.UDHCPC_SH and "ip route" not in netinstall.UDHCPC_SH and 'ifconfig "$interface" "$ip" netmask' in netinstall.UDHCPC_SH
+
+
+def test_the_nic_it_was_installed_through_is_left_unmanaged_by_the_installed_os() -> None:
+    net = netinstall.net_init()
+    assert "BOOTIF=01-${net0/mac:hexhyp}" in netinstall.CMDLINE  # iPXE fills in the NIC it booted from
+    assert 'BOOTIF=01-*) BOOTMAC=$(echo "${a#BOOTIF=01-}" | tr - :)' in net
+    unit = net.index("00-provisioning.network")
+    assert net.index('echo "$HOSTNAME" > /t/etc/hostname') < unit < net.index(installer.HOSTKEY_BEGIN)
+    assert "MACAddress=%s\\n\\n[Link]\\nUnmanaged=yes" in net

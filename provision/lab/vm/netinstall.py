@@ -6,7 +6,8 @@ route is set: the provisioning network is the interface's own subnet), fetches t
 (the same ISO: install.conf, the OS tree) from `url=` on the kernel command line into memory and loop-mounts
 it where the CD would be, and fetches the host key pair from the seed's URL (`provision.seed=`, the os
 stage's image server, which hands it to that node's boot script only). Everything after that (drives,
-mirror, OS, GRUB, the key on the serial console, power off) is the CD installer's own text.
+mirror, OS, GRUB, the key on the serial console, power off) is the CD installer's own text, but for one
+line more: the installed OS leaves the NIC it was installed through (BOOTIF) unmanaged.
 
     netboot_files(tree, out_dir) -> (vmlinuz, initrd.gz)   served by the lab's image server; the os stage's
                                                           software.os_installer.kernel / .initrd name them
@@ -29,7 +30,9 @@ from provision.lab.vm.installer import INSTALL_SH, INSTALLER_MODULES, InstallerT
 from provision.remote.hostkeys import KEY_NAME
 
 NET_MODULES = ("virtio_net", "loop")
-CMDLINE = "console=ttyS0 rdinit=/init panic=-1 loglevel=4"
+CMDLINE = "console=ttyS0 rdinit=/init panic=-1 loglevel=4 BOOTIF=01-${net0/mac:hexhyp}"
+"""The profile's software.os_installer.cmdline: the installer's console and init, and BOOTIF (pxelinux's
+convention), the MAC of the NIC iPXE booted from, which iPXE fills in when it runs the boot script."""
 ISO = "/install.iso"
 CD_BLOCK_START = "mkdir -p /cd /t /seed\n"
 CD_BLOCK_END = "; nothing written\"\nfi\n"
@@ -41,9 +44,12 @@ case "$1" in
 esac
 """
 NET_BLOCK = f"""mkdir -p /cd /t /seed/provision
-URL=; SEEDURL=
+URL=; SEEDURL=; BOOTMAC=
 for a in $(cat /proc/cmdline); do
-  case "$a" in url=*) URL=${{a#url=}} ;; provision.seed=*) SEEDURL=${{a#provision.seed=}} ;; esac
+  case "$a" in
+    url=*) URL=${{a#url=}} ;; provision.seed=*) SEEDURL=${{a#provision.seed=}} ;;
+    BOOTIF=01-*) BOOTMAC=$(echo "${{a#BOOTIF=01-}}" | tr - :) ;;
+  esac
 done
 [ -n "$URL" ] || fail "no url= (the installer image) on the kernel command line; nothing written"
 step network
@@ -71,6 +77,16 @@ if [ "$SEED" = 1 ]; then
 fi
 """
 
+HOSTNAME_LINE = 'echo "$HOSTNAME" > /t/etc/hostname\n'
+# The installed OS leaves the provisioning NIC alone: the lab's network unit (provision/lab/vm/image.py) gives
+# every eth* the user network's static address, which on two NICs would send the SSH replies out the wrong one.
+TARGET_BLOCK = """if [ -n "$BOOTMAC" ]; then
+  mkdir -p /t/etc/systemd/network
+  printf '[Match]\\nMACAddress=%s\\n\\n[Link]\\nUnmanaged=yes\\n' "$BOOTMAC" \\
+    > /t/etc/systemd/network/00-provisioning.network
+fi
+"""
+
 
 def net_init() -> str:
     """The installer's init with its media block swapped for the network one (LabError if the CD
@@ -80,7 +96,10 @@ def net_init() -> str:
     if start < 0 or end < 0:
         raise LabError("the CD installer's media block is not where the network installer expects it")
     block = NET_BLOCK.replace("{STEP}", "PROVISION-INSTALL-STEP:")
-    return INSTALL_SH[:start] + block + INSTALL_SH[end + len(CD_BLOCK_END):]
+    text = INSTALL_SH[:start] + block + INSTALL_SH[end + len(CD_BLOCK_END):]
+    if text.count(HOSTNAME_LINE) != 1:
+        raise LabError("the CD installer's hostname line is not where the network installer expects it")
+    return text.replace(HOSTNAME_LINE, HOSTNAME_LINE + TARGET_BLOCK)
 
 
 def netboot_files(tree: InstallerTree, out_dir: Path, cache: Path | None = None) -> tuple[Path, Path]:
