@@ -129,6 +129,15 @@ def attempt_of(records: Sequence[ActionRecord]) -> Attempt | None:
     return Attempt(outcomes=outcomes, fingerprint=target[-1] if target and target[-1].startswith("SHA256:") else "")
 
 
+def orphaned_net_installer(attempt: Attempt | None, power: str | None) -> bool:
+    """A network attempt's installer powered on by a run that is gone (the host On, os-installing not done):
+    the seed's server it fetches from died with that run."""
+    if attempt is None or attempt.failed is not None or attempt.order is not NET_ORDER or power != "On":
+        return False
+    started = attempt.last_done >= WRITING or attempt.unfinished(Step.POWER_ON)
+    return started and attempt.outcomes.get(Step.INSTALLING) != "ok"
+
+
 def resume(attempt: Attempt | None, power: str | None) -> tuple[Step, ...] | None:
     """The steps left of `attempt` given the host's PowerState; None: start a new install; (): done."""
     if attempt is None or attempt.failed is not None:
@@ -136,8 +145,7 @@ def resume(attempt: Attempt | None, power: str | None) -> tuple[Step, ...] | Non
     if attempt.complete:
         return ()
     last, order = attempt.last_done, attempt.order
-    if order is NET_ORDER and power == "On" and attempt.outcomes.get(Step.INSTALLING) != "ok" \
-            and (last >= WRITING or attempt.unfinished(Step.POWER_ON)):
+    if orphaned_net_installer(attempt, power):
         return None  # a network installer still running may not have fetched its seed, whose server died with
         #              the killed run: start over (the new attempt's power-on resets it with a new boot script)
     if last >= WRITING:

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from provision.bringup.stages.os_plan import NET_ORDER, ORDER, Attempt, OsObserved, Ssh, Step, plan_os, resume
+from provision.bringup.stages.os_plan import (
+    NET_ORDER,
+    ORDER,
+    Attempt,
+    OsObserved,
+    Ssh,
+    Step,
+    orphaned_net_installer,
+    plan_os,
+    resume,
+)
 from provision.spec import HostEntry
 from provision.spec.model import InstallMethod
 
@@ -66,6 +76,21 @@ def test_resume_follows_the_attempts_own_method(outcomes: dict[str, str | None],
                                                  left: list[str] | None) -> None:
     got = resume(attempt(**outcomes), power)
     assert (None if got is None else [s.value for s in got]) == left
+
+
+@pytest.mark.parametrize(("outcomes", "power", "orphaned"), [
+    (NET_TO_POWER_ON, "On", True),
+    ({**NET_TO_POWER_ON, "power_on": None}, "On", True),  # killed while resetting into it
+    ({**NET_TO_POWER_ON, "installing": None}, "On", True),
+    (NET_TO_POWER_ON, "Off", False),  # it powered off: it had its seed (or failed: first boot says so)
+    ({**NET_TO_POWER_ON, "installing": "ok"}, "On", False),  # done: the disks are booting
+    ({**NET_TO_POWER_ON, "installing": "failed"}, "On", False),  # a failed attempt: a new one anyway
+    ({"hostkey": "ok", "netboot": "ok", "boot_net": "ok"}, "On", False),  # never powered on for it
+    (VM_TO_POWER_ON, "On", False),  # virtual media: the BMC holds the seed
+])
+def test_an_orphaned_network_installer_is_one_powered_on_by_a_gone_run_and_not_done(
+        outcomes: dict[str, str | None], power: str, orphaned: bool) -> None:
+    assert orphaned_net_installer(attempt(**outcomes), power) is orphaned
 
 
 @pytest.mark.parametrize(("now", "att", "kinds"), [

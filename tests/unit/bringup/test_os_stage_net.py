@@ -197,12 +197,16 @@ def test_a_kill_at_any_point_of_a_network_install_resumes_where_the_journal_says
         _pass(stage, host, journal)
     monkeypatch.setattr(os_stage, "_forget_entry", real)
     monkeypatch.setattr(failpoint, "hit", lambda action, at: None)
+    probed: list[str] = []
+    probe = stage._probe
+    monkeypatch.setattr(stage, "_probe", lambda h: (probed.append(fake.power), probe(h))[1])
     _, kinds = _pass(stage, host, journal)
     order = [s.value for s in NET_ORDER]
     if f"{kind}:{when}" in FRESH:
         assert kinds == order and fake.installs == 1
     elif f"{kind}:{when}" in AGAIN:  # the installer was running without the seed's server: started over
         assert kinds == order and fake.installs == 2 and fake.calls.count("reset Pxe") == 2
+        assert probed[:1] != ["On"], "SSH probed (minutes on a real node) while the orphaned installer ran"
     elif kind == "os-first-boot":
         assert kinds == ["os-first-boot"]
     else:
