@@ -20,6 +20,7 @@ the disks and reaches SSH with exactly the new key; configure and verify follow.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ from provision.lab.vm.node import VmNodeOptions, drive_serials, vm_node
 from provision.lab.vm.node_repo import node_repo
 from provision.netboot import service
 from provision.redfish.image_server import ImageServer
+from provision.redfish.ops import netif
 from provision.remote import hostkeys
 from provision.spec.model import NodeSpec
 from tests.vm import vm_node_lab
@@ -202,6 +205,22 @@ def test_the_whole_bringup_over_the_network_killed_during_the_install_resumes_co
     sent = [ln.rsplit(" sent ", 1)[1] for ln in log.splitlines() if "dnsmasq-tftp" in ln and " sent " in ln]
     assert sent and all(s.split("/tftp/", 1)[1].startswith("52-54-00-4e-56-02/boot.ipxe") for s in sent), sent
     assert not (lab.nbdir / "tftp" / "52-54-00-4e-56-02").exists()  # the boot entry and seed URL are gone
+
+
+def test_the_bmc_lists_the_vms_two_nics_with_the_provisioning_mac(lab: NetLab) -> None:
+    """The MAC the inventory gives is the one the VM's BMC reports (provision/redfish/ops/netif.py reads it)."""
+    node = lab.node
+    auth = base64.b64encode(f"{node.username}:{node.password.get_secret_value()}".encode()).decode()
+
+    def get(path: str) -> dict[str, Any]:
+        req = urllib.request.Request(f"{node.redfish_url}{path}", headers={"Authorization": f"Basic {auth}"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return dict(json.loads(resp.read()))
+
+    system = get("/redfish/v1/Systems")["Members"][0]["@odata.id"]
+    coll = get(get(system)["EthernetInterfaces"]["@odata.id"])
+    nics = netif.parse_nics([get(m["@odata.id"]) for m in coll["Members"]])
+    assert sorted(n.mac for n in nics) == sorted([node.host.mac, MAC])
 
 
 def test_netboot_down_leaves_no_process_port_or_file(lab: NetLab) -> None:
