@@ -14,6 +14,7 @@ APT_OPTIONAL=(chromium)   # headless browser for the HTML report test; the test 
 if [ "${PROVISION_TEST_VM:-0}" != "0" ]; then
   APT_PACKAGES+=(qemu-system-x86)   # the vm tier only (PROVISION_TEST_VM=1 or auto): a real kernel under qemu
   APT_PACKAGES+=(ovmf)              # UEFI firmware of the VM lab node (a BMC-driven qemu host)
+  APT_PACKAGES+=(ipxe)              # the iPXE EFI loader dnsmasq serves the VM lab node's network boot (tests/vm)
   APT_PACKAGES+=(xorriso grub-common grub-efi-amd64-bin mtools dosfstools)  # the lab's installer CD
 fi
 

@@ -15,15 +15,18 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from provision.errors import LabError
+from provision.lab.bmcsim import vmnics
 from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
-from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, SimConfig, VmDrive, VmHostConfig
+from provision.lab.bmcsim.config import TREES_DIR, BmcConfig, SimConfig, VmDrive, VmHostConfig, VmProvisioningNic
 from provision.lab.bmcsim.host import BootTarget, HostBackend, HostEvent, HostEventKind, next_boot
 from provision.lab.bmcsim.request import Request
 from provision.lab.bmcsim.seed import get_seed
 from provision.lab.bmcsim.server import host_backend
 from provision.lab.bmcsim.vmhost import VmHost, boot_indexes, drive_file, media_refusal, qemu_argv
 from provision.redfish.image_server import ImageServer
+from provision.redfish.ops.netif import parse_nics, provisioning_mac
 
 SYS = "/redfish/v1/Systems/1"
 CD = "/redfish/v1/Managers/1/VirtualMedia/CD1"  # the Supermicro tree completed: a CD and a USB stick
@@ -105,6 +108,19 @@ def test_boot_order_per_target(target: BootTarget, media: bool, expected: dict[s
     assert boot_indexes(target, 2, media) == expected
 
 
+@pytest.mark.parametrize(
+    ("target", "media", "expected"),
+    [
+        (BootTarget.PXE, False, {"pxe": 0, "boot0": 1, "boot1": 2}),  # the provisioning NIC, never the user one
+        (BootTarget.PXE, True, {"pxe": 0, "boot0": 1, "boot1": 2}),
+        (BootTarget.HDD, False, {"boot0": 0, "boot1": 1}),  # no NIC boots after an install
+        (BootTarget.CD, True, {"cd": 0, "boot0": 1, "boot1": 2}),
+    ],
+)
+def test_boot_order_with_a_provisioning_nic(target: BootTarget, media: bool, expected: dict[str, int]) -> None:
+    assert boot_indexes(target, 2, media, provisioning=True) == expected
+
+
 def vm_cfg(tmp: Path, port: int = 2299) -> VmHostConfig:
     return VmHostConfig(
         work_dir=tmp / "vm", ssh_port=port,
@@ -125,7 +141,7 @@ def test_qemu_argv_has_uefi_nvme_serials_and_the_cd_first_for_a_cd_boot(tmp_path
     assert f"if=pflash,format=raw,readonly=on,file={cfg.firmware_code}" in joined
     assert f"if=pflash,format=raw,file={cfg.work_dir / 'OVMF_VARS.fd'}" in joined  # the node's own NVRAM
     assert devices(argv) == [
-        "virtio-net-pci,netdev=net0,speed=1000,duplex=full",
+        "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,speed=1000,duplex=full",
         "nvme,drive=boot0,serial=BOOT-A,bootindex=1",
         "nvme,drive=boot1,serial=BOOT-B,bootindex=2",
         "nvme,drive=scratch0,serial=SCRATCH-0",  # never a boot device
@@ -140,8 +156,45 @@ def test_qemu_argv_has_uefi_nvme_serials_and_the_cd_first_for_a_cd_boot(tmp_path
 
 def test_qemu_argv_without_media_has_no_cd_and_pxe_puts_the_nic_first(tmp_path: Path) -> None:
     argv = qemu_argv(vm_cfg(tmp_path), BootTarget.PXE, None, tmp_path / "c.log")
-    assert devices(argv)[0] == "virtio-net-pci,netdev=net0,speed=1000,duplex=full,bootindex=0"
+    assert devices(argv)[0] == "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,speed=1000,duplex=full,bootindex=0"
     assert not any(d.startswith("scsi-cd") for d in devices(argv))
+
+
+def prov_cfg(tmp: Path) -> VmHostConfig:
+    nic = VmProvisioningNic(mac="52:54:00:4e:56:01", netns="pvnv-1", tap="pvtap0")
+    return vm_cfg(tmp).model_copy(update={"provisioning": nic})
+
+
+def test_qemu_argv_puts_the_provisioning_nic_on_its_tap_and_boots_it_at_pxe(tmp_path: Path) -> None:
+    argv = qemu_argv(prov_cfg(tmp_path), BootTarget.PXE, None, tmp_path / "c.log", tap_fd=7)
+    assert devices(argv)[:2] == [
+        "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,speed=1000,duplex=full",  # the user network: not booted
+        "virtio-net-pci,netdev=net1,mac=52:54:00:4e:56:01,speed=1000,duplex=full,bootindex=0",
+    ]
+    netdevs = [argv[i + 1] for i, a in enumerate(argv) if a == "-netdev"]
+    assert netdevs[1] == "tap,id=net1,fd=7" and netdevs[0].startswith("user,restrict=on,")
+    disk = qemu_argv(prov_cfg(tmp_path), BootTarget.HDD, None, tmp_path / "c.log", tap_fd=7)
+    assert devices(disk)[1].endswith("duplex=full") and "bootindex=0" in devices(disk)[2]  # boot0 first
+    with pytest.raises(ValueError, match="tap's file descriptor"):
+        qemu_argv(prov_cfg(tmp_path), BootTarget.PXE, None, tmp_path / "c.log")
+
+
+def test_the_bmc_of_a_vm_with_a_provisioning_nic_lists_the_vms_two_nics(tmp_path: Path) -> None:
+    cfg = prov_cfg(tmp_path)
+    bmc = make(tmp_path, None)
+    captured = bmc.res.get(f"{SYS}/EthernetInterfaces")
+    assert captured is not None and len(captured["Members"]) > 2  # the board's own, before
+    vmnics.present(bmc.res, [SYS], cfg)
+    coll = bmc.res.get(f"{SYS}/EthernetInterfaces")
+    assert coll is not None and [m["@odata.id"] for m in coll["Members"]] == [
+        f"{SYS}/EthernetInterfaces/NIC1", f"{SYS}/EthernetInterfaces/NIC2"]
+    for old in captured["Members"]:
+        assert bmc.res.get(old["@odata.id"]) is None
+    members = [bmc.res.get(m["@odata.id"]) or {} for m in coll["Members"]]
+    nics = parse_nics(members)  # as the os stage and `provision netboot` read them
+    assert [n.mac for n in nics] == ["52:54:00:12:34:56", "52:54:00:4e:56:01"]
+    assert provisioning_mac(nics)[0] is None  # two NICs: the inventory names the one to boot from
+    assert (bmc.res.get(SYS) or {})["EthernetInterfaces"] == {"@odata.id": f"{SYS}/EthernetInterfaces"}
 
 
 def test_qemu_argv_puts_the_other_virtual_drives_on_the_scsi_bus_never_bootable(tmp_path: Path) -> None:
@@ -320,3 +373,8 @@ def test_a_bmc_with_a_vm_host_starts_with_the_host_off_a_twin_host_on(tmp_path: 
     assert make(tmp_path, VmHost("node01", vm_cfg(tmp_path), ("127.0.0.1",))).power[SYS].state == "Off"
     assert make(tmp_path, Recorder()).power[SYS].state == "On"
     assert not (tmp_path / "vm").exists()  # nothing made before the first power-on
+
+
+def test_a_tap_in_a_namespace_that_is_not_there_is_a_lab_error_naming_both() -> None:
+    with pytest.raises(LabError, match="tap pvtap9 in netns pvnv-absent-0: "):
+        vmnics.open_tap("pvnv-absent-0", "pvtap9")

@@ -27,7 +27,10 @@ An attempt keeps the method it started with: a resumed attempt finishes with its
 The journal's records since the latest os-hostkey are the attempt (`Attempt`). After a kill, `resume`
 says where to go on: from the step after the last one done once the host was powered on for the
 installer (the disks are being or were written); before that, nothing was written to the disks and the
-served seed is gone with the killed process, so the install starts over with a new key.
+served seed is gone with the killed process, so the install starts over with a new key. A network attempt
+killed while its installer still runs (the host On, os-installing not done) starts over too: the installer
+fetches its seed over the network from the killed run's image server, which is gone (found in the vm tier:
+the installer failed at the seed's fetch); one that powered off had its seed and goes on.
 """
 
 from __future__ import annotations
@@ -126,6 +129,15 @@ def attempt_of(records: Sequence[ActionRecord]) -> Attempt | None:
     return Attempt(outcomes=outcomes, fingerprint=target[-1] if target and target[-1].startswith("SHA256:") else "")
 
 
+def orphaned_net_installer(attempt: Attempt | None, power: str | None) -> bool:
+    """A network attempt's installer powered on by a run that is gone (the host On, os-installing not done):
+    the seed's server it fetches from died with that run."""
+    if attempt is None or attempt.failed is not None or attempt.order is not NET_ORDER or power != "On":
+        return False
+    started = attempt.last_done >= WRITING or attempt.unfinished(Step.POWER_ON)
+    return started and attempt.outcomes.get(Step.INSTALLING) != "ok"
+
+
 def resume(attempt: Attempt | None, power: str | None) -> tuple[Step, ...] | None:
     """The steps left of `attempt` given the host's PowerState; None: start a new install; (): done."""
     if attempt is None or attempt.failed is not None:
@@ -133,6 +145,9 @@ def resume(attempt: Attempt | None, power: str | None) -> tuple[Step, ...] | Non
     if attempt.complete:
         return ()
     last, order = attempt.last_done, attempt.order
+    if orphaned_net_installer(attempt, power):
+        return None  # a network installer still running may not have fetched its seed, whose server died with
+        #              the killed run: start over (the new attempt's power-on resets it with a new boot script)
     if last >= WRITING:
         return order[last + 1:]
     if attempt.unfinished(Step.POWER_ON) and power == "On":

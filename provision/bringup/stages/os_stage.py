@@ -31,7 +31,7 @@ from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
 from provision.bringup.stages import os_media, os_net
 from provision.bringup.stages.bmc_session import bmc
-from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, plan_os, resume
+from provision.bringup.stages.os_plan import OsObserved, Ssh, Step, attempt_of, orphaned_net_installer, plan_os, resume
 from provision.bringup.stages.seed import build_seed, seed_tool, seed_tree
 from provision.errors import ProvisionError
 from provision.redfish.image_server import ImageServer
@@ -89,6 +89,8 @@ class OsStage:
             answer, detail = Ssh.DOWN, "the host is Off"
         elif left and left[0] is not Step.FIRST_BOOT:  # the installer runs: no sshd to wait for
             answer, detail = Ssh.DOWN, f"an install is under way ({left[0].value} next)"
+        elif orphaned_net_installer(attempt, state):  # nor here: it is started over
+            answer, detail = Ssh.DOWN, "a network installer runs without the seed's server (its run was killed)"
         else:
             answer, detail = self._probe(host)
         obs = OsObserved(ssh=answer, ssh_detail=detail, power=state, known_hosts=known,

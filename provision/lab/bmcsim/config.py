@@ -61,6 +61,18 @@ class VmDrive(BaseModel):
     size_mib: int = Field(ge=16, le=1024 * 1024)
 
 
+class VmProvisioningNic(BaseModel):
+    """The VM's second NIC, on the lab's private provisioning network: a tap device in a network namespace
+    the lab made (never the host's network); the host opens the tap inside that namespace and hands qemu
+    its file descriptor, so qemu itself (its SSH forward) stays in the host's namespace."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mac: str = Field(pattern=r"^52:54:00(:[0-9a-f]{2}){3}$", description="qemu's locally administered prefix")
+    netns: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    tap: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$", description="a persistent tap device in `netns`")
+
+
 class VmHostConfig(BaseModel):
     """A BMC whose host is a qemu VM (plain emulation, UEFI): its drives, firmware and SSH port.
 
@@ -81,6 +93,10 @@ class VmHostConfig(BaseModel):
     guest_ports: tuple[Annotated[int, Field(ge=1, le=65535)], ...] = Field(
         default=(), description="127.0.0.1 ports the guest may reach (as 10.0.2.100:<port>): its network reaches "
                                 "nothing else (provision/lab/guestnet.py)")
+    mac: str = Field(default="52:54:00:12:34:56", pattern=r"^52:54:00(:[0-9a-f]{2}){3}$",
+                     description="the first NIC's (qemu's user network) MAC; qemu's own default")
+    provisioning: VmProvisioningNic | None = Field(
+        default=None, description="a second NIC on the lab's provisioning network, the one it boots from at Pxe")
 
 
 class BmcConfig(BaseModel):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from provision.lab.bmcsim import events
+from provision.lab.bmcsim import events, vmnics
 from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.clock import SimClock
 from provision.lab.bmcsim.config import BmcConfig, NodePorts, Ready, SimConfig, factory_cert_file
@@ -62,6 +62,9 @@ def host_backend(cfg: SimConfig, node: BmcConfig) -> HostBackend | None:
 
 def build_bmcs(cfg: SimConfig, clock: SimClock) -> list[Bmc]:
     bmcs = [Bmc(n, cfg, get_seed(n.tree, n.as_captured, cfg.parts), clock, host_backend(cfg, n)) for n in cfg.nodes]
+    for bmc, node in zip(bmcs, cfg.nodes, strict=True):
+        if node.vm is not None and node.vm.provisioning is not None:  # the VM's own NICs, its provisioning MAC
+            vmnics.present(bmc.res, list(bmc.seed.systems), node.vm)
     for seed in {id(b.seed): b.seed for b in bmcs}.values():
         for line in seed.warnings:  # once per tree, at start: what is served as captured and why
             events.record("-", "capture.warning", tree=seed.tree.name, detail=line)

@@ -17,7 +17,13 @@ new boot order applies, as the firmware reads it at every start). The VM has:
 
 Boot order is given to the firmware with `bootindex` (qemu's fw_cfg "bootorder", which OVMF honours and
 from which it drops devices without an index): Cd puts the CD first, then the boot pair; Hdd the boot
-pair only, then the CD; Pxe the NIC first, then the boot pair.
+pair only, then the CD; Pxe the NIC first (the provisioning NIC where the VM has one), then the boot pair.
+
+A VM with a provisioning NIC (VmHostConfig.provisioning) has a second virtio NIC on a tap device in the lab's
+network namespace (never the host's network): at each power-on the host opens the tap inside that namespace
+and passes qemu the descriptor (`-netdev tap,fd=N`); its BMC lists both NICs with their MACs
+(provision/lab/bmcsim/vmnics.py). OVMF's own network stack boots from it at Pxe (DHCP, then the loader over
+TFTP from the lab's dnsmasq).
 
 Media inserted while the VM runs is attached at its next power-on (the os stage always resets after
 inserting); a real BMC attaches it at once. GracefulShutdown stops qemu as ForceOff does (no ACPI
@@ -26,6 +32,7 @@ button press is sent).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -36,7 +43,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from provision.lab import guestnet
-from provision.lab.bmcsim import events
+from provision.lab.bmcsim import events, vmnics
 from provision.lab.bmcsim.config import VmHostConfig
 from provision.lab.bmcsim.host import BootTarget, HostBackend, HostEvent, HostEventKind
 
@@ -51,13 +58,15 @@ def drive_file(cfg: VmHostConfig, serial: str) -> Path:
     return cfg.work_dir / f"nvme-{serial}.img"
 
 
-def boot_indexes(target: BootTarget, boot_drives: int, has_media: bool) -> dict[str, int]:
-    """Device id -> bootindex for the next start: `cd`, `nic`, `boot0`..`bootN-1` (absent: not bootable)."""
+def boot_indexes(target: BootTarget, boot_drives: int, has_media: bool, provisioning: bool = False
+                 ) -> dict[str, int]:
+    """Device id -> bootindex for the next start: `cd`, `nic` (the user network's), `pxe` (the provisioning
+    NIC), `boot0`..`bootN-1` (absent: not bootable)."""
     disks = [f"boot{i}" for i in range(boot_drives)]
     if target is BootTarget.CD and has_media:
         order = ["cd", *disks]
     elif target is BootTarget.PXE:
-        order = ["nic", *disks]
+        order = ["pxe" if provisioning else "nic", *disks]
     else:  # Hdd, or Cd with nothing in the drive: the firmware goes on to the disks
         order = [*disks, "cd"] if has_media else disks
     return {dev: i for i, dev in enumerate(order)}
@@ -68,10 +77,11 @@ NIC_MBPS = 1000
 
 
 def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console: Path,
-              more: Sequence[Path] = ()) -> list[str]:
+              more: Sequence[Path] = (), tap_fd: int | None = None) -> list[str]:
     """The qemu command line of one power-on (pure: a function of the config, boot target and media);
-    `more`: the other virtual drives' images, SCSI CDs without a boot index."""
-    index = boot_indexes(target, len(cfg.boot_drives), media is not None)
+    `more`: the other virtual drives' images, SCSI CDs without a boot index; `tap_fd`: the provisioning
+    NIC's open tap (required when the config has one)."""
+    index = boot_indexes(target, len(cfg.boot_drives), media is not None, cfg.provisioning is not None)
 
     def at(dev: str) -> str:
         return f",bootindex={index[dev]}" if dev in index else ""
@@ -82,8 +92,16 @@ def qemu_argv(cfg: VmHostConfig, target: BootTarget, media: Path | None, console
         "-drive", f"if=pflash,format=raw,readonly=on,file={cfg.firmware_code}",
         "-drive", f"if=pflash,format=raw,file={cfg.work_dir / VARS}",
         "-netdev", f"{guestnet.netdev(cfg.ssh_port, cfg.guest_ports)},id=net0",
-        "-device", f"virtio-net-pci,netdev=net0,speed={NIC_MBPS},duplex=full{at('nic')}",
+        "-device", f"virtio-net-pci,netdev=net0,mac={cfg.mac},speed={NIC_MBPS},duplex=full{at('nic')}",
     ]  # fmt: skip
+    if cfg.provisioning is not None:
+        if tap_fd is None:
+            raise ValueError("a VM with a provisioning NIC needs its tap's file descriptor")
+        argv += [
+            "-netdev", f"tap,id=net1,fd={tap_fd}",
+            "-device", f"virtio-net-pci,netdev=net1,mac={cfg.provisioning.mac},speed={NIC_MBPS},duplex=full"
+                       f"{at('pxe')}",
+        ]  # fmt: skip
     drives = [(f"boot{i}", d) for i, d in enumerate(cfg.boot_drives)]
     drives += [(f"scratch{i}", d) for i, d in enumerate(cfg.scratch_drives)]
     for dev, drive in drives:
@@ -145,12 +163,17 @@ class VmHost(HostBackend):
         console = self.cfg.work_dir / CONSOLE.format(n=self._starts)
         cd = self._media.get(CD_SLOT)
         more = [path for slot, path in sorted(self._media.items()) if slot != CD_SLOT]
-        argv = qemu_argv(self.cfg, boot, cd, console, more)
+        nic = self.cfg.provisioning
+        tap = vmnics.open_tap(nic.netns, nic.tap) if nic is not None else None
+        argv = qemu_argv(self.cfg, boot, cd, console, more, tap)
         log = open(self.cfg.work_dir / "qemu.log", "ab")  # noqa: SIM115 - handed to qemu, closed below
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                    pass_fds=(tap,) if tap is not None else ())
         finally:
             log.close()
+            if tap is not None:
+                os.close(tap)  # qemu holds its own copy
         self._proc, self._stopping = proc, False
         (self.cfg.work_dir / "qemu.pid").write_text(f"{proc.pid}\n")
         events.record(

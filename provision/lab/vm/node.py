@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from provision.errors import LabError
 from provision.lab import simproc
-from provision.lab.bmcsim.config import BmcConfig, Parts, SimConfig, VmDrive, VmHostConfig
+from provision.lab.bmcsim.config import BmcConfig, Parts, SimConfig, VmDrive, VmHostConfig, VmProvisioningNic
 from provision.lab.twins import procs
 from provision.lab.twins.mounts import remove_tree
 from provision.lab.vm.installer import HOST_TOOLS
@@ -53,6 +53,9 @@ class VmNodeOptions(BaseModel):
                                                                  "(as 10.0.2.100:<port>), the only ones")
     parts: Parts = Field(default_factory=Parts, description="what the BMC presents (provision.lab.parts.spec_parts "
                                                             "of the node's class); the default: ML-PROD-V4's")
+    provisioning: VmProvisioningNic | None = Field(
+        default=None, description="a second NIC on a tap in the lab's network namespace (network boot); its BMC "
+                                  "lists it in the system's EthernetInterfaces")
 
 
 class VmNode(BaseModel):
@@ -142,7 +145,7 @@ def host_config(work_dir: Path, options: VmNodeOptions) -> VmHostConfig:
         work_dir=work_dir, ssh_port=free_port(), memory_mib=options.memory_mib, guest_ports=options.guest_ports,
         boot_drives=tuple(VmDrive(serial=s, size_mib=options.boot_drive_mib) for s in boot),
         scratch_drives=tuple(VmDrive(serial=s, size_mib=options.scratch_drive_mib) for s in scratch),
-        firmware_code=OVMF_CODE,
+        firmware_code=OVMF_CODE, provisioning=options.provisioning,
     )  # fmt: skip
 
 

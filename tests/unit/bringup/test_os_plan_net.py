@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from provision.bringup.stages.os_plan import NET_ORDER, ORDER, Attempt, OsObserved, Ssh, Step, plan_os, resume
+from provision.bringup.stages.os_plan import (
+    NET_ORDER,
+    ORDER,
+    Attempt,
+    OsObserved,
+    Ssh,
+    Step,
+    orphaned_net_installer,
+    plan_os,
+    resume,
+)
 from provision.spec import HostEntry
 from provision.spec.software import InstallMethod
 
@@ -49,8 +59,13 @@ def test_both_orders_share_every_step_but_the_three_that_touch_the_boot_path() -
 @pytest.mark.parametrize(("outcomes", "power", "left"), [
     ({"hostkey": "ok", "netboot": "ok"}, "Off", None),  # killed before the reset: nothing written, start over
     ({"hostkey": "ok", "netboot": "ok", "boot_net": "ok", "power_on": None}, "Off", None),
-    ({"hostkey": "ok", "netboot": "ok", "boot_net": "ok", "power_on": None}, "On", NET[4:]),
-    (NET_TO_POWER_ON, "On", NET[4:]),  # killed during the install: wait on, then its own cleanup
+    # killed while the installer runs: its seed's server died with the run, so start over (a reset, a new key)
+    ({"hostkey": "ok", "netboot": "ok", "boot_net": "ok", "power_on": None}, "On", None),
+    (NET_TO_POWER_ON, "On", None),
+    ({**NET_TO_POWER_ON, "installing": None}, "On", None),
+    (NET_TO_POWER_ON, "Off", NET[4:]),  # the installer powered off (it had its seed): wait on, its own cleanup
+    ({**NET_TO_POWER_ON, "installing": None}, "Off", NET[4:]),
+    ({**VM_TO_POWER_ON}, "On", VM[4:]),  # virtual media: the BMC holds the seed, the install goes on
     ({**NET_TO_POWER_ON, "installing": "ok"}, "Off", ["os-netboot-off", "os-boot-disk", "os-first-boot"]),
     ({**NET_TO_POWER_ON, "installing": "ok", "netboot_off": "ok"}, "Off", ["os-boot-disk", "os-first-boot"]),
     ({**NET_TO_POWER_ON, "installing": "failed"}, "Off", None),
@@ -63,9 +78,24 @@ def test_resume_follows_the_attempts_own_method(outcomes: dict[str, str | None],
     assert (None if got is None else [s.value for s in got]) == left
 
 
+@pytest.mark.parametrize(("outcomes", "power", "orphaned"), [
+    (NET_TO_POWER_ON, "On", True),
+    ({**NET_TO_POWER_ON, "power_on": None}, "On", True),  # killed while resetting into it
+    ({**NET_TO_POWER_ON, "installing": None}, "On", True),
+    (NET_TO_POWER_ON, "Off", False),  # it powered off: it had its seed (or failed: first boot says so)
+    ({**NET_TO_POWER_ON, "installing": "ok"}, "On", False),  # done: the disks are booting
+    ({**NET_TO_POWER_ON, "installing": "failed"}, "On", False),  # a failed attempt: a new one anyway
+    ({"hostkey": "ok", "netboot": "ok", "boot_net": "ok"}, "On", False),  # never powered on for it
+    (VM_TO_POWER_ON, "On", False),  # virtual media: the BMC holds the seed
+])
+def test_an_orphaned_network_installer_is_one_powered_on_by_a_gone_run_and_not_done(
+        outcomes: dict[str, str | None], power: str, orphaned: bool) -> None:
+    assert orphaned_net_installer(attempt(**outcomes), power) is orphaned
+
+
 @pytest.mark.parametrize(("now", "att", "kinds"), [
     # the profile switched methods while an install was under way: the attempt finishes as it started
-    (InstallMethod.VIRTUAL_MEDIA, attempt(**NET_TO_POWER_ON), NET[4:]),
+    (InstallMethod.VIRTUAL_MEDIA, attempt(**NET_TO_POWER_ON, installing="ok"), NET[5:]),
     (InstallMethod.PXE, attempt(**VM_TO_POWER_ON), VM[4:]),
     # a failed network attempt: the next run installs again, by the method now configured
     (InstallMethod.HTTP_BOOT, attempt(**NET_TO_POWER_ON, installing="failed"), NET),

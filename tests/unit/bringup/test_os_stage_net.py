@@ -51,6 +51,7 @@ class FakeNetHost:
     polls_left: int = 0
     installed_key: str = ""
     installs: int = 0
+    seed_url: str = ""
     scripts: list[str] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
 
@@ -64,14 +65,21 @@ class FakeNetHost:
             self.scripts.append(text)
             seed = re.search(r"provision\.seed=(\S+)", text)
             assert seed, "the boot script names no seed"
-            with urllib.request.urlopen(seed.group(1) + "ssh_host_ed25519_key.pub", timeout=10) as resp:
-                self.installed_key = " ".join(resp.read().decode().split()[:2])
+            self.seed_url = seed.group(1)
             self.running, self.polls_left, self.installs = "installer", 3, self.installs + 1
         else:
             self.running = "os" if self.installed_key else ""
 
     def state(self) -> str:
         if self.running == "installer":
+            if self.seed_url and self.polls_left == 1:  # fetched a while into the install, as the lab's does
+                url, self.seed_url = self.seed_url, ""
+                try:
+                    with urllib.request.urlopen(url + "ssh_host_ed25519_key.pub", timeout=10) as resp:
+                        self.installed_key = " ".join(resp.read().decode().split()[:2])
+                except OSError:  # its server is gone: the installer fails, nothing installed
+                    self.power, self.running, self.installed_key = "Off", "", ""
+                    return self.power
             self.polls_left -= 1
             if self.polls_left <= 0:
                 self.power, self.running = "Off", ""
@@ -169,6 +177,9 @@ def test_a_whole_network_install_then_a_second_run_changes_nothing(rig: Any) -> 
 
 FRESH = {f"{k}:{w}" for k in ("os-hostkey", "os-netboot", "os-boot-net") for w in ("before", "after")} | \
     {"os-power-on:before"}
+# Killed while the installer runs (before it fetched its seed from the run's image server, gone with the run):
+# a new attempt, whose power-on resets the host into the installer again.
+AGAIN = {"os-power-on:after", "os-installing:before"}
 
 
 @pytest.mark.parametrize(("kind", "when"), [(s.value, w) for s in NET_ORDER for w in ("before", "after")])
@@ -187,10 +198,16 @@ def test_a_kill_at_any_point_of_a_network_install_resumes_where_the_journal_says
         _pass(stage, host, journal)
     monkeypatch.setattr(os_stage, "_forget_entry", real)
     monkeypatch.setattr(failpoint, "hit", lambda action, at: None)
+    probed: list[str] = []
+    probe = stage._probe
+    monkeypatch.setattr(stage, "_probe", lambda h: (probed.append(fake.power), probe(h))[1])
     _, kinds = _pass(stage, host, journal)
     order = [s.value for s in NET_ORDER]
     if f"{kind}:{when}" in FRESH:
         assert kinds == order and fake.installs == 1
+    elif f"{kind}:{when}" in AGAIN:  # the installer was running without the seed's server: started over
+        assert kinds == order and fake.installs == 2 and fake.calls.count("reset Pxe") == 2
+        assert probed[:1] != ["On"], "SSH probed (minutes on a real node) while the orphaned installer ran"
     elif kind == "os-first-boot":
         assert kinds == ["os-first-boot"]
     else:
