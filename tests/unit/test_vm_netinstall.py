@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,39 @@ def test_the_nic_it_was_installed_through_is_left_unmanaged_by_the_installed_os(
     unit = net.index("00-provisioning.network")
     assert net.index('echo "$HOSTNAME" > /t/etc/hostname') < unit < net.index(installer.HOSTKEY_BEGIN)
     assert "MACAddress=%s\\n\\n[Link]\\nUnmanaged=yes" in net
+
+
+def _newc_entries(blob: bytes) -> dict[str, tuple[int, bytes]]:
+    """name -> (mode, data) of a newc cpio archive (the test's own reader, independent of the writer)."""
+    out: dict[str, tuple[int, bytes]] = {}
+    at = 0
+    while True:
+        head = blob[at:at + 110]
+        assert head[:6] == b"070701", head[:6]
+        mode, size, namesize = int(head[14:22], 16), int(head[54:62], 16), int(head[94:102], 16)
+        name_end = at + 110 + namesize
+        name = blob[at + 110:name_end - 1].decode()
+        data_at = (name_end + 3) & ~3
+        if name == "TRAILER!!!":
+            return out
+        out[name] = (mode, blob[data_at:data_at + size])
+        at = (data_at + size + 3) & ~3
+
+
+def test_the_installer_initramfs_holds_busybox_its_scripts_and_the_modules_in_order(tmp_path: Path) -> None:
+    import gzip
+
+    from provision.lab.vm.installer import installer_initrd
+
+    (tmp_path / "busybox").write_bytes(b"BB")
+    mods = tmp_path / "modules"
+    (mods / "kernel").mkdir(parents=True)
+    for name in ("virtio.ko", "virtio_net.ko"):
+        (mods / "kernel" / name).write_bytes(name.encode())
+    blob = installer_initrd(tmp_path / "busybox", mods, ["kernel/virtio.ko", "kernel/virtio_net.ko"],
+                            {"init": "#!/bin/sh\n", "udhcpc.sh": "#!/bin/sh\necho dhcp\n"})
+    entries = _newc_entries(gzip.decompress(blob))
+    assert entries["bin/busybox"][1] == b"BB" and entries["init"][1] == b"#!/bin/sh\n"
+    assert entries["udhcpc.sh"][0] & 0o777 == 0o755 and entries["init"][0] & 0o777 == 0o755
+    assert entries["lib/modules/virtio_net.ko"][1] == b"virtio_net.ko"
+    assert entries["modules.order"][1] == b"virtio.ko\nvirtio_net.ko\n"  # insmod resolves nothing: order matters

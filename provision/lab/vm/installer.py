@@ -355,18 +355,25 @@ def _configure(tree: Path) -> None:
 
 def _installer_initrd(out: Path, busybox: Path, modules_dir: Path) -> None:
     order = module_order((modules_dir / "modules.dep").read_text(), INSTALLER_MODULES)
+    out.write_bytes(installer_initrd(busybox, modules_dir, order, {"init": INSTALL_SH}))
+
+
+def installer_initrd(busybox: Path, modules_dir: Path, order: list[str], scripts: dict[str, str]) -> bytes:
+    """A gzipped newc initramfs: busybox, the kernel modules in `order` (and modules.order), and `scripts`
+    (name -> text, executable; `init` among them)."""
     writer = initrd._Newc()
     for d in ("bin", "dev", "proc", "sys", "lib", "lib/modules"):
         writer.directory(d)
     writer.file("bin/busybox", busybox.read_bytes(), 0o755)
-    writer.file("init", INSTALL_SH.encode(), 0o755)
+    for name, text in scripts.items():
+        writer.file(name, text.encode(), 0o755)
     names = []
     for rel in order:
         name = rel.rsplit("/", 1)[-1]
         writer.file(f"lib/modules/{name}", (modules_dir / rel).read_bytes(), 0o644)
         names.append(name)
     writer.file("modules.order", ("\n".join(names) + "\n").encode(), 0o644)
-    out.write_bytes(gzip.compress(writer.finish(), compresslevel=1))
+    return gzip.compress(writer.finish(), compresslevel=1)
 
 
 def make_iso(tree: InstallerTree, conf: InstallConf, out: Path) -> Path:

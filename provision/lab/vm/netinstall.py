@@ -18,15 +18,14 @@ profile's `cmdline` (CMDLINE: the serial console, the installer's init).
 
 from __future__ import annotations
 
-import gzip
 import os
 from pathlib import Path
 
 from provision.errors import LabError
 from provision.lab.twins import rootfs
 from provision.lab.twins.mounts import remove_tree
-from provision.lab.vm import image, initrd
-from provision.lab.vm.installer import INSTALL_SH, INSTALLER_MODULES, InstallerTree, module_order
+from provision.lab.vm import image
+from provision.lab.vm.installer import INSTALL_SH, INSTALLER_MODULES, InstallerTree, installer_initrd, module_order
 from provision.remote.hostkeys import KEY_NAME
 
 NET_MODULES = ("virtio_net", "loop")
@@ -115,20 +114,8 @@ def netboot_files(tree: InstallerTree, out_dir: Path, cache: Path | None = None)
     work.mkdir()
     try:
         busybox = image._busybox((cache or rootfs.cache_dir()) / "vm-debs", work)
-        writer = initrd._Newc()
-        for d in ("bin", "dev", "proc", "sys", "lib", "lib/modules"):
-            writer.directory(d)
-        writer.file("bin/busybox", busybox.read_bytes(), 0o755)
-        writer.file("init", net_init().encode(), 0o755)
-        writer.file("udhcpc.sh", UDHCPC_SH.encode(), 0o755)
-        names = []
-        for rel in order:
-            name = rel.rsplit("/", 1)[-1]
-            writer.file(f"lib/modules/{name}", (modules_dir / rel).read_bytes(), 0o644)
-            names.append(name)
-        writer.file("modules.order", ("\n".join(names) + "\n").encode(), 0o644)
         out = out_dir / "initrd.gz"
-        out.write_bytes(gzip.compress(writer.finish(), compresslevel=1))
+        out.write_bytes(installer_initrd(busybox, modules_dir, order, {"init": net_init(), "udhcpc.sh": UDHCPC_SH}))
     finally:
         remove_tree(work)
     return kernel, out
