@@ -141,8 +141,8 @@ def test_a_500_after_the_password_took_a_csr_that_never_completes_then_bringup(l
 
 
 def _bmc_checks(host: Any, journal: str) -> dict[str, Any]:
+    from provision.conformance.bmc_source import OwnSession, check_bmc
     from provision.conformance.checks._base import Context
-    from provision.conformance.checks.bmc import run_bmc_checks
     from provision.conformance.facts import NodeFacts
     from provision.conformance.model import Level
     from provision.conformance.since import last_bringup
@@ -150,7 +150,7 @@ def _bmc_checks(host: Any, journal: str) -> dict[str, Any]:
     ctx = Context(node=host.name, spec=host.spec, facts=NodeFacts(node=host.name, sections={}), level=Level.FULL)
     since = last_bringup(host.name, Path(journal))  # the SEL since the last bring-up, as verify counts it
     assert since is not None
-    run_bmc_checks(ctx, host, since)
+    check_bmc(ctx, host, OwnSession(), since)  # TLS checked against host.bmc.ca_file, as `provision verify` does
     return {r.id: r for r in ctx.results}
 
 
