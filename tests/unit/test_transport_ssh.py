@@ -156,6 +156,6 @@ def test_the_lab_inventory_tells_ansible_to_check_host_keys() -> None:
     cfg = (ROOT / "ansible.cfg").read_text()
     assert "host_key_checking = true" in cfg
     lab_vars = (ROOT / "provision" / "lab" / "inventory.py").read_text()
-    manager = (ROOT / "provision" / "lab" / "manager.py").read_text()
+    manager = (ROOT / "provision" / "lab" / "inventory_writer.py").read_text()  # what `lab up` writes
     assert "StrictHostKeyChecking=yes" in lab_vars and "StrictHostKeyChecking=yes" in manager
     assert "StrictHostKeyChecking=no" not in lab_vars + manager
