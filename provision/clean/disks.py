@@ -106,10 +106,11 @@ def observe_disks(host: HostEntry, shell: Shell, erased: frozenset[str],
         pools.append(ZfsPool(name=name, boot=any(_mentions(leaf, d) for leaf in leaves for d in boot)))
     arrays = []
     for dev in nvme.parse_md_scan(_must(shell, "mdadm --detail --scan")):
-        is_boot = raid is not None and dev == raid.device
-        members = () if is_boot else tuple(m.device for m in parse_mdadm_detail(
-            _must(shell, f"mdadm --detail {nvme.q(dev)}")).members if m.device)
-        arrays.append(MdArray(device=dev, members=members, boot=is_boot))
+        # The boot array by its name, or by its members (the scan may name it by its udev name, /dev/md/root).
+        members = tuple(m.device for m in parse_mdadm_detail(_must(shell, f"mdadm --detail {nvme.q(dev)}")).members
+                        if m.device)
+        is_boot = (raid is not None and dev == raid.device) or any(whole_disk(m) in boot_devs for m in members)
+        arrays.append(MdArray(device=dev, members=() if is_boot else members, boot=is_boot))
     seen = {d.serial: _interrupted(shell, d, open_erases[d.serial]) for d in drives if d.serial in open_erases}
     return DisksObserved(drives=tuple(drives), pools=tuple(pools), arrays=tuple(arrays), boot_known=boot_known,
                          erased=erased, interrupted=seen, observed_at=time.time())

@@ -66,6 +66,8 @@ class FakeNode:
     pools: list[str] = field(default_factory=lambda: ["scratch"])
     commands: list[str] = field(default_factory=list)
     others: dict[str, FakeBusDrive] = field(default_factory=dict)
+    md_name: str = "/dev/md0"
+    """The boot array as `mdadm --detail --scan` names it."""
 
     def _other(self, command: str) -> tuple[int, str] | None:
         m = re.search(r"(/dev/sd[a-z]+)", command)
@@ -116,10 +118,10 @@ class FakeNode:
             _, d = self._drive(command)
             return 0, json.dumps({"vid": 1, "sn": d.serial, "mn": "LAB", "fr": "1", "oacs": d.oacs, "fna": d.fna,
                                   "sanicap": d.sanicap})
-        if command.startswith("mdadm --detail /dev/md0"):
+        if command.startswith(("mdadm --detail /dev/md0", f"mdadm --detail {self.md_name}")):
             return 0, MDADM.replace("/dev/vda", "/dev/nvme0n1p2").replace("/dev/vdb", "/dev/nvme1n1p2")
         if command == "mdadm --detail --scan":
-            return 0, "ARRAY /dev/md0 metadata=1.2 name=node01:0 UUID=36a4fb33:54e65566:de4168b7:77154463\n"
+            return 0, f"ARRAY {self.md_name} metadata=1.2 name=node01:0 UUID=36a4fb33:54e65566:de4168b7:77154463\n"
         if command == "zpool list -H -o name":
             return 0, "".join(p + "\n" for p in self.pools)
         if command.startswith("zpool status"):
@@ -242,6 +244,18 @@ def test_metadata_level_erases_nothing(host: HostEntry, tmp_path: Path) -> None:
         assert _clean(host, node, jr, CleanLevel.METADATA).ok
     assert not any(d.erases for d in node.drives.values())
     assert "wipefs -a /dev/nvme2n1" in node.commands and "zpool destroy -f scratch" in node.commands
+
+
+def test_the_boot_array_under_its_udev_name_is_known_by_its_members(host: HostEntry, tmp_path: Path) -> None:
+    """`mdadm --detail --scan` may name the boot array /dev/md/root (the spec says /dev/md0): it is still the boot
+    array (its members are on the boot drives), never stopped nor its members' superblocks zeroed."""
+    node = _node()
+    node.md_name = "/dev/md/root"
+    with Journal(tmp_path / "j.db") as jr:
+        assert _clean(host, node, jr).ok
+    assert "mdadm --detail /dev/md/root" in node.commands
+    assert not any(c.startswith(("mdadm --stop", "mdadm --zero-superblock")) for c in node.commands), node.commands
+    assert [node.drives[f"/dev/nvme{i}n1"].erases for i in range(4)] == [0, 0, 1, 1]
 
 
 def test_plan_only_runs_no_command_that_changes_the_node(host: HostEntry) -> None:

@@ -19,6 +19,11 @@ is the VM as it is; what qemu cannot present is waived by the inventory, each wi
 4. A member failed and removed: verify fails naming raid.sync/raid.members; `provision configure --tags raid`
    adds it back; verify passes again.
 5. A second whole bring-up changes nothing.
+6. Last (it resets the node): a known pattern written to the first and last MiB of the scratch drive (an emulated
+   NVMe controller beyond the class's boot pair; verify's nvme.count is waived for it, its count asserted)
+   is gone after `provision clean node01 --level erase --yes`: the journal holds that drive's evidence (the
+   method the controller's id-ctrl selects, the read back zeroed) and no boot drive's; the node boots its
+   kept mirror again and the drive reads back zeroed from the media.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ from urllib.parse import urlparse
 
 import pytest
 
+from provision.clean import records
+from provision.clean.model import MIB, CleanLevel, DriveCaps
+from provision.clean.plan import choose_method
+from provision.conformance.parsers.nvme import parse_nvme_id_ctrl
+from provision.journal import Journal
 from provision.lab.guestnet import HOST_FROM_GUEST
 from provision.lab.parts import spec_parts
 from provision.lab.twins import repo
@@ -53,6 +63,10 @@ from tests.vm import vm_node_lab
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.lab, pytest.mark.vm, pytest.mark.timeout(3600)]
 BOOT_DRIVE_MIB = 2048
+SCRATCH_DRIVE_MIB = 64
+SCRATCH_WAIVER = {"nvme.count": "the VM carries one scratch NVMe drive beyond the class's boot pair, the one the "
+                                "clean case erases (a spec'd scratch set is a ZFS pool; the VM's OS has no ZFS): "
+                                "the test asserts the count it finds, 3"}
 MEMORY_MIB = 2048
 
 
@@ -67,6 +81,7 @@ class Lab:
         self.node, self.key, self.base, self.url, self.repo_url = node, key, base, url, repo_url
         self.known_hosts = base / "known_hosts"
         self.boot_serials = drive_serials(node.name, 2, 0)[0]
+        self.scratch_serial = node.host.scratch_drives[0].serial
         host_vars = {
             "provision_bmc_address": node.redfish_url, "provision_bmc_insecure_http": True,
             "provision_bmc_username": node.username, "provision_bmc_password": node.password.get_secret_value(),
@@ -75,7 +90,7 @@ class Lab:
         }  # fmt: skip
         (base / "firmware").symlink_to(ROOT / "firmware")  # the project profiles' images, beside the inventory
         self.inventory = vm_node_lab.write_inventory(
-            base / "inventory", ROOT, node_spec, node.name, host_vars, repo_url, self.boot_serials)
+            base / "inventory", ROOT, node_spec, node.name, host_vars, repo_url, self.boot_serials, SCRATCH_WAIVER)
 
     def provision(self, *args: str, failpoint: str | None = None, ok: tuple[int, ...] = (0,),
                   timeout: int = 3000) -> tuple[int, str, float]:
@@ -114,6 +129,16 @@ class Lab:
         assert done.returncode == 0, f"{command}: {done.stderr.strip()}"
         return done.stdout
 
+    def wait_ssh(self, timeout_s: float) -> float:
+        """Seconds until the node answers SSH again (with its recorded host key); AssertionError after `timeout_s`."""
+        argv = client_argv(self.key, self.known_hosts, "127.0.0.1", self.node.host.ssh_port)
+        started = time.monotonic()
+        while subprocess.run([*argv, "true"], capture_output=True, timeout=60, check=False).returncode != 0:
+            if time.monotonic() - started > timeout_s:
+                raise AssertionError(f"no SSH {timeout_s:.0f} s after the clean; console: {tail(self.console(-1))}")
+            time.sleep(2)
+        return time.monotonic() - started
+
     def console(self, i: int) -> Path:
         logs = self.node.console_logs()
         return logs[i] if logs else self.node.host.work_dir / "none.log"
@@ -137,7 +162,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
           f"node repository {packages.name}")
     server = repo.start(packages, ["127.0.0.1"], base)
     # The guest's network reaches the node repository only (restricted user-mode network).
-    options = VmNodeOptions(name="node01", boot_drive_mib=BOOT_DRIVE_MIB, scratch_drives=0, memory_mib=MEMORY_MIB,
+    options = VmNodeOptions(name="node01", boot_drive_mib=BOOT_DRIVE_MIB, scratch_drives=1,
+                            scratch_drive_mib=SCRATCH_DRIVE_MIB, memory_mib=MEMORY_MIB,
                             parts=spec_parts(NodeSpec.model_validate(node_spec)),  # what its BMC presents
                             guest_ports=(server.port,))  # fmt: skip
     try:
@@ -216,6 +242,7 @@ def test_verify_passes_with_root_on_md_and_both_members_judged_on_the_node(lab: 
     assert all(r["outcome"] in ("pass", "waived") for r in report["results"]), [
         (r["id"], r["outcome"], r["found"]) for r in report["results"] if r["outcome"] not in ("pass", "waived")]
     assert {r["id"] for r in report["results"] if r["outcome"] == "waived"} >= {"memory.type", "services.smartmontools"}
+    assert str(results(report, "nvme.count")["nvme.count"]["found"]) == "3"  # waived: the boot pair and the scratch drive
     assert lab.sh("dpkg-query -W -f '${Status}\\n' chrony mdadm").split("\n")[:2] == [
         "install ok installed", "hold ok installed"]  # chrony from the lab's repository; mdadm pinned and held
     assert "MAILADDR root" in lab.sh("cat /etc/mdadm/mdadm.conf")  # boot_raid1 wrote it over the installer's
@@ -248,3 +275,50 @@ def test_a_second_whole_bringup_changes_nothing(lab: Lab) -> None:
     # Nothing that changes the node: configure may only record its evidence (check mode found nothing to do).
     assert all(a.startswith("record ") for s in stages for a in s["actions"]), stages
     assert len(lab.node.console_logs()) == logs  # the host was never powered off or reset
+
+
+MARK = "provision-vm-clean"
+
+
+def mib_counts(lab: Lab, device: str) -> list[tuple[int, int, int]]:
+    """The first and last MiB of `device` read from the drive (O_DIRECT): bytes read, bytes not zero, MARK lines."""
+    out = lab.sh(f"set -e; d=$(readlink -f {device}); n=$(( $(blockdev --getsize64 $d) / {MIB} - 1 )); "
+                 f"for s in 0 $n; do dd if=$d bs=1M count=1 skip=$s iflag=direct status=none > /run/mib; "
+                 f"wc -c < /run/mib; tr -d '\\000' < /run/mib | wc -c; grep -a -c {MARK} /run/mib || true; done")
+    numbers = [int(n) for n in out.split()]
+    assert len(numbers) == 6, out
+    return [(numbers[0], numbers[1], numbers[2]), (numbers[3], numbers[4], numbers[5])]
+
+
+def test_clean_erase_leaves_nothing_of_a_pattern_on_the_scratch_nvme_drive(lab: Lab) -> None:
+    scratch = f"/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_{lab.scratch_serial}"
+    device = lab.sh(f"readlink -f {scratch}").strip()
+    ident = parse_nvme_id_ctrl(lab.sh(f"nvme id-ctrl {device.removesuffix('n1')} -o json"))
+    want = choose_method(DriveCaps.of(ident.sanicap, ident.oacs, ident.fna), CleanLevel.ERASE)
+    print(f"qemu's NVMe controller ({device}): sanicap {ident.sanicap}, oacs {ident.oacs}, fna {ident.fna}: "
+          f"--level erase picks {want}")
+    lab.sh(f"set -e; d={device}; n=$(( $(blockdev --getsize64 $d) / {MIB} - 1 )); yes {MARK} | head -c {MIB} "
+           "> /run/pattern; for s in 0 $n; do dd if=/run/pattern of=$d bs=1M count=1 seek=$s oflag=direct "
+           "conv=notrunc status=none; done")
+    lines = MIB // (len(MARK) + 1)
+    assert mib_counts(lab, scratch) == [(MIB, MIB, lines)] * 2  # the pattern is on the drive, both ends
+
+    _, stdout, took = lab.provision("clean", lab.node.name, "--level", "erase", "--yes", "--journal",
+                                    str(lab.base / "journal.db"), "--json", timeout=1200)
+    stages = {s["stage"]: s for s in json.loads(stdout)["nodes"][0]["stages"]}
+    print(f"clean --level erase in {took:.0f} s: "
+          + ", ".join(f"{n} {s['outcome']} {s['seconds']:.1f}" for n, s in stages.items()))
+    assert stages["disks"]["outcome"] == "applied", stages
+    assert all(s["outcome"] in ("applied", "converged") for s in stages.values()) and "done" in stages, stages
+    with Journal(lab.base / "journal.db") as jr:
+        kept = records.last_evidence(jr, lab.node.name)
+    assert [e.serial.strip() for e in kept] == [lab.scratch_serial], kept  # the boot mirror's drives kept
+    (evidence,) = kept
+    assert want is not None and evidence.method is want, (evidence.method, want)
+    assert evidence.device == device and evidence.read_back.zeroed and not evidence.resumed, evidence
+    assert evidence.ended_at >= evidence.started_at
+
+    back = lab.wait_ssh(600)  # the clean reset the host (BIOS defaults): it boots its kept mirror
+    print(f"SSH again {back:.0f} s after the clean")
+    assert lab.sh("findmnt -n -o SOURCE /").strip() == "/dev/md0"
+    assert mib_counts(lab, scratch) == [(MIB, 0, 0)] * 2  # nothing of the pattern: zeroed or deallocated reads

@@ -76,9 +76,10 @@ def by_id(serial: str, part: int) -> str:
     return f"/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_{serial}-part{part}"
 
 
-def write_inventory(inv: Path, project: Path, node_spec: dict[str, Any], name: str,
-                    host_vars: dict[str, Any], repo_url: str, boot_serials: list[str]) -> Path:
-    """<inv>/hosts.yml: the project's group_vars plus this class, its node, the lab's declaration."""
+def write_inventory(inv: Path, project: Path, node_spec: dict[str, Any], name: str, host_vars: dict[str, Any],
+                    repo_url: str, boot_serials: list[str], more_waivers: dict[str, str] | None = None) -> Path:
+    """<inv>/hosts.yml: the project's group_vars plus this class, its node, the lab's declaration (WAIVERS and
+    `more_waivers`: what this VM has beyond the class, each with its reason)."""
     shutil.copytree(project / "inventory" / "group_vars", inv / "group_vars")
     group_all = inv / "group_vars" / "all"
     (group_all / f"profile_{PROFILE}.yml").write_text(
@@ -93,7 +94,7 @@ def write_inventory(inv: Path, project: Path, node_spec: dict[str, Any], name: s
         **host_vars,
         "ansible_ssh_common_args": f"-o UserKnownHostsFile={host_vars['provision_ssh_known_hosts']} "
                                    "-o StrictHostKeyChecking=yes",
-        "provision_lab": True, "provision_lab_waivers": WAIVERS,
+        "provision_lab": True, "provision_lab_waivers": {**WAIVERS, **(more_waivers or {})},
         "provision_lab_notice": "lab VM node: a qemu VM under plain emulation with a simulated BMC",
         # The node's packages: real Debian ones from the lab's repository on the host (10.0.2.100 from the guest).
         "base_apt_repositories": [{"name": "provision-lab", "uris": [repo_url], "suites": ["./"], "trusted": True}],
