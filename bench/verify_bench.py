@@ -291,13 +291,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--naive-nodes", type=int, default=1)
+    parser.add_argument("--naive-nodes", type=int, default=1,
+                        help="twins for the plain-testinfra rows (at least 1: the summary compares against them)")
     parser.add_argument("--burnin-nodes", type=int, default=2, help="twins for the --level burnin row (0: none)")
     parser.add_argument("--settle", type=float, default=20.0, help="seconds to wait after converging")
     parser.add_argument("--keep-lab", type=Path, default=None, help="lab directory (default: a temp dir)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "verify_bench.json",
                         help="where to write the rows as JSON ('' for nowhere)")
     args = parser.parse_args()
+    if args.naive_nodes < 1:
+        parser.error("--naive-nodes: at least 1 (the summary line compares verify with plain testinfra)")
     args.out = args.out if str(args.out) else None
     if args.keep_lab:
         args.keep_lab.mkdir(parents=True, exist_ok=True)
