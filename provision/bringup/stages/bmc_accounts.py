@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
-from provision.errors import CheckFailed
+from provision.errors import CheckFailed, InputError
 from provision.journal import Journal
 from provision.redfish.connector import Connector
 from provision.redfish.errors import RedfishHttpError
@@ -142,6 +142,8 @@ class AccountsObserved(BaseModel):
     accounts: tuple[acc.BmcAccount, ...]
     passwords: dict[str, acc.LoginVerdict]
     """Per site account the BMC has: what its password from the spec got."""
+    roles: tuple[str, ...] | None = None
+    """The only roles this BMC's vendor lets an account have (its plugin's), or None when it does not fix them."""
 
 
 def plan_accounts(host: HostEntry, observed: AccountsObserved) -> StagePlan:
@@ -151,6 +153,7 @@ def plan_accounts(host: HostEntry, observed: AccountsObserved) -> StagePlan:
     if setup is None:
         return StagePlan(stage="bmc-accounts", node=host.name, note="no bmc: section")
     have = {a.user: a for a in observed.accounts}
+    _refuse_roles_not_offered(host, setup, observed)
     actions: list[AccountAction] = []
     for want in setup.accounts:
         found = have.get(want.user)
@@ -254,6 +257,16 @@ class BmcPasswordStage(_AccountStage):
                               "password does not log in")
 
 
+def _refuse_roles_not_offered(host: HostEntry, setup: BmcSetup, observed: AccountsObserved) -> None:
+    """A role the BMC cannot give is refused before any account is touched (never half the accounts made)."""
+    if observed.roles is None:
+        return
+    for want in setup.accounts:
+        if want.role not in observed.roles:
+            raise InputError(f"host {host.name}: bmc.accounts {want.user}: role {want.role!r} is not one this BMC "
+                             f"offers ({', '.join(observed.roles)}); nothing changed")
+
+
 class BmcAccountsStage(_AccountStage):
     """The site's accounts made, with their roles and passwords; accounts the spec does not name listed."""
 
@@ -281,10 +294,11 @@ class BmcAccountsStage(_AccountStage):
         with self.opener(ctx.host, user, password) as conn:
             collection = acc.collection_uri(conn)
             found = acc.read_accounts(conn, collection)
+            roles = acc.plugin_of(conn).account_roles
         present = {a.user for a in found}
         passwords = {u: (acc.LoginVerdict.OK if u == user else probe(u, pw).verdict)
                      for u, pw in wanted.items() if u in present}
-        return AccountsObserved(acting=user, collection=collection, accounts=found, passwords=passwords)
+        return AccountsObserved(acting=user, collection=collection, accounts=found, passwords=passwords, roles=roles)
 
     def plan(self, host: HostEntry, observed: AccountsObserved | None) -> StagePlan:
         if observed is None:

@@ -199,11 +199,11 @@ class VendorPlugin:
     'GPU Inlet Temp' PhysicalContext GPU, GH200 'InletSensor_0' GPUSubsystem) is a component's, not the chassis'."""
 
     account_slots: ClassVar[bool] = False
-    """The AccountService holds a fixed set of account slots (every one listed, the free ones with UserName ""):
-    an account is made by PATCHing a free slot, removed by emptying its slot. DSP0266's default: POST to the
-    collection, DELETE the account."""
+    """Fixed account slots (all listed, free ones with UserName ""): made by PATCHing a free slot, removed by
+    emptying it. DSP0266's default: POST to the collection, DELETE the account."""
     reserved_account_slots: ClassVar[frozenset[str]] = frozenset()
     """Slot Ids never taken for a new account, even when empty."""
+    account_roles: ClassVar[tuple[str, ...] | None] = None  # the only roles an account may have, if vendor-fixed
 
     # ---- detection -------------------------------------------------------------------------------
     @classmethod

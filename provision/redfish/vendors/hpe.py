@@ -82,6 +82,7 @@ class HpePlugin(VendorPlugin):
     """iLO's privileges per Redfish role (HPE "Managing iLO users": RoleId is one of three roles defined by the
     privileges an account holds; the privilege names as the capture's Accounts/1 Oem.Hpe.Privileges lists them).
     SystemRecoveryConfigPriv is granted to no role here: HPE gives it to no role by default."""
+    account_roles: ClassVar[tuple[str, ...] | None] = ("Administrator", "Operator", "ReadOnly")  # ilo_privileges'
 
     def account_fields(self, user: str, role: str) -> dict[str, Any]:
         """A POST to the collection as the standard says, with iLO's Oem.Hpe: its LoginName (iLO's descriptive

@@ -19,7 +19,7 @@ from provision.bringup.stages.bmc_accounts import (
     plan_password,
 )
 from provision.bringup.stages.bmc_setup import BmcObserved, plan_bmc
-from provision.errors import CheckFailed
+from provision.errors import CheckFailed, InputError
 from provision.redfish.ops import certificates as certs
 from provision.redfish.ops.accounts import BmcAccount, LoginVerdict, change_required_account
 from provision.redfish.ops.manager_settings import ManagerSettings, parse
@@ -192,3 +192,23 @@ def test_the_account_a_password_change_required_message_names() -> None:
     assert change_required_account(body) == f"{U}/2"
     assert change_required_account({"@Message.ExtendedInfo": [{"MessageId": "Base.1.0.Success"}]}) is None
     assert change_required_account("html") is None
+
+
+def test_a_role_the_bmc_cannot_give_is_refused_before_any_account_is_touched() -> None:
+    """iLO gives three roles (its plugin says which): a spec asking another is refused at plan time, naming the
+    account and the role, with no action planned, even for the accounts listed before it."""
+    found = (acct("ADMIN"),)
+    offered = AccountsObserved(acting="provision", collection=U, accounts=found, passwords={},
+                               roles=("Administrator", "Operator", "ReadOnly"))
+    assert [a.kind for a in plan_accounts(host(), offered).actions] == ["create-account", "create-account"]
+    narrow = offered.model_copy(update={"roles": ("Administrator", "Operator")})
+    with pytest.raises(InputError, match=r"host node01: bmc.accounts ro: role 'ReadOnly' is not one this BMC offers"):
+        plan_accounts(host(), narrow)
+
+
+def test_the_hpe_plugin_names_the_roles_it_can_give_and_the_standard_fixes_none() -> None:
+    from provision.redfish.vendors.base import VendorPlugin
+    from provision.redfish.vendors.hpe import HpePlugin
+
+    assert HpePlugin.account_roles == tuple(HpePlugin.ilo_privileges)  # the roles its privilege map makes
+    assert VendorPlugin.account_roles is None
