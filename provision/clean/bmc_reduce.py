@@ -147,10 +147,7 @@ class RemoveAccount(Action):
 
 
 def spec_accounts(host: HostEntry) -> frozenset[str] | None:
-    setup = host.spec.bmc
-    if setup is None:
-        return None
-    return frozenset({a.user for a in setup.accounts} | ({setup.initial.user} if setup.initial else set()))
+    return host.spec.bmc.named_accounts if host.spec.bmc is not None else None
 
 
 def plan_reduce_accounts(host: HostEntry, observed: AccountsSeen) -> StagePlan:

@@ -170,6 +170,11 @@ class BmcSetup(Frozen):
             raise ValueError(f"initial account {self.initial.user} is also a site account: name it once")
         return self
 
+    @property
+    def named_accounts(self) -> frozenset[str]:
+        """Every account this section names: the site accounts and the initial one."""
+        return frozenset({a.user for a in self.accounts} | ({self.initial.user} if self.initial else set()))
+
     def resolved(self, base: Path) -> BmcSetup:
         """Every file path made absolute against `base` (the inventory's directory)."""
         def path(p: Path | None) -> Path | None:

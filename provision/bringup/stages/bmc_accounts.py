@@ -171,7 +171,7 @@ def plan_accounts(host: HostEntry, observed: AccountsObserved) -> StagePlan:
             actions.append(AccountAction(kind="set-password", target=f"account {want.user}",
                                          before=observed.passwords[want.user].value, after="spec's", uri=found.uri,
                                          user=want.user))
-    named = {a.user for a in setup.accounts} | ({setup.initial.user} if setup.initial else set())
+    named = setup.named_accounts
     unnamed = sorted(u for u in have if u not in named and u != observed.acting)
     note = ""
     if unnamed and setup.remove_unnamed:
