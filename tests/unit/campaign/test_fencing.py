@@ -159,7 +159,7 @@ def test_a_controller_that_loses_the_journal_claims_nothing_more_and_its_turn_st
         pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The journal goes as the canary's BMC update is sent; the turn's flash requests are out, but the host reset
     would come a second later, past half the 1 s lease with no renewal: not sent. No other node is touched."""
-    from provision.campaign.shared import SharedEngine
+    from provision.campaign.engine import SharedEngine
 
     source = tmp_path / "campaign.yml"
     source.write_text("name: test\n")

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from provision.campaign.engine import Engine, waves_for
+from provision.campaign.engine import Engine, SharedEngine, waves_for
 from provision.campaign.gates import GateRunner
 from provision.campaign.policy import HaltPolicy
-from provision.campaign.shared import SharedEngine
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, SinceStart
 from provision.journal.claims import Claims

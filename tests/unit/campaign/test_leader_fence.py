@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.campaign.engine import waves_for
+from provision.campaign.engine import SharedEngine, waves_for
 from provision.campaign.gates import GateRunner
-from provision.campaign.shared import SharedEngine
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, SinceStart, WaveState
 from provision.journal.claims import LEADER, Claims, LeaderFenced, NotDecided

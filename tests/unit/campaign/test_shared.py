@@ -1,4 +1,4 @@
-"""Several controllers on one campaign (provision.campaign.shared) against fake BMCs on a real PostgreSQL
+"""Several controllers on one campaign (provision.campaign.engine, SharedEngine) against fake BMCs on a real PostgreSQL
 journal: nodes split by claims, max unavailable never exceeded across controllers, halt for everyone, a dead
 controller's node re-observed (not flashed twice), the leader lease taken over; SQLite refuses a second one."""
 
@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from provision.campaign.catalog import Catalog, Component
-from provision.campaign.engine import waves_for
+from provision.campaign.engine import SharedEngine, waves_for
 from provision.campaign.gates import GateRunner
-from provision.campaign.shared import SharedEngine
 from provision.campaign.updater import FirmwareState, Guard, Target, unguarded
 from provision.cli import main
 from provision.journal import Journal

@@ -1,4 +1,4 @@
-"""The shared-campaign leader's gate over a finished wave (provision.campaign.shared, _close_wave): a node no
+"""The shared-campaign leader's gate over a finished wave (provision.campaign.leader, close_wave): a node no
 controller gated (its controller was killed after the node's turn, before its gate) is gated by the leader when
 it reaches the node, and is a gate failure when it does not: no health evidence is never a pass. One controller
 on SQLite and, with the postgres marker, on PostgreSQL."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from provision.campaign.engine import SharedEngine
 from provision.campaign.gates import GateRunner
-from provision.campaign.shared import SharedEngine
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, WaveState
 from tests.unit.campaign.fakes import FakeBmcs, FakeHealth, catalog, targets
