@@ -25,11 +25,10 @@ from provision.bringup.model import Action, StagePlan
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.errors import CheckFailed
-from provision.redfish.connector import ROOT
+from provision.redfish.connector import ROOT, Connector
 from provision.redfish.errors import RedfishError
 from provision.redfish.ops import accounts as acc
 from provision.redfish.ops.adopt import TASKS
-from provision.redfish.ops.session import Node
 from provision.redfish.resources import Task
 from provision.spec import HostEntry
 
@@ -93,11 +92,11 @@ def plan_staged(host: HostEntry, observed: StagedObserved) -> StagePlan:
     return StagePlan(stage=STAGED, node=host.name, actions=actions, note=note)
 
 
-def read_staged(node: Node) -> StagedObserved:
-    if node.conn.get_optional(f"{ROOT}/TaskService") is None:
+def read_staged(conn: Connector) -> StagedObserved:
+    if conn.get_optional(f"{ROOT}/TaskService") is None:
         return StagedObserved(staged=(), tasks_readable=False)
-    tasks = [Task.parse(t) for t in node.conn.members(TASKS)]
-    running = [str(e.get("Version") or "") for e in node.conn.members(INVENTORY)]
+    tasks = [Task.parse(t) for t in conn.members(TASKS)]
+    running = [str(e.get("Version") or "") for e in conn.members(INVENTORY)]
     return StagedObserved(staged=staged_images(tasks, running))
 
 
@@ -108,7 +107,7 @@ class StagedFirmwareStage(BmcStage):
 
     def observe(self, ctx: StageContext) -> StagedObserved:
         with bmc(ctx, self.opts) as node:
-            return read_staged(node)
+            return read_staged(node.conn)
 
     def plan(self, host: HostEntry, observed: StagedObserved) -> StagePlan:
         return plan_staged(host, observed)
@@ -126,7 +125,7 @@ class StagedFirmwareStage(BmcStage):
                                       f"{action.task_uri} ({exc}); it would apply at the next host reset") from None
             if not plan.actions:
                 return
-            left = [s for s in read_staged(node).staged if s.task_uri in {a.target for a in plan.actions}]
+            left = [s for s in read_staged(node.conn).staged if s.task_uri in {a.target for a in plan.actions}]
         if left:
             raise CheckFailed(f"{ctx.host.name}: still staged after the cancel: "
                               + ", ".join(f"{s.image} ({s.task_uri})" for s in left))

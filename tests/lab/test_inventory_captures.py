@@ -76,3 +76,26 @@ def test_the_inventory_from_sushy_static_is_the_capture_s(peer: tuple[str, Path]
 def test_the_inventory_from_the_simulator_as_captured_is_the_capture_s(sim: tuple[str, Path]) -> None:
     name, inventory = sim
     _holds(facts(name), _inventory(name, inventory))
+
+
+def test_accounts_and_staged_firmware_read_through_sushy_static_are_the_capture_s(peer: tuple[str, Path]) -> None:
+    """What clean and the bmc setup stages read of a real tree (served by a server nobody here wrote): every
+    account the capture's files hold, by user name, and no firmware staged (the captures list no update task
+    awaiting activation); the TaskService is found where the capture has one."""
+    import json
+
+    from provision.clean.bmc_reduce import read_staged
+    from provision.redfish.ops import accounts as acc
+    from provision.redfish.ops.session import open_endpoint, options_for
+    from provision.spec import load_fleet
+
+    name, inventory = peer
+    [host] = load_fleet(inventory).hosts.values()
+    accounts_dir = FULL / name / "redfish" / "v1" / "AccountService" / "Accounts"
+    users = {json.loads(p.read_text()).get("UserName") for p in accounts_dir.glob("*/index.json")}
+    with open_endpoint(options_for(host.name, host.bmc)) as conn:
+        found = acc.read_accounts(conn, acc.collection_uri(conn))
+        staged = read_staged(conn)
+    assert {a.user for a in found} == users - {None, ""}, found
+    assert staged.tasks_readable is (FULL / name / "redfish" / "v1" / "TaskService").is_dir()
+    assert staged.staged == ()
