@@ -10,9 +10,7 @@ that does not verify, no ComputerSystem.
 
 from __future__ import annotations
 
-import json
 import logging
-import ssl
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
@@ -29,7 +27,7 @@ from provision.redfish.errors import RedfishAuthError, RedfishPasswordChangeRequ
 from provision.redfish.ops import identity as identity_ops
 from provision.redfish.ops.session import open_endpoint
 from provision.redfish.retry import RetryPolicy
-from provision.redfish.transport import default_ca_bundle, ssl_context
+from provision.redfish.transport import SendFailed, Transport, default_ca_bundle
 from provision.spec.platforms import PlatformIdentity
 
 LOG = logging.getLogger("provision.discover")
@@ -139,30 +137,21 @@ def identified(target: Target, base: Found, settings: Settings) -> Found:
 
 
 def service_root(target: Target, settings: Settings) -> Json | None:
-    """GET /redfish/v1/ without credentials: the root when it is a Redfish service root, else None.
-    RedfishTlsError when a TLS service answered with a certificate that does not verify."""
-    ctx = _context(settings) if target.scheme == "https" else None
-    pool_cls = urllib3.HTTPSConnectionPool if target.scheme == "https" else urllib3.HTTPConnectionPool
-    kwargs: dict[str, Any] = {} if ctx is None else {
-        "ssl_context": ctx, "cert_reqs": "CERT_REQUIRED" if settings.verify_tls else "CERT_NONE"}
-    pool = pool_cls(target.host, target.port, maxsize=1, retries=False, timeout=settings.timeout_s, **kwargs)
+    """GET /redfish/v1/ without credentials, on the one BMC transport (its proxies and same-host redirects):
+    the root when it is a Redfish service root, else None. RedfishTlsError when a TLS service answered with a
+    certificate that does not verify."""
+    transport = Transport(target.url, _cafile(settings), maxsize=1)
     try:
-        resp = pool.urlopen("GET", f"{ROOT}/", headers={"Accept": "application/json", "OData-Version": "4.0"},
-                            retries=False, redirect=False, preload_content=True)
-    except urllib3.exceptions.SSLError as exc:
-        if _handshake_answered(exc):
+        resp = transport.send("GET", f"{ROOT}/", headers={"Accept": "application/json"}, timeout=settings.timeout_s)
+    except SendFailed as exc:
+        if exc.tls and _handshake_answered(exc):
             raise RedfishTlsError(f"{target.url}: TLS certificate does not verify ({_ssl_reason(exc)}); give "
                                   "--ca-file, or --insecure") from None
-        return None
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        LOG.debug("%s: no answer (%s)", target.url, type(exc).__name__)
+        LOG.debug("%s: no answer (%s)", target.url, exc.kind)
         return None
     finally:
-        pool.close()
-    try:
-        body = json.loads(resp.data) if resp.status == 200 else None
-    except ValueError:
-        return None
+        transport.close()
+    body = resp.body if resp.status == 200 else None
     return body if _is_root(body) else None
 
 
@@ -173,10 +162,11 @@ def _is_root(body: Any) -> bool:
     return "RedfishVersion" in body or str(body.get("@odata.id", "")).rstrip("/") == ROOT
 
 
-def _context(settings: Settings) -> ssl.SSLContext:
+def _cafile(settings: Settings) -> str | None:
+    """The CA file the transport verifies against; None: verification OFF (--insecure)."""
     if not settings.verify_tls:
-        return ssl_context(None)
-    return ssl_context(str(settings.ca_file) if settings.ca_file else default_ca_bundle())
+        return None
+    return str(settings.ca_file) if settings.ca_file else default_ca_bundle()
 
 
 def _handshake_answered(exc: Exception) -> bool:
