@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 FULL = Path(__file__).resolve().parents[2] / "fixtures" / "redfish" / "full"
-CAPTURES = ("hpe", "lenovo", "nvidia_dpu", "nvidia_gbswitch", "nvidia_gh200", "supermicro")
+CAPTURES = ("hpe", "lenovo", "nvidia_dpu", "nvidia_gbswitch", "nvidia_gh200", "supermicro",
+            "dmtf_tower", "dmtf_localstorage", "dmtf_liquid_cooled_server", "dmtf_catfish")
 R = "/redfish/v1"
 
 

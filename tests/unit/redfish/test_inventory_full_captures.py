@@ -79,17 +79,28 @@ def test_full_capture_inventory(full: dict[str, NodeInventory], name: str) -> No
 # Headline figures of the reader itself, so that a reader that finds nothing cannot make the comparison pass:
 # HPE lists 16 NVMe + 2 SATA drives and 2 PSUs; Lenovo 4 PSUs (in Power and again in PowerSubsystem) and 8 GPUs;
 # Supermicro 8 drives under its backplane chassis and again as SimpleStorage devices; the DPU 6 Ethernet ports.
-READER = {"hpe": dict(drives=18, psus=2, gpus=0), "lenovo": dict(drives=4, psus=4, gpus=8),
-          "supermicro": dict(drives=8, psus=8, gpus=8), "nvidia_dpu": dict(drives=0, psus=0, gpus=0),
-          "nvidia_gbswitch": dict(drives=0, psus=0, gpus=0), "nvidia_gh200": dict(drives=0, psus=0, gpus=2)}
+# DMTF's public mockups (Redfish-Publications): the tower 10 present drives of 18 slots (8 Absent), 2 PSUs,
+# 2 GPUs, 2 firmware entries; localstorage 4 drives listed in Storage and again under the chassis, no firmware
+# inventory; the liquid-cooled server 2 SimpleStorage devices of 4 bays, 3 firmware members (a fourth entry on
+# disk, AC-RoT0, is not a member); catfish a system with nothing of the kind.
+READER = {"hpe": dict(drives=18, psus=2, gpus=0, firmware=True), "lenovo": dict(drives=4, psus=4, gpus=8, firmware=True),
+          "supermicro": dict(drives=8, psus=8, gpus=8, firmware=True),
+          "nvidia_dpu": dict(drives=0, psus=0, gpus=0, firmware=True),
+          "nvidia_gbswitch": dict(drives=0, psus=0, gpus=0, firmware=True),
+          "nvidia_gh200": dict(drives=0, psus=0, gpus=2, firmware=True),
+          "dmtf_tower": dict(drives=10, psus=2, gpus=2, firmware=True),
+          "dmtf_localstorage": dict(drives=4, psus=1, gpus=0, firmware=False),
+          "dmtf_liquid_cooled_server": dict(drives=2, psus=1, gpus=0, firmware=True),
+          "dmtf_catfish": dict(drives=0, psus=0, gpus=0, firmware=False)}
 
 
 @pytest.mark.parametrize("name", CAPTURES)
 def test_the_reader_reads_the_capture(name: str) -> None:
-    f = facts(name)
-    assert (f.drives, f.psus, f.gpus) == tuple(READER[name].values())
-    assert f.firmware and any(v[0] for v in f.firmware.values())
+    f, want = facts(name), READER[name]
+    assert (f.drives, f.psus, f.gpus) == (want["drives"], want["psus"], want["gpus"])
+    assert bool(f.firmware and any(v[0] for v in f.firmware.values())) is want["firmware"]
     assert facts("nvidia_dpu").ports["Ethernet"] == 6 and facts("hpe").ports["InfiniBand"] == 2
+    assert len(facts("dmtf_liquid_cooled_server").firmware) == 3
 
 
 @pytest.mark.parametrize("name", CAPTURES)
