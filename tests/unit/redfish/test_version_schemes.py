@@ -72,6 +72,18 @@ def test_never_ordered(a: str, b: str) -> None:
     assert caught.value.against("baseline").startswith(f"cannot compare {a!r} with baseline {b!r}")
 
 
+@pytest.mark.parametrize(("a", "b", "why"), [
+    ("buildbrain-gcid-38635631", "2.1", "'buildbrain-gcid-38635631' is not a version in any known scheme"),
+    ("2.1", "buildbrain-gcid-38635631", "'buildbrain-gcid-38635631' is not a version in any known scheme"),
+    ("2023-08-04", "96.00.9F.00.04", "a date version and a hex-dotted version are not ordered"),
+])
+def test_the_reason_names_the_version_that_cannot_be_ordered(a: str, b: str, why: str) -> None:
+    """The operator is told which string is the opaque one, or which two schemes met."""
+    with pytest.raises(VersionsNotComparable) as caught:
+        compare(a, b)
+    assert caught.value.why.startswith(why), caught.value.why
+
+
 @pytest.mark.parametrize(("a", "b", "scheme", "want"), [
     ("10.11.12.13", "10.11.12.100", D, -1),  # declared dotted: read as decimal though it looks hex-dotted
     ("96.00.61.00.01", "96.00.9F.00.01", H, -1),
