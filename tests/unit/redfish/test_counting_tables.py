@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from provision.redfish.ops.counting import merge_simple_storage, psus_by_identity
+from provision.redfish.ops.counting import controller_protocol, merge_simple_storage, psus_by_identity
 from provision.redfish.resources import Drive, PowerSupply
 
 TB = 10**12
@@ -81,3 +81,16 @@ def test_an_absent_legacy_listing_gives_the_subsystem_s_psus() -> None:
     absent = PowerSupply.parse({"MemberId": "0", "Status": {"State": "Absent"}})
     sub = [_psu("0", SerialNumber="P1"), _psu("1", SerialNumber="P2")]
     assert psus_by_identity([absent], sub) == sub
+
+
+@pytest.mark.parametrize(("controllers", "want"), [
+    ([{"SupportedDeviceProtocols": ["NVMe"]}], "NVMe"),
+    ([{"SupportedDeviceProtocols": ["NVMe"]}, {"SupportedDeviceProtocols": ["nvme"]}], "NVMe"),
+    ([{"SupportedDeviceProtocols": ["NVMe", "SAS"]}], None),  # more than one: nothing inferred
+    ([{"SupportedDeviceProtocols": ["  ", "NVMe"]}], "NVMe"),  # a blank entry says nothing
+    ([{"SupportedDeviceProtocols": [None, 7, "NVMe"]}, "not an object"], "NVMe"),  # odd shapes, as BMCs send
+    ([{"SupportedDeviceProtocols": None}], None),
+    ([], None),
+])
+def test_the_one_protocol_a_storage_s_controllers_attach(controllers: list[Any], want: str | None) -> None:
+    assert controller_protocol({"StorageControllers": controllers}) == want
