@@ -53,6 +53,14 @@ def test_simple_storage_devices_against_storage_drives(storage: dict[str, Any], 
     assert merged[0].uri == STORAGE  # Storage's listing is the one kept
 
 
+def test_a_serial_listed_twice_beyond_storage_is_one_drive_more() -> None:
+    """SimpleStorage naming one serial Storage does not, twice (two controllers' views of one disk): one drive."""
+    devices = [_drive(SIMPLE, Model="A", SerialNumber="S2"), _drive(SIMPLE.replace("/0", "/1"), Model="A",
+                                                                      SerialNumber="s2")]
+    merged = merge_simple_storage([_drive(STORAGE, Model="A", SerialNumber="S1")], devices)
+    assert [d.serial_number for d in merged] == ["S1", "S2"]
+
+
 def test_a_serial_numbered_device_never_takes_the_place_of_another_model_s_drive() -> None:
     """Two Storage drives without serial and a SimpleStorage device with one: the device matches the drive of its
     model (by model, the only thing both say), never the first drive that happens to be unmatched."""
