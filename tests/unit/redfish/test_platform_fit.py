@@ -22,7 +22,15 @@ from provision.redfish.ops.identity import device_kind, from_tree
 from provision.redfish.resources import UpdateService
 from provision.redfish.vendors import by_name
 from provision.spec.firmware import FirmwareComponent
-from provision.spec.platforms import AppliesTo, Board, DeviceKind, PlatformIdentity, Platforms, refuse_profile
+from provision.spec.platforms import (
+    AppliesTo,
+    Board,
+    DeviceKind,
+    PlatformIdentity,
+    Platforms,
+    a_platform,
+    refuse_profile,
+)
 
 US = "/redfish/v1/UpdateService"
 ALL = ("hpe", "lenovo", "nvidia_gh200", "supermicro", "nvidia_dpu", "nvidia_gbswitch")
@@ -137,6 +145,26 @@ def _ident(manufacturer: str | None, model: str | None, sku: str | None = None) 
 
 
 SMC = {"manufacturer": "Supermicro", "model": "SYS-821GE-TNHR"}
+
+
+def test_blank_padded_names_from_a_bmc_or_a_spec_fit_as_their_words() -> None:
+    """BMCs pad fixed-width fields ("SYS-821GE-TNHR  "); a spec may too: both are read without the padding, so
+    a padded board is neither refused as another platform nor taken for one whose name merely contains it."""
+    padded = _ident(" Supermicro ", "SYS-821GE-TNHR   ")
+    assert padded.system.model == "SYS-821GE-TNHR"
+    assert Platforms.model_validate([SMC]).fits(padded)
+    assert Platforms.model_validate([{"manufacturer": "Supermicro ", "model": " SYS-821GE-TNHR"}]).fits(
+        _ident("Supermicro", "SYS-821GE-TNHR"))
+    assert not Platforms.model_validate([SMC]).fits(_ident("Supermicro", "SYS-821GE-TNHR2"))
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("HPE ProLiant DL385", "an HPE ProLiant DL385"), ("HP Z8", "an HP Z8"), ("NVIDIA DGXH100", "an NVIDIA DGXH100"),
+    ("Supermicro SYS-821GE-TNHR", "a Supermicro SYS-821GE-TNHR"), ("Lenovo SR670", "a Lenovo SR670"),
+    ("Intel M50CYP", "an Intel M50CYP"), ("Dell PowerEdge", "a Dell PowerEdge"),
+])
+def test_a_platform_is_named_with_its_article(name: str, said: str) -> None:
+    assert a_platform(name) == said
 
 
 @pytest.mark.parametrize(("patterns", "identity", "fits"), [
