@@ -8,10 +8,12 @@ tested as tables in tests/unit/test_clean_bmc_reduce.py) -> apply, then read bac
   reset, which would otherwise activate it. Read back: the task no longer lists as staged; a BMC that refuses
   the DELETE or keeps the task fails the clean naming the image (it would apply at the next reset).
 - accounts: with a `bmc:` section in the spec, every account it does not name (site accounts, the initial
-  account) is deleted, except the account this run logs in as (provision_bmc_username). Without a `bmc:`
-  section the spec names no accounts: they are listed and kept (deleting every account but one on a site that
-  does not manage accounts here would lock its operators out). Read back: the accounts are read again and none
-  of the removed is left.
+  account) is deleted, except the account this run logs in as (provision_bmc_username) and the BMC's own
+  accounts (a host-interface bootstrap account, one the BMC does not allow deleting, one its vendor plugin lists:
+  ops.accounts.never_removed), each of which is kept and journaled as a `keep-account` record saying why.
+  Without a `bmc:` section the spec names no accounts: they are listed and kept (deleting every account but one
+  on a site that does not manage accounts here would lock its operators out). Read back: the accounts are read
+  again and none of the removed is left.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from provision.redfish.errors import RedfishError
 from provision.redfish.ops import accounts as acc
 from provision.redfish.ops.adopt import TASKS
 from provision.redfish.resources import Task
+from provision.redfish.vendors.service_accounts import ServiceAccount
 from provision.spec import HostEntry
 
 STAGED = "staged-firmware"
@@ -139,30 +142,47 @@ class AccountsSeen(BaseModel):
     accounts: tuple[acc.BmcAccount, ...]
     named: frozenset[str] | None
     """The accounts the spec's bmc: section names (site accounts, the initial one); None: no bmc: section."""
+    service: tuple[ServiceAccount, ...] = ()
+    """The BMC's own accounts by its vendor plugin (never removed; vendors/service_accounts.py)."""
 
 
 class RemoveAccount(Action):
     uri: str
 
 
+class KeepAccount(Action):
+    """Bookkeeping: an account the spec does not name, kept as the BMC's own (journaled, nothing sent)."""
+
+
 def spec_accounts(host: HostEntry) -> frozenset[str] | None:
     return host.spec.bmc.named_accounts if host.spec.bmc is not None else None
 
 
+def _unnamed(observed: AccountsSeen) -> list[acc.BmcAccount]:
+    return [a for a in observed.accounts if a.user != observed.acting
+            and (observed.named is None or a.user not in observed.named)]
+
+
 def plan_reduce_accounts(host: HostEntry, observed: AccountsSeen) -> StagePlan:
-    """Pure: every account the spec does not name removed, but the one logged in as; nothing removed (listed)
-    when the spec has no bmc: section."""
-    unnamed = [a for a in observed.accounts if a.user != observed.acting
-               and (observed.named is None or a.user not in observed.named)]
+    """Pure: every account the spec does not name removed, but the one logged in as and the BMC's own (a
+    host-interface bootstrap account, one the BMC does not allow deleting, one its vendor plugin lists): those
+    are kept and each is a `keep-account` record saying why (journaled: the clean's evidence names them).
+    Nothing removed (listed) when the spec has no bmc: section."""
+    unnamed = _unnamed(observed)
     if observed.named is None:
         note = "the spec has no bmc: section naming accounts: kept"
         if unnamed:
             note += f" ({', '.join(a.user for a in unnamed)})"
         return StagePlan(stage=ACCOUNTS, node=host.name, note=note)
+    own = {a.user: why for a in unnamed if (why := acc.never_removed(a, observed.service)) is not None}
     actions = tuple(RemoveAccount(kind="remove-account", target=f"account {a.user}", before=a.role or "account",
-                                  after="removed", uri=a.uri) for a in unnamed)
-    return StagePlan(stage=ACCOUNTS, node=host.name, actions=actions,
-                     note="" if actions else "only the accounts the spec names")
+                                  after="removed", uri=a.uri) for a in unnamed if a.user not in own)
+    kept = tuple(KeepAccount(kind="keep-account", target=f"account {user}", after=why, changes_node=False)
+                 for user, why in own.items())
+    note = "only the accounts the spec names" if not actions and not kept else ""
+    if kept:
+        note = "kept, the BMC's own: " + "; ".join(f"{user} ({why})" for user, why in own.items())
+    return StagePlan(stage=ACCOUNTS, node=host.name, actions=actions + kept, note=note)
 
 
 class ReduceAccountsStage(BmcStage):
@@ -171,15 +191,26 @@ class ReduceAccountsStage(BmcStage):
     name = ACCOUNTS
 
     def observe(self, ctx: StageContext) -> AccountsSeen:
+        named = spec_accounts(ctx.host)
         with bmc(ctx, self.opts) as node:
             found = acc.read_accounts(node.conn, acc.collection_uri(node.conn))
-        return AccountsSeen(acting=ctx.host.bmc.username, accounts=found, named=spec_accounts(ctx.host))
+            service = acc.plugin_of(node.conn).service_accounts
+            seen = AccountsSeen(acting=ctx.host.bmc.username, accounts=found, named=named, service=service)
+            if named is None:
+                return seen
+            checked = {a.uri: a for a in acc.read_deletable(node.conn, _unnamed(seen))}  # only those it may remove
+        return seen.model_copy(update={"accounts": tuple(checked.get(a.uri, a) for a in found)})
 
     def plan(self, host: HostEntry, observed: AccountsSeen) -> StagePlan:
         return plan_reduce_accounts(host, observed)
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        for kept in (a for a in plan.actions if isinstance(a, KeepAccount)):  # the evidence of what was kept
+            ctx.say(self.name, kept.describe())
+            ctx.side_effect(self.name, kept, lambda: None)
         removed = [a for a in plan.actions if isinstance(a, RemoveAccount)]
+        if not removed:
+            return
         with bmc(ctx, self.opts) as node:
             for action in removed:
                 ctx.say(self.name, action.describe())
@@ -188,9 +219,7 @@ class ReduceAccountsStage(BmcStage):
                 except RedfishError as exc:
                     raise CheckFailed(f"{ctx.host.name}: {action.target}: the BMC refused to remove it "
                                       f"({exc})") from None
-            if not removed:
-                return
             left = {a.uri for a in acc.read_accounts(node.conn, acc.collection_uri(node.conn))}
-        kept = [a.target for a in removed if a.uri in left]
-        if kept:
-            raise CheckFailed(f"{ctx.host.name}: removed, but the BMC still lists: {', '.join(kept)}")
+        still = [a.target for a in removed if a.uri in left]
+        if still:
+            raise CheckFailed(f"{ctx.host.name}: removed, but the BMC still lists: {', '.join(still)}")

@@ -166,8 +166,10 @@ def test_a_staged_image_is_cancelled_and_the_next_reset_leaves_the_bios_as_it_wa
 
 
 def test_a_bmc_that_keeps_a_removed_account_fails_the_clean(host: HostEntry, monkeypatch: pytest.MonkeyPatch) -> None:
-    users = {"provision": _acct("provision"), "tenant": _acct("tenant"), "operator": _acct("operator", "Operator")}
+    users = {"provision": _acct("provision"), "tenant": _acct("tenant"), "operator": _acct("operator", "Operator"),
+             "svc": _acct("svc")}
     deleted: list[str] = []
+    allow = {users["svc"].uri: "GET, PATCH"}  # the BMC says svc cannot be deleted: kept
 
     class Conn:
         root: dict[str, Any] = {"@odata.id": "/redfish/v1", "RedfishVersion": "1.15.0"}  # no vendor: DELETE
@@ -181,12 +183,16 @@ def test_a_bmc_that_keeps_a_removed_account_fails_the_clean(host: HostEntry, mon
         def delete(self, uri: str) -> None:
             deleted.append(uri)  # says yes, keeps it
 
+        def request(self, method: str, uri: str) -> Any:
+            return SimpleNamespace(header=lambda name: allow.get(uri) if name == "allow" else None)
+
     _on(monkeypatch, Conn())
     h = _with_setup(host, SETUP).model_copy(update={"bmc": host.bmc.model_copy(update={"username": "provision"})})
     stage = ReduceAccountsStage(OPTS)
     ctx = StageContext(host=h, journal=None, run_id=None)
     plan = stage.plan(h, stage.observe(ctx))
-    assert [a.target for a in plan.actions] == ["account tenant"]
+    assert [(a.kind, a.target) for a in plan.actions] == [("remove-account", "account tenant"),
+                                                          ("keep-account", "account svc")]
     with pytest.raises(CheckFailed, match="still lists: account tenant"):
         stage.apply(ctx, plan)
     assert deleted == [users["tenant"].uri]
