@@ -6,7 +6,9 @@ tested as tables in tests/unit/test_clean_bmc_reduce.py) -> apply, then read bac
   OnReset, waiting for the next host reset) whose image no FirmwareInventory entry runs yet is cancelled by a
   DELETE of the task (DSP0266: a task is cancelled by deleting it). It runs before the clean's first host
   reset, which would otherwise activate it. Read back: the task no longer lists as staged; a BMC that refuses
-  the DELETE or keeps the task fails the clean naming the image (it would apply at the next reset).
+  the DELETE or keeps the task fails the clean naming the image (it would apply at the next reset). A BMC with
+  no TaskService shows nothing staged nor that nothing is: the item is journaled `not-checked` and the clean,
+  having done the rest, fails at its `done` stage naming it (could-not-check is never a pass).
 - accounts: with a `bmc:` section in the spec, every account it does not name (site accounts, the initial
   account) is deleted, except the account this run logs in as (provision_bmc_username) and the BMC's own
   accounts (a host-interface bootstrap account, one the BMC does not allow deleting, one its vendor plugin lists:
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from provision.bringup.model import Action, StagePlan
 from provision.bringup.stage import StageContext
 from provision.bringup.stages.bmc_session import BmcStage, bmc
+from provision.clean import records
 from provision.errors import CheckFailed
 from provision.redfish.connector import ROOT, Connector
 from provision.redfish.errors import RedfishError
@@ -77,22 +80,33 @@ class StagedObserved(BaseModel):
 
     staged: tuple[StagedImage, ...]
     tasks_readable: bool = True
-    """The BMC has a TaskService to read (none: nothing can be staged through it)."""
+    """The BMC has a TaskService to read (none: what is staged cannot be read there: not checked)."""
 
 
 class CancelStaged(Action):
     task_uri: str
 
 
+class NotChecked(Action):
+    """Bookkeeping: an item of the clean that could not be checked. Journaled (records.NOT_CHECKED); the clean's
+    done stage then fails naming it, so the node is never called cleaned with it unchecked."""
+
+
+NO_TASKS = ("the BMC has no TaskService: firmware staged for the next host reset cannot be read there, so none "
+            "can be shown absent (nothing cancelled)")
+
+
 def plan_staged(host: HostEntry, observed: StagedObserved) -> StagePlan:
-    """Pure: each staged image's task cancelled (DELETE)."""
+    """Pure: each staged image's task cancelled (DELETE); a BMC without a TaskService: a not-checked record (the
+    clean goes on, and fails at its end naming it: could-not-check is never a pass)."""
+    if not observed.tasks_readable:
+        return StagePlan(stage=STAGED, node=host.name, note=f"not checked: {NO_TASKS}",
+                         actions=(NotChecked(kind=records.NOT_CHECKED, target="staged firmware", after=NO_TASKS,
+                                             changes_node=False),))
     actions = tuple(CancelStaged(kind="staged-cancel", target=s.task_uri, before=f"{s.image} on {s.device or '?'} "
                                  "awaits the next host reset", after="cancelled", task_uri=s.task_uri)
                     for s in observed.staged)
-    note = "" if actions else "no firmware staged"
-    if not observed.tasks_readable:
-        note = "the BMC has no TaskService: staged updates cannot be read there (none cancelled)"
-    return StagePlan(stage=STAGED, node=host.name, actions=actions, note=note)
+    return StagePlan(stage=STAGED, node=host.name, actions=actions, note="" if actions else "no firmware staged")
 
 
 def read_staged(conn: Connector) -> StagedObserved:
@@ -116,8 +130,16 @@ class StagedFirmwareStage(BmcStage):
         return plan_staged(host, observed)
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:
+        for unchecked in (a for a in plan.actions if isinstance(a, NotChecked)):
+            if ctx.journal is None or ctx.run_id is None:  # no record for the done stage to read: fail here
+                raise CheckFailed(f"{ctx.host.name}: {unchecked.target} not checked: {unchecked.after}")
+            ctx.say(self.name, f"NOT CHECKED: {unchecked.target}: {unchecked.after}")
+            ctx.side_effect(self.name, unchecked, lambda: None)
+        cancels = [a for a in plan.actions if not isinstance(a, NotChecked)]
+        if not cancels:
+            return
         with bmc(ctx, self.opts) as node:
-            for action in plan.actions:
+            for action in cancels:
                 if not isinstance(action, CancelStaged):
                     raise TypeError(f"the {self.name} stage cannot apply {action.kind} {action.target}")
                 ctx.say(self.name, action.describe())
@@ -126,9 +148,7 @@ class StagedFirmwareStage(BmcStage):
                 except RedfishError as exc:
                     raise CheckFailed(f"{ctx.host.name}: {action.before}: the BMC refused to cancel its task "
                                       f"{action.task_uri} ({exc}); it would apply at the next host reset") from None
-            if not plan.actions:
-                return
-            left = [s for s in read_staged(node.conn).staged if s.task_uri in {a.target for a in plan.actions}]
+            left = [s for s in read_staged(node.conn).staged if s.task_uri in {a.target for a in cancels}]
         if left:
             raise CheckFailed(f"{ctx.host.name}: still staged after the cancel: "
                               + ", ".join(f"{s.image} ({s.task_uri})" for s in left))
