@@ -31,11 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from provision.campaign.policy import Policy
 from provision.errors import InputError
-from provision.spec.digests import check_sha256
-from provision.spec.platforms import AppliesTo, entries_named, missing_applies_to
+from provision.spec.images import ImageChecks
+from provision.spec.platforms import AppliesTo
 from provision.spec.strict_yaml import load_strict
 from provision.spec.validation import describe
-from provision.spec.versions import VersionScheme, check_scheme
+from provision.spec.versions import VersionScheme
 
 _VERSION_RE = re.compile(r"^[0-9A-Za-z]+(?:[.\-_][0-9A-Za-z]+)*$")
 
@@ -94,8 +94,8 @@ def _found(pattern: str, text: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-class Component(_Frozen):
-    """One firmware component of the baseline."""
+class Component(ImageChecks, _Frozen):
+    """One firmware component of the baseline (validated as the spec's firmware lines are: spec.images)."""
 
     component: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     version: str
@@ -114,36 +114,15 @@ class Component(_Frozen):
         description="The platforms the image is for and the FirmwareInventory entries it updates, or `any` "
         "(provision/spec/platforms.py); required")
 
-    @field_validator("applies_to")
-    @classmethod
-    def _applies_to(cls, value: AppliesTo | None) -> AppliesTo:
-        return missing_applies_to(value)
+    entries_first = True
 
-    @model_validator(mode="after")
-    def _entries_named(self) -> Component:
-        return entries_named(self, True)
-
-    @property
-    def target(self) -> AppliesTo:
-        """`applies_to`, never None once validated."""
-        return missing_applies_to(self.applies_to)
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str) -> str:
+    @staticmethod
+    def check_image_version(value: str) -> str:
+        """A campaign's versions: letters and digits in parts separated by `.`, `-` or `_` (looser than the
+        spec's, whose first part is digits and whose separators are `.` and `-`)."""
         if not _VERSION_RE.match(value):
             raise ValueError(f"{value!r} is not a version")
         return value
-
-    @model_validator(mode="after")
-    def _in_scheme(self) -> Component:
-        check_scheme(self.version, self.version_scheme)
-        return self
-
-    @field_validator("sha256")
-    @classmethod
-    def _sha(cls, value: str) -> str:
-        return check_sha256(value)
 
     @property
     def is_url(self) -> bool:

@@ -6,7 +6,8 @@
 - bios-defaults: Bios.ResetBios, then a host reset so the defaults are what the BIOS runs (the spec's BIOS is
   then written by the bring-up `bios` stage and applied and verified by its `reset` stage).
 - bmc-state: boot override cleared, virtual media ejected, the SEL saved to the journal then cleared.
-- done: the node's clean is complete (`provision status` shows it).
+- done: the node's clean is complete (`provision status` shows it), unless a stage journaled an item it could
+  not check (records.NOT_CHECKED): then it fails naming each.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from provision.bringup.stages.bmc_session import BmcStage, bmc
 from provision.clean import records
 from provision.clean.options import CleanOptions
 from provision.clean.plan import KnownIdentity, check_drained, check_identity
+from provision.errors import CheckFailed
 from provision.journal.identities import identities
 from provision.redfish.ops import identity as platform_identity
 from provision.redfish.ops import power, sel
@@ -215,10 +217,14 @@ class DoneStage:
     def __init__(self, opts: CleanOptions) -> None:
         self.opts = opts
 
-    def observe(self, ctx: StageContext) -> None:
-        return None
+    def observe(self, ctx: StageContext) -> tuple[str, ...]:
+        """What this clean could not check (journaled by its stages)."""
+        return tuple(records.not_checked(ctx.journal, ctx.host.name)) if ctx.journal is not None else ()
 
-    def plan(self, host: HostEntry, observed: None) -> StagePlan:
+    def plan(self, host: HostEntry, observed: tuple[str, ...]) -> StagePlan:
+        """Pure: complete, unless an item could not be checked: then the clean fails naming each (not cleaned)."""
+        if observed:
+            raise CheckFailed(f"{host.name}: not cleaned: not checked: {'; '.join(observed)}")
         return StagePlan(stage=self.name, node=host.name, note=f"cleaned ({self.opts.level.value}) by {self.opts.by}")
 
     def apply(self, ctx: StageContext, plan: StagePlan) -> None:

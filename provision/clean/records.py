@@ -5,6 +5,8 @@
   complete clean are the clean in progress, which a new `provision clean` resumes.
 - Each erased drive's evidence is an actions row `drive-evidence` (target: device and serial) whose detail is
   the DriveEvidence as JSON.
+- An item a stage could not check (a BMC without a TaskService: staged firmware) is an actions row
+  `not-checked`; the clean's `done` stage fails while its cycle holds one.
 - A retirement (and its reversal) is an actions row `retire` (`unretire`) of a run of that kind, its detail
   the identity and who did it, as JSON; the node's latest such row says whether it is retired.
 """
@@ -28,6 +30,7 @@ UNRETIRE = "unretire"
 DONE_STAGE = "done"
 EVIDENCE = "drive-evidence"
 ERASE = "drive-erase"
+NOT_CHECKED = "not-checked"
 COMPLETED = ("applied", "converged")
 KINDS = (CLEAN, RETIRE)
 """The runs a clean's stages run in: `provision clean`, and `provision retire --clean`."""
@@ -94,6 +97,13 @@ def interrupted(journal: Journal, node: str) -> dict[str, float]:
         if row["outcome"] is None and serial not in done:
             found[serial] = float(str(row["started_at"]))
     return found
+
+
+def not_checked(journal: Journal, node: str) -> list[str]:
+    """What the clean in progress could not check (each `not-checked` row's detail): while any is, the clean is
+    not complete."""
+    return [str(r["detail"]).removeprefix(f"{NOT_CHECKED} ") for r in _in_cycle(journal, node, NOT_CHECKED)
+            if r["outcome"] == "ok"]
 
 
 def done_in_cycle(journal: Journal, node: str, action: str) -> bool:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from provision.spec.digests import check_sha256
 from provision.spec.frozen import Frozen, NonNegativeInt
-from provision.spec.platforms import AppliesTo, entries_named, missing_applies_to
-from provision.spec.versions import VersionScheme, check_scheme, check_version
+from provision.spec.images import ImageChecks
+from provision.spec.platforms import AppliesTo
+from provision.spec.versions import VersionScheme
 
 
 class BiosValue(StrEnum):
@@ -49,8 +49,8 @@ class Bios(Frozen):
         return value
 
 
-class FirmwareComponent(Frozen):
-    """One line of the firmware baseline."""
+class FirmwareComponent(ImageChecks, Frozen):
+    """One line of the firmware baseline (validated as a campaign's components are: spec.images)."""
 
     component: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     version: str
@@ -78,31 +78,6 @@ class FirmwareComponent(Frozen):
         description="The platforms the image is for and the FirmwareInventory entries it updates, or `any` "
         "(provision/spec/platforms.py); required")
 
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str) -> str:
-        return check_version(value)
-
-    @model_validator(mode="after")
-    def _in_scheme(self) -> FirmwareComponent:
-        check_scheme(self.version, self.version_scheme)
-        return self
-
-    @field_validator("sha256")
-    @classmethod
-    def _sha(cls, value: str) -> str:
-        return check_sha256(value)
-
-    @field_validator("applies_to")
-    @classmethod
-    def _applies_to(cls, value: AppliesTo | None) -> AppliesTo:
-        return missing_applies_to(value)
-
-    @model_validator(mode="after")
-    def _entries_named(self) -> FirmwareComponent:
-        return entries_named(self, self.updated_by == "bmc")
-
     @property
-    def target(self) -> AppliesTo:
-        """`applies_to`, never None once validated."""
-        return missing_applies_to(self.applies_to)
+    def flashed_by_bmc(self) -> bool:
+        return self.updated_by == "bmc"

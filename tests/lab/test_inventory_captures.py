@@ -17,6 +17,7 @@ import pytest
 
 from tests.lab.test_bmcsim_as_captured import FULL, Answer, _for_any_platform, _peer_inventory, sushy_static
 from tests.unit.redfish.capture_facts import CAPTURES, Facts, facts
+from tests.unit.test_bmc_service_accounts import CAPTURES as OWN_ACCOUNTS
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +81,8 @@ def test_the_inventory_from_the_simulator_as_captured_is_the_capture_s(sim: tupl
 
 def test_accounts_and_staged_firmware_read_through_sushy_static_are_the_capture_s(peer: tuple[str, Path]) -> None:
     """What clean and the bmc setup stages read of a real tree (served by a server nobody here wrote): every
-    account the capture's files hold, by user name, and no firmware staged (the captures list no update task
+    account the capture's files hold, by user name, those the BMC keeps for itself as the unit tables say (its
+    plugin detected from the served root), and no firmware staged (the captures list no update task
     awaiting activation); the TaskService is found where the capture has one."""
     import json
 
@@ -96,6 +98,11 @@ def test_accounts_and_staged_firmware_read_through_sushy_static_are_the_capture_
     with open_endpoint(options_for(host.name, host.bmc)) as conn:
         found = acc.read_accounts(conn, acc.collection_uri(conn))
         staged = read_staged(conn)
+        checked = acc.read_deletable(conn, found)  # sushy-static sends no Allow header: each deletable
+        service = acc.plugin_of(conn).service_accounts
     assert {a.user for a in found} == users - {None, ""}, found
+    assert all(a.deletable for a in checked)
+    own = sorted(a.user for a in checked if acc.never_removed(a, service) is not None)
+    assert own == next(kept for capture, _, _, kept in OWN_ACCOUNTS if capture == name), own
     assert staged.tasks_readable is (FULL / name / "redfish" / "v1" / "TaskService").is_dir()
     assert staged.staged == ()

@@ -17,7 +17,7 @@ import pytest
 
 from provision.bringup.options import BringupOptions
 from provision.bringup.stage import StageContext
-from provision.clean import bmc_reduce
+from provision.clean import bmc_reduce, records
 from provision.clean.bmc_reduce import (
     AccountsSeen,
     ReduceAccountsStage,
@@ -27,7 +27,10 @@ from provision.clean.bmc_reduce import (
     plan_staged,
     staged_images,
 )
+from provision.clean.bmc_stages import DoneStage
+from provision.clean.options import CleanOptions
 from provision.errors import CheckFailed
+from provision.journal import Journal
 from provision.lab.bmcsim.bmc import Bmc
 from provision.lab.bmcsim.images import build_image
 from provision.redfish.errors import RedfishHttpError
@@ -75,7 +78,40 @@ def test_staged_plan(host: HostEntry) -> None:
     assert [(a.kind, a.target) for a in plan.actions] == [("staged-cancel", "/redfish/v1/TaskService/Tasks/1")]
     assert "2.2 on BIOS" in plan.actions[0].before
     assert plan_staged(host, StagedObserved(staged=())).actions == ()
-    assert "cannot be read" in plan_staged(host, StagedObserved(staged=(), tasks_readable=False)).note
+    unread = plan_staged(host, StagedObserved(staged=(), tasks_readable=False))
+    assert "not checked" in unread.note and "no TaskService" in unread.note
+    assert [(a.kind, a.target, a.changes_node) for a in unread.actions] == [("not-checked", "staged firmware", False)]
+
+
+class NoTasks:
+    """A BMC without a TaskService (get_optional answers None for it)."""
+
+    root: dict[str, Any] = {"@odata.id": "/redfish/v1"}
+
+    def get_optional(self, uri: str) -> None:
+        return None
+
+    def members(self, uri: str) -> list[dict[str, Any]]:
+        raise AssertionError(f"nothing is read past the missing TaskService ({uri})")
+
+
+def test_no_task_service_is_not_checked_and_the_clean_is_never_complete(
+        host: HostEntry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Staged firmware on a BMC without a TaskService: journaled not-checked, and the clean's done stage fails
+    naming it (could-not-check is never a pass); a clean with every item checked is done."""
+    _on(monkeypatch, NoTasks())
+    stage, done = StagedFirmwareStage(OPTS), DoneStage(CleanOptions(bringup=OPTS, by="op@ctl"))
+    with Journal(tmp_path / "j.db") as journal:
+        checked = journal.start_run(records.CLEAN, host.name, {})
+        ctx = StageContext(host=host, journal=journal, run_id=checked)
+        assert done.plan(host, done.observe(ctx)).note.startswith("cleaned")  # nothing unchecked yet
+        plan = stage.plan(host, stage.observe(ctx))
+        stage.apply(ctx, plan)
+        assert records.not_checked(journal, host.name) == [f"staged firmware: {bmc_reduce.NO_TASKS}"]
+        with pytest.raises(CheckFailed, match="not cleaned: not checked: staged firmware: the BMC has no TaskService"):
+            done.plan(host, done.observe(ctx))
+    with pytest.raises(CheckFailed, match="staged firmware not checked"):  # no journal to carry it: fails at once
+        stage.apply(StageContext(host=host, journal=None, run_id=None), plan)
 
 
 def _acct(user: str, role: str = "Administrator") -> BmcAccount:
@@ -166,8 +202,10 @@ def test_a_staged_image_is_cancelled_and_the_next_reset_leaves_the_bios_as_it_wa
 
 
 def test_a_bmc_that_keeps_a_removed_account_fails_the_clean(host: HostEntry, monkeypatch: pytest.MonkeyPatch) -> None:
-    users = {"provision": _acct("provision"), "tenant": _acct("tenant"), "operator": _acct("operator", "Operator")}
+    users = {"provision": _acct("provision"), "tenant": _acct("tenant"), "operator": _acct("operator", "Operator"),
+             "svc": _acct("svc")}
     deleted: list[str] = []
+    allow = {users["svc"].uri: "GET, PATCH"}  # the BMC says svc cannot be deleted: kept
 
     class Conn:
         root: dict[str, Any] = {"@odata.id": "/redfish/v1", "RedfishVersion": "1.15.0"}  # no vendor: DELETE
@@ -181,12 +219,16 @@ def test_a_bmc_that_keeps_a_removed_account_fails_the_clean(host: HostEntry, mon
         def delete(self, uri: str) -> None:
             deleted.append(uri)  # says yes, keeps it
 
+        def request(self, method: str, uri: str) -> Any:
+            return SimpleNamespace(header=lambda name: allow.get(uri) if name == "allow" else None)
+
     _on(monkeypatch, Conn())
     h = _with_setup(host, SETUP).model_copy(update={"bmc": host.bmc.model_copy(update={"username": "provision"})})
     stage = ReduceAccountsStage(OPTS)
     ctx = StageContext(host=h, journal=None, run_id=None)
     plan = stage.plan(h, stage.observe(ctx))
-    assert [a.target for a in plan.actions] == ["account tenant"]
+    assert [(a.kind, a.target) for a in plan.actions] == [("remove-account", "account tenant"),
+                                                          ("keep-account", "account svc")]
     with pytest.raises(CheckFailed, match="still lists: account tenant"):
         stage.apply(ctx, plan)
     assert deleted == [users["tenant"].uri]

@@ -30,6 +30,7 @@ from provision.redfish.errors import RedfishHttpError
 from provision.redfish.ops import accounts as acc
 from provision.redfish.ops.certificates import check_ca
 from provision.redfish.ops.session import options_for
+from provision.redfish.vendors.service_accounts import ServiceAccount
 from provision.spec import HostEntry
 from provision.spec.bmc_setup import BmcSetup, SecretSource, read_secret
 
@@ -144,11 +145,14 @@ class AccountsObserved(BaseModel):
     """Per site account the BMC has: what its password from the spec got."""
     roles: tuple[str, ...] | None = None
     """The only roles this BMC's vendor lets an account have (its plugin's), or None when it does not fix them."""
+    service: tuple[ServiceAccount, ...] = ()
+    """The BMC's own accounts by its vendor plugin (never removed; vendors/service_accounts.py)."""
 
 
 def plan_accounts(host: HostEntry, observed: AccountsObserved) -> StagePlan:
     """Pure: each site account made, given its role, enabled and its password set; the others listed (removed
-    when the spec says remove_unnamed)."""
+    when the spec says remove_unnamed), but the BMC's own (ops.accounts.never_removed): never removed, listed
+    with why."""
     setup = setup_of(host)
     if setup is None:
         return StagePlan(stage="bmc-accounts", node=host.name, note="no bmc: section")
@@ -171,16 +175,24 @@ def plan_accounts(host: HostEntry, observed: AccountsObserved) -> StagePlan:
             actions.append(AccountAction(kind="set-password", target=f"account {want.user}",
                                          before=observed.passwords[want.user].value, after="spec's", uri=found.uri,
                                          user=want.user))
-    named = setup.named_accounts
-    unnamed = sorted(u for u in have if u not in named and u != observed.acting)
-    note = ""
-    if unnamed and setup.remove_unnamed:
+    unnamed = unnamed_accounts(setup, observed)
+    own = {u: why for u in unnamed if (why := acc.never_removed(have[u], observed.service)) is not None}
+    others = [u for u in unnamed if u not in own]
+    notes = []
+    if others and setup.remove_unnamed:
         actions += [AccountAction(kind="remove-account", target=f"account {u}", uri=have[u].uri, user=u)
-                    for u in unnamed]
-    elif unnamed:
-        note = f"accounts the spec does not name (kept; remove_unnamed: true removes them): {', '.join(unnamed)}"
+                    for u in others]
+    elif others:
+        notes.append(f"accounts the spec does not name (kept; remove_unnamed: true removes them): {', '.join(others)}")
+    if own:
+        notes.append("kept, the BMC's own: " + "; ".join(f"{u} ({why})" for u, why in own.items()))
     return StagePlan(stage="bmc-accounts", node=host.name, actions=tuple(actions),
-                     note=note or "accounts as the spec says")
+                     note="; ".join(notes) or "accounts as the spec says")
+
+
+def unnamed_accounts(setup: BmcSetup, observed: AccountsObserved) -> list[str]:
+    """The accounts the spec does not name, but the one logged in as, by user name."""
+    return sorted(a.user for a in observed.accounts if a.user not in setup.named_accounts and a.user != observed.acting)
 
 
 def _probes(host: HostEntry, insecure: bool) -> acc.Probe:
@@ -294,11 +306,17 @@ class BmcAccountsStage(_AccountStage):
         with self.opener(ctx.host, user, password) as conn:
             collection = acc.collection_uri(conn)
             found = acc.read_accounts(conn, collection)
-            roles = acc.plugin_of(conn).account_roles
+            plugin = acc.plugin_of(conn)
+            seen = AccountsObserved(acting=user, collection=collection, accounts=found, passwords={},
+                                    roles=plugin.account_roles, service=plugin.service_accounts)
+            if setup.remove_unnamed:  # the Allow header of each account it may remove
+                unnamed = set(unnamed_accounts(setup, seen))
+                checked = {a.uri: a for a in acc.read_deletable(conn, [a for a in found if a.user in unnamed])}
+                found = tuple(checked.get(a.uri, a) for a in found)
         present = {a.user for a in found}
         passwords = {u: (acc.LoginVerdict.OK if u == user else probe(u, pw).verdict)
                      for u, pw in wanted.items() if u in present}
-        return AccountsObserved(acting=user, collection=collection, accounts=found, passwords=passwords, roles=roles)
+        return seen.model_copy(update={"accounts": found, "passwords": passwords})
 
     def plan(self, host: HostEntry, observed: AccountsObserved | None) -> StagePlan:
         if observed is None:

@@ -10,7 +10,7 @@ anything else. Passwords travel only in request bodies; every one is registered 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 
@@ -27,6 +27,7 @@ from provision.redfish.errors import (
 from provision.redfish.resources import ServiceRoot
 from provision.redfish.vendors.base import AccountSlot, VendorPlugin
 from provision.redfish.vendors.registry import detect
+from provision.redfish.vendors.service_accounts import ServiceAccount, service_account
 
 ACCOUNT_SERVICE = f"{ROOT}/AccountService"
 ACCOUNTS = f"{ACCOUNT_SERVICE}/Accounts"
@@ -120,14 +121,44 @@ class BmcAccount(BaseModel):
     user: str
     role: str
     enabled: bool
+    account_types: tuple[str, ...] = ()
+    bootstrap: bool = False
+    """HostBootstrapAccount: made by the Redfish host interface's credential bootstrapping (DSP0270)."""
+    deletable: bool = True
+    """False when the account's GET answered an Allow header without DELETE (read by `read_deletable`)."""
 
 
 def parse_account(raw: Json) -> BmcAccount | None:
     user = str(raw.get("UserName") or "")
     if not user:
         return None
+    types = raw.get("AccountTypes")
     return BmcAccount(uri=str(raw.get("@odata.id", "")), user=user, role=str(raw.get("RoleId") or ""),
-                      enabled=raw.get("Enabled") is not False)
+                      enabled=raw.get("Enabled") is not False, bootstrap=raw.get("HostBootstrapAccount") is True,
+                      account_types=tuple(str(t) for t in types if t) if isinstance(types, list) else ())
+
+
+def never_removed(account: BmcAccount, service: Collection[ServiceAccount]) -> str | None:
+    """Pure: why the account must stay whatever the spec names, or None. The standard's marks first (a
+    HostBootstrapAccount: the BMC deletes it itself at a host or service reset, DSP0270 9.2; an account the BMC
+    does not allow DELETE on), then the vendor plugin's list of the BMC's own accounts (vendors/)."""
+    if account.bootstrap:
+        return "a host-interface bootstrap account (HostBootstrapAccount; the BMC deletes it at a host reset)"
+    if not account.deletable:
+        return "the BMC does not allow deleting it (Allow header)"
+    return service_account(service, account.user, account.account_types)
+
+
+def read_deletable(conn: Connector, accounts: Collection[BmcAccount]) -> tuple[BmcAccount, ...]:
+    """`accounts` with `deletable` as each one's GET says: an Allow header without DELETE is the BMC saying it
+    cannot be deleted (DSP0266: the Allow header of a GET lists the methods the resource supports); no Allow
+    header says nothing. One GET per account: callers pass only those they would remove."""
+    out = []
+    for account in accounts:
+        allow = conn.request("GET", account.uri).header("allow")
+        methods = {m.strip().upper() for m in (allow or "").split(",") if m.strip()}
+        out.append(account.model_copy(update={"deletable": not methods or "DELETE" in methods}))
+    return tuple(out)
 
 
 def collection_uri(conn: Connector) -> str:

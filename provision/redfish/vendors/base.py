@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from provision.errors import CheckFailed
 from provision.redfish.resources import (
     AttributeRegistry,
     Bios,
@@ -22,6 +23,7 @@ from provision.redfish.resources.bios import AttrValue
 from provision.redfish.resources.power import Temperature
 from provision.redfish.vendors import bios_names, versions
 from provision.redfish.vendors.bios_names import REGISTRY_NAMES, RegistryNames
+from provision.redfish.vendors.service_accounts import ServiceAccount
 
 ENABLED = ("Enabled", "Enable", True, "On")
 DISABLED = ("Disabled", "Disable", False, "Off")
@@ -204,6 +206,7 @@ class VendorPlugin:
     reserved_account_slots: ClassVar[frozenset[str]] = frozenset()
     """Slot Ids never taken for a new account, even when empty."""
     account_roles: ClassVar[tuple[str, ...] | None] = None  # the only roles an account may have, if vendor-fixed
+    service_accounts: ClassVar[tuple[ServiceAccount, ...]] = ()  # the BMC's own accounts, never removed (see module)
 
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
@@ -225,8 +228,6 @@ class VendorPlugin:
             return AccountRequest(method="POST", uri=collection, body=self.account_fields(user, role))
         free = sorted((s for s in slots if not s.user and s.id not in self.reserved_account_slots), key=_slot_order)
         if not free:
-            from provision.errors import CheckFailed
-
             raise CheckFailed(f"{collection}: no free account slot for {user} (all {len(slots)} listed are taken "
                               f"or reserved)")
         return AccountRequest(method="PATCH", uri=free[0].uri, body=self.account_fields(user, role))
