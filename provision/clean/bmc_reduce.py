@@ -11,7 +11,7 @@ tested as tables in tests/unit/test_clean_bmc_reduce.py) -> apply, then read bac
   having done the rest, fails at its `done` stage naming it (could-not-check is never a pass).
 - accounts: with a `bmc:` section in the spec, every account it does not name (site accounts, the initial
   account) is deleted, except the account this run logs in as (provision_bmc_username) and the BMC's own
-  accounts (a host-interface bootstrap account, one the BMC does not allow deleting, one its vendor plugin lists:
+  accounts (a host-interface bootstrap account, one the BMC does not allow removing, one its vendor plugin lists:
   ops.accounts.never_removed), each of which is kept and journaled as a `keep-account` record saying why.
   Without a `bmc:` section the spec names no accounts: they are listed and kept (deleting every account but one
   on a site that does not manage accounts here would lock its operators out). Read back: the accounts are read
@@ -185,7 +185,7 @@ def _unnamed(observed: AccountsSeen) -> list[acc.BmcAccount]:
 
 def plan_reduce_accounts(host: HostEntry, observed: AccountsSeen) -> StagePlan:
     """Pure: every account the spec does not name removed, but the one logged in as and the BMC's own (a
-    host-interface bootstrap account, one the BMC does not allow deleting, one its vendor plugin lists): those
+    host-interface bootstrap account, one the BMC does not allow removing, one its vendor plugin lists): those
     are kept and each is a `keep-account` record saying why (journaled: the clean's evidence names them).
     Nothing removed (listed) when the spec has no bmc: section."""
     unnamed = _unnamed(observed)
@@ -214,11 +214,13 @@ class ReduceAccountsStage(BmcStage):
         named = spec_accounts(ctx.host)
         with bmc(ctx, self.opts) as node:
             found = acc.read_accounts(node.conn, acc.collection_uri(node.conn))
-            service = acc.plugin_of(node.conn).service_accounts
-            seen = AccountsSeen(acting=ctx.host.bmc.username, accounts=found, named=named, service=service)
+            plugin = acc.plugin_of(node.conn)
+            seen = AccountsSeen(acting=ctx.host.bmc.username, accounts=found, named=named,
+                                service=plugin.service_accounts)
             if named is None:
                 return seen
-            checked = {a.uri: a for a in acc.read_deletable(node.conn, _unnamed(seen))}  # only those it may remove
+            # the Allow header of only those it may remove
+            checked = {a.uri: a for a in acc.read_deletable(node.conn, _unnamed(seen), plugin)}
         return seen.model_copy(update={"accounts": tuple(checked.get(a.uri, a) for a in found)})
 
     def plan(self, host: HostEntry, observed: AccountsSeen) -> StagePlan:

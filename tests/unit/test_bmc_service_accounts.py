@@ -1,4 +1,4 @@
-"""The BMC's own accounts (a host-interface bootstrap account, one the BMC does not allow deleting, one its vendor
+"""The BMC's own accounts (a host-interface bootstrap account, one the BMC does not allow removing, one its vendor
 plugin lists) are never planned for removal, by a clean or retirement (clean.bmc_reduce) or by the bmc-accounts
 stage with remove_unnamed, and each kept one is reported. Plans as tables over the accounts of the real captures
 in tests/fixtures/redfish/full (read from their files, the vendor plugin detected from each capture's root)."""
@@ -15,6 +15,8 @@ from provision.bringup.stages.bmc_accounts import AccountsObserved, plan_account
 from provision.clean.bmc_reduce import AccountsSeen, plan_reduce_accounts
 from provision.redfish.ops.accounts import BmcAccount, LoginVerdict, never_removed, parse_account, read_deletable
 from provision.redfish.resources import ServiceRoot
+from provision.redfish.vendors.base import VendorPlugin
+from provision.redfish.vendors.dell import DellPlugin
 from provision.redfish.vendors.registry import detect
 from provision.redfish.vendors.service_accounts import ServiceAccount
 from provision.spec import HostEntry, load_fleet
@@ -156,8 +158,19 @@ def test_an_account_the_bmc_does_not_allow_deleting_is_kept() -> None:
                      for u in ("root", "svc", "tenant", "quiet"))
     conn = _Answers({f"{U}/root": None, f"{U}/svc": "GET, PATCH", f"{U}/tenant": "GET,PATCH,DELETE",
                      f"{U}/quiet": None})
-    read = read_deletable(conn, accounts)  # type: ignore[arg-type]
+    read = read_deletable(conn, accounts, VendorPlugin())  # type: ignore[arg-type]
     assert [a.deletable for a in read] == [True, False, True, True]
     removed, kept, note = _clean(read, ())
     assert (sorted(removed), kept) == (["quiet", "tenant"], ["svc"])
-    assert "does not allow deleting" in note
+    assert "does not allow removing" in note
+
+
+def test_a_fixed_slot_bmc_s_account_is_removable_where_patch_is_allowed() -> None:
+    """iDRAC's accounts are slots: removal empties one with PATCH, never DELETE, so an Allow of GET and PATCH
+    leaves a tenant's slot removable there (on a DELETE BMC the same header keeps the account)."""
+    tenant = (BmcAccount(uri=f"{U}/3", user="tenant", role="Administrator", enabled=True),)
+    conn = _Answers({f"{U}/3": "GET, PATCH"})
+    assert [a.deletable for a in read_deletable(conn, tenant, DellPlugin())] == [True]  # type: ignore[arg-type]
+    assert [a.deletable for a in read_deletable(conn, tenant, VendorPlugin())] == [False]  # type: ignore[arg-type]
+    assert [a.deletable for a in read_deletable(_Answers({f"{U}/3": "GET"}), tenant,  # type: ignore[arg-type]
+                                                DellPlugin())] == [False]

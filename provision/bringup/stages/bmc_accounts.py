@@ -311,7 +311,7 @@ class BmcAccountsStage(_AccountStage):
                                     roles=plugin.account_roles, service=plugin.service_accounts)
             if setup.remove_unnamed:  # the Allow header of each account it may remove
                 unnamed = set(unnamed_accounts(setup, seen))
-                checked = {a.uri: a for a in acc.read_deletable(conn, [a for a in found if a.user in unnamed])}
+                checked = {a.uri: a for a in acc.read_deletable(conn, [a for a in found if a.user in unnamed], plugin)}
                 found = tuple(checked.get(a.uri, a) for a in found)
         present = {a.user for a in found}
         passwords = {u: (acc.LoginVerdict.OK if u == user else probe(u, pw).verdict)

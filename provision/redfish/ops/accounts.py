@@ -125,7 +125,8 @@ class BmcAccount(BaseModel):
     bootstrap: bool = False
     """HostBootstrapAccount: made by the Redfish host interface's credential bootstrapping (DSP0270)."""
     deletable: bool = True
-    """False when the account's GET answered an Allow header without DELETE (read by `read_deletable`)."""
+    """False when the account's GET answered an Allow header without a method its removal needs (DELETE, or
+    PATCH on a fixed-slot BMC, whose accounts are emptied, never deleted): read by `read_deletable`."""
 
 
 def parse_account(raw: Json) -> BmcAccount | None:
@@ -141,23 +142,27 @@ def parse_account(raw: Json) -> BmcAccount | None:
 def never_removed(account: BmcAccount, service: Collection[ServiceAccount]) -> str | None:
     """Pure: why the account must stay whatever the spec names, or None. The standard's marks first (a
     HostBootstrapAccount: the BMC deletes it itself at a host or service reset, DSP0270 9.2; an account the BMC
-    does not allow DELETE on), then the vendor plugin's list of the BMC's own accounts (vendors/)."""
+    does not allow removing), then the vendor plugin's list of the BMC's own accounts (vendors/)."""
     if account.bootstrap:
         return "a host-interface bootstrap account (HostBootstrapAccount; the BMC deletes it at a host reset)"
     if not account.deletable:
-        return "the BMC does not allow deleting it (Allow header)"
+        return "the BMC does not allow removing it (its Allow header)"
     return service_account(service, account.user, account.account_types)
 
 
-def read_deletable(conn: Connector, accounts: Collection[BmcAccount]) -> tuple[BmcAccount, ...]:
-    """`accounts` with `deletable` as each one's GET says: an Allow header without DELETE is the BMC saying it
-    cannot be deleted (DSP0266: the Allow header of a GET lists the methods the resource supports); no Allow
-    header says nothing. One GET per account: callers pass only those they would remove."""
+def read_deletable(conn: Connector, accounts: Collection[BmcAccount],
+                   plugin: VendorPlugin | None = None) -> tuple[BmcAccount, ...]:
+    """`accounts` with `deletable` as each one's GET says: an Allow header without a method the plugin's removal
+    of it sends is the BMC saying it cannot be removed (DSP0266: the Allow header of a GET lists the methods the
+    resource supports); no Allow header says nothing. One GET per account: callers pass only those they would
+    remove."""
+    plugin = plugin or plugin_of(conn)
     out = []
     for account in accounts:
         allow = conn.request("GET", account.uri).header("allow")
         methods = {m.strip().upper() for m in (allow or "").split(",") if m.strip()}
-        out.append(account.model_copy(update={"deletable": not methods or "DELETE" in methods}))
+        needed = {step.method for step in plugin.remove_account(account.uri)}
+        out.append(account.model_copy(update={"deletable": not methods or needed <= methods}))
     return tuple(out)
 
 
