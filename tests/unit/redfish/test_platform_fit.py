@@ -29,6 +29,7 @@ from provision.spec.platforms import (
     PlatformIdentity,
     Platforms,
     a_platform,
+    check_glob,
     refuse_profile,
 )
 
@@ -480,3 +481,16 @@ def test_the_node_is_the_host_system_and_its_own_manager_whatever_the_listing_or
         with open_node(opts) as node:
             assert node.system.uri == "/redfish/v1/Systems/System_0"
             assert node.manager_uri == managed_by[0]
+
+
+@pytest.mark.parametrize(("pattern", "error"), [
+    ("SYS-821GE-[TN]NHR", None), ("SYS-[89]2*-TNHR", None), ("SYS-[!7]21GE-*", None), ("*", None),
+    ("SYS-[82", "'[' is never closed"), ("SYS-[8[2]", "'[' inside a [...] set"), ("", "empty pattern"),
+    ("SYS\t821", "control character"), ("SYS-[89]2[", "'[' is never closed"),
+])
+def test_a_platform_pattern_is_a_well_formed_glob(pattern: str, error: str | None) -> None:
+    if error is None:
+        assert check_glob(pattern) == pattern
+        return
+    with pytest.raises(ValueError, match=re.escape(error)):
+        check_glob(pattern)
