@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_personality_helpers import CONVERGED_UNITS, TOOLS, Twin
+from test_personality_helpers import CONVERGED, CONVERGED_UNITS, TOOLS, Twin
 from test_personality_state import FAULT_EFFECTS, _stable, prepare_for
 
 from provision.lab.twins.personality import apply_fault
@@ -105,6 +105,35 @@ def test_a_fault_and_its_clear_change_what_is_served(twin: FrontTwin, kind: str)
     assert _stable(during.stdout) == _stable(direct(twin, *argv).stdout) != before
     apply_fault(twin.state, kind, clear=True)
     assert _stable(twin.out(*argv)) == before
+
+
+IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+CONTAINER_PACKAGES = {"nvidia-container-toolkit": "1.17.3-1", "docker-ce": "5:27.4.1-1~debian.12~bookworm",
+                      "docker-ce-cli": "5:27.4.1-1~debian.12~bookworm"}
+
+
+def test_a_containers_nvidia_smi_is_the_hosts_served_and_follows_a_fault(twin: FrontTwin) -> None:
+    twin.set_packages({**CONVERGED, **CONTAINER_PACKAGES})
+    twin.set_units(*CONVERGED_UNITS, "docker.service")
+    twin.run("docker", "pull", IMAGE)
+    run = ("docker", "run", "--rm", "--pull=never", "--gpus", "all", IMAGE, "nvidia-smi", "-L")
+
+    def smi_renders() -> int:
+        return sum("nvidia_smi.py" in line for line in twin.log.read_text().splitlines())
+
+    host = twin.out("nvidia_smi", "-L")
+    assert smi_renders() == 1
+    inside = twin.run(*run)
+    assert (inside.stdout, inside.stderr, smi_renders()) == (host, "", 1)  # the host's rendering, served
+    apply_fault(twin.state, "gpu_missing", clear=False)  # what the container sees follows the twin's GPUs
+    missing = twin.run(*run).stdout
+    assert missing == direct(twin, "nvidia_smi", "-L").stdout != host
+    assert len(missing.splitlines()) == len(host.splitlines()) - 1
+    assert smi_renders() == 2  # rendered anew through the front, once
+    assert (twin.run(*run).stdout, smi_renders()) == (missing, 2)
+    apply_fault(twin.state, "container_gpu_hidden", clear=False)  # checked before the front: never served
+    hidden = twin.run(*run, check=False)
+    assert (hidden.returncode, hidden.stdout) == (6, "No devices were found\n")
 
 
 def test_package_and_unit_changes_are_seen(twin: FrontTwin) -> None:
