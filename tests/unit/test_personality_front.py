@@ -81,7 +81,7 @@ def direct(twin: Twin, tool: str, *args: str) -> subprocess.CompletedProcess[str
     ("nvidia_smi", "--query-gpu=index,name,memory.total", "--format=csv,noheader"),
     ("nvme", "list", "-o", "json"), ("nvme", "smart-log", "/dev/nvme3n1", "-o", "json"),
     ("smartctl", "-a", "-j", "/dev/nvme6"), ("ibstat",), ("lscpu",), ("dmidecode", "-t", "memory"),
-    ("mdadm", "--detail", "/dev/md0"),
+    ("mdadm", "--detail", "/dev/md0"), ("dmesg",),
 ])
 def test_served_output_is_the_rendered_output(twin: FrontTwin, argv: tuple[str, ...]) -> None:
     want = direct(twin, *argv)
@@ -134,6 +134,21 @@ def test_a_containers_nvidia_smi_is_the_hosts_served_and_follows_a_fault(twin: F
     apply_fault(twin.state, "container_gpu_hidden", clear=False)  # checked before the front: never served
     hidden = twin.run(*run, check=False)
     assert (hidden.returncode, hidden.stdout) == (6, "No devices were found\n")
+
+
+def test_a_new_kernel_written_in_place_changes_the_served_kernel_log(twin: FrontTwin) -> None:
+    osrelease = twin.state / "proc" / "sys" / "kernel" / "osrelease"
+    osrelease.parent.mkdir(parents=True, exist_ok=True)
+    osrelease.write_text("6.1.0-27-amd64\n")
+    before = twin.out("dmesg")
+    assert "vmlinuz-6.1.0-27-amd64" in before and twin.out("dmesg") == before
+    stamp = osrelease.stat().st_mtime_ns
+    with osrelease.open("r+") as fh:  # lab_kernel.py rewrites it in place at boot: the state dir is unchanged
+        fh.write("6.1.0-28-amd64\n")
+    os.utime(osrelease, ns=(stamp + 2_000_000_000, stamp + 2_000_000_000))
+    after = twin.out("dmesg")
+    assert after == direct(twin, "dmesg").stdout and "vmlinuz-6.1.0-28-amd64" in after
+    assert twin.run("dmesg", "-h").stdout.startswith("Usage:")  # an option: run, never served from the log
 
 
 def test_package_and_unit_changes_are_seen(twin: FrontTwin) -> None:

@@ -4,8 +4,9 @@
 # twin's simulated state. A read-only invocation's output is kept under $PROVISION_LAB_RUN/render as a
 # shell snippet and served by the shell alone (no process started) while nothing it is rendered from has
 # changed: no input newer than the rendering, none appeared or gone. The inputs: the state dir and its
-# hardware/faults/zfs.json, the dpkg database, the persistence flag, /dev, and the cgroups of the units the
-# tools ask systemd about (a unit's cgroup exists while it runs and is made anew at each start). Anything
+# hardware/faults/zfs.json and proc/sys/kernel/osrelease (the kernel the twin runs), the dpkg database, the
+# persistence flag, /dev, and the cgroups of the units the tools ask systemd about (a unit's cgroup exists
+# while it runs and is made anew at each start). Anything
 # else (writes, daemons, burn-in runs, an output with stderr, odd arguments) runs the Python every time.
 # The bytes served are the bytes rendered (checked before an output is kept); only time stamps in them
 # (nvidia-smi's Timestamp, smartctl's local_time, mdadm's Update Time) show when they were rendered.
@@ -18,6 +19,7 @@ _pv_cacheable() {
   case $_pv_tool in
     nvme) case ${1-} in sanitize|sanitize-log|format) return 1 ;; esac; return 0 ;;  # erases, and their log
     smartctl|ibstat|ibv_devinfo|lscpu|dmidecode) return 0 ;;
+    dmesg) [ $# -eq 0 ]; return ;;  # the whole log (what verify reads); any option runs the Python
     nvidia_smi)
       for _pv_a; do case $_pv_a in -pm|-pm=*|--persistence-mode*|-pl|-pl=*|--power-limit*) return 1 ;; esac; done
       return 0 ;;
@@ -62,7 +64,8 @@ case $_pv_C in *\'*) _pv_py "$@" ;; esac
 
 # Call "$@" with every input appended.
 _pv_inputs() {
-  "$@" "$_pv_S" "$_pv_S/hardware.json" "$_pv_S/faults.json" "$_pv_S/zfs.json" "$_pv_A/status" "$_pv_A/updates" \
+  "$@" "$_pv_S" "$_pv_S/hardware.json" "$_pv_S/faults.json" "$_pv_S/zfs.json" "$_pv_S/proc/sys/kernel/osrelease" \
+    "$_pv_A/status" "$_pv_A/updates" \
     "$_pv_R/persistence" "${PROVISION_LAB_DEV:-/dev}" "$_pv_G/nvidia-fabricmanager.service" \
     "$_pv_G/nvidia-persistenced.service" "$_pv_G/nvidia-dcgm.service"
 }
