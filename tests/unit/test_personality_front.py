@@ -18,7 +18,7 @@ from test_personality_helpers import CONVERGED, CONVERGED_UNITS, TOOLS, Twin
 from test_personality_state import FAULT_EFFECTS, _stable, prepare_for
 
 from provision.lab.twins.personality import apply_fault
-from provision.lab.twins.personality.packages import LAB_TOOLS_DIR, entry_point
+from provision.lab.twins.personality.packages import APPTAINER_CONF, LAB_TOOLS_DIR, NVLIBLIST, entry_point
 
 
 class FrontTwin(Twin):
@@ -149,6 +149,65 @@ def test_a_new_kernel_written_in_place_changes_the_served_kernel_log(twin: Front
     after = twin.out("dmesg")
     assert after == direct(twin, "dmesg").stdout and "vmlinuz-6.1.0-28-amd64" in after
     assert twin.run("dmesg", "-h").stdout.startswith("Usage:")  # an option: run, never served from the log
+
+
+def _containers(twin: FrontTwin) -> None:
+    twin.set_packages({**CONVERGED, **CONTAINER_PACKAGES, "apptainer": "1.3.6"})
+    twin.set_units(*CONVERGED_UNITS, "docker.service")
+
+
+def test_docker_answers_are_served_until_the_daemon_its_config_or_its_images_change(twin: FrontTwin) -> None:
+    _containers(twin)
+    info = ("docker", "info", "--format", "{{json .Runtimes}}")
+    run = ("docker", "run", "--rm", "--pull=never", "--gpus", "all", IMAGE, "nvidia-smi", "-L")
+    missing = twin.run(*run, check=False)
+    assert missing.returncode == 125 and "No such image" in missing.stderr  # an error: never kept
+    twin.run("docker", "pull", IMAGE)  # the images file changes
+    host = twin.out("nvidia_smi", "-L")
+    assert twin.out(*run) == host
+    plain = twin.out(*info)
+    starts = twin.renders()
+    assert (twin.out(*info), twin.out(*run), twin.renders()) == (plain, host, starts)  # both served
+    twin.run("nvidia_ctk", "runtime", "configure", "--runtime=docker")  # daemon.json written
+    configured = twin.out(*info)
+    assert '"nvidia"' in configured and configured == direct(twin, *info).stdout != plain
+    Twin.set_units(twin, *CONVERGED_UNITS)  # docker.service alone stopped (its cgroup gone, the others kept):
+    (twin.cgroup / "docker.service").rmdir()  # the daemon's error, not a kept answer
+    for argv in (info, run):
+        down = twin.run(*argv, check=False)
+        assert down.returncode != 0 and "Cannot connect to the Docker daemon" in down.stderr and not down.stdout
+    Twin.set_units(twin, *CONVERGED_UNITS, "docker.service")
+    (twin.cgroup / "docker.service").mkdir()
+    assert (twin.out(*info), twin.out(*run)) == (configured, host)
+    (twin.base / "root/var/lib/docker/provision-lab-images.json").write_text("[]\n")  # the image gone
+    gone = twin.run(*run, check=False)
+    assert gone.returncode == 125 and "No such image" in gone.stderr and not gone.stdout
+
+
+def test_apptainer_exec_is_served_until_its_image_or_config_change(twin: FrontTwin, tmp_path: Path) -> None:
+    _containers(twin)
+    sif = str(tmp_path / "cuda.sif")
+    exec_nv = ("apptainer", "exec", "--nv", sif, "nvidia-smi", "-L")
+    assert twin.run(*exec_nv, check=False).returncode == 255  # no image yet: an error, never kept
+    twin.run("apptainer", "pull", sif, f"docker://{IMAGE}")
+    no_libs = twin.run(*exec_nv, check=False)  # no nvliblist.conf: the warning, and no GPU
+    assert "Could not find any nv files" in no_libs.stderr and not no_libs.stdout
+    conf = twin.base / "root" / "etc" / "apptainer"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "apptainer.conf").write_text(APPTAINER_CONF.replace("{version}", "1.3.6"))
+    (conf / "nvliblist.conf").write_text(NVLIBLIST)
+    host = twin.out("nvidia_smi", "-L")
+    assert twin.out(*exec_nv) == host
+    starts = twin.renders()
+    assert (twin.out(*exec_nv), twin.renders()) == (host, starts)  # served
+    (conf / "nvliblist.conf").write_text("# emptied\n")
+    again = twin.run(*exec_nv, check=False)
+    assert "Could not find any nv files" in again.stderr and not again.stdout
+    (conf / "nvliblist.conf").write_text(NVLIBLIST)
+    assert twin.out(*exec_nv) == host
+    Path(sif).write_text("not a SIF\n")  # the image replaced
+    bad = twin.run(*exec_nv, check=False)
+    assert bad.returncode == 255 and "image format not recognized" in bad.stderr
 
 
 def test_package_and_unit_changes_are_seen(twin: FrontTwin) -> None:

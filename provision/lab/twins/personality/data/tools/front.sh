@@ -26,6 +26,13 @@ _pv_cacheable() {
     zpool) case ${1-} in status|list|get|version) return 0 ;; esac ;;
     zfs) case ${1-} in list|get|version) return 0 ;; esac ;;
     mdadm) for _pv_a; do case $_pv_a in --detail|-D|--examine|-E|--query|-Q) return 0 ;; esac; done ;;
+    # docker: the daemon's answers and a container's output (`run --rm`: the stand-in keeps no container);
+    # their own inputs (docker.service, daemon.json, the images) are added below.
+    docker) case ${1-} in info) return 0 ;; run) for _pv_a; do [ "$_pv_a" = --rm ] && return 0; done ;; esac ;;
+    apptainer)  # exec IMAGE ...: the image (an absolute path) is one of its inputs, with apptainer.conf and nvliblist
+      [ "${1-}" = exec ] || return 1
+      shift
+      for _pv_a; do case $_pv_a in -*) ;; /*) _pv_X3=$_pv_a; return 0 ;; *) return 1 ;; esac; done ;;
   esac
   return 1
 }
@@ -34,7 +41,7 @@ _pv_cacheable() {
 _pv_key() {
   _pv_k=$_pv_tool
   for _pv_a; do
-    case $_pv_a in ''|*[!A-Za-z0-9_.,=:/-]*) return 1 ;; esac
+    case $_pv_a in ''|*[!A-Za-z0-9_.,=:/{}\ -]*) return 1 ;; esac  # {} and space: docker's --format
     _pv_k="$_pv_k+$_pv_a"
   done
   _pv_r=$_pv_k; _pv_k=
@@ -61,13 +68,20 @@ if [ -z "$_pv_G" ]; then  # system.slice under cgroup v2, the hybrid layout, or 
   done
 fi
 case $_pv_C in *\'*) _pv_py "$@" ;; esac
+_pv_O=${PROVISION_LAB_ROOT:-/}
+case $_pv_tool in  # a tool's own inputs (the state dir again for the others)
+  docker) _pv_X1=$_pv_G/docker.service; _pv_X2=$_pv_O/etc/docker/daemon.json
+    _pv_X3=$_pv_O/var/lib/docker/provision-lab-images.json ;;
+  apptainer) _pv_X1=$_pv_O/etc/apptainer/apptainer.conf; _pv_X2=$_pv_O/etc/apptainer/nvliblist.conf ;;
+  *) _pv_X1=$_pv_S; _pv_X2=$_pv_S; _pv_X3=$_pv_S ;;
+esac
 
 # Call "$@" with every input appended.
 _pv_inputs() {
   "$@" "$_pv_S" "$_pv_S/hardware.json" "$_pv_S/faults.json" "$_pv_S/zfs.json" "$_pv_S/proc/sys/kernel/osrelease" \
     "$_pv_A/status" "$_pv_A/updates" \
     "$_pv_R/persistence" "${PROVISION_LAB_DEV:-/dev}" "$_pv_G/nvidia-fabricmanager.service" \
-    "$_pv_G/nvidia-persistenced.service" "$_pv_G/nvidia-dcgm.service"
+    "$_pv_G/nvidia-persistenced.service" "$_pv_G/nvidia-dcgm.service" "$_pv_X1" "$_pv_X2" "$_pv_X3"
 }
 _pv_present() {  # which inputs exist: one 0/1 each
   _pv_p=
