@@ -6,18 +6,19 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from provision.ansible.models import Strategy
-from provision.errors import ChecksIncomplete, InputError, RedfishError
+from provision.errors import ChecksIncomplete, InputError, InventoryError, RedfishError
 from provision.journal.location import Location, resolve
-from provision.redfish.ops.session import CredentialsMissing
 from provision.spec import HostEntry, load_fleet
 from provision.spec.journal_url import journal_url
 from provision.spec.patterns import HostPatterns
 from provision.spec.platforms import PlatformIdentity
+
+if TYPE_CHECKING:  # not imported at run time: `verify` needs neither Ansible's models nor the Redfish stack to start
+    from provision.ansible.models import Strategy
 
 
 @contextmanager
@@ -26,8 +27,14 @@ def reading() -> Iterator[None]:
     credentials or TLS refused, an unreadable answer) is ChecksIncomplete (exit 3, as verify), never a plan."""
     try:
         yield
-    except (RedfishError, CredentialsMissing) as exc:
+    except RedfishError as exc:
         raise ChecksIncomplete(str(exc)) from None  # the same one line (node, URI, why), exit 3
+    except InventoryError as exc:
+        from provision.redfish.ops.session import CredentialsMissing  # loaded already when it was raised
+
+        if not isinstance(exc, CredentialsMissing):
+            raise
+        raise ChecksIncomplete(str(exc)) from None
 
 
 DEFAULT_INVENTORY = Path(os.environ.get("PROVISION_INVENTORY", "inventory/hosts.yml"))

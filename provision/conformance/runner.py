@@ -6,8 +6,9 @@ is where a node's results meet the inventory's waivers, once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 
 from provision.conformance.checks import NODE_AREAS, burnin
 from provision.conformance.checks._base import Context
@@ -68,9 +69,10 @@ def waiver_for(check_id: str, waivers: Sequence[Waiver]) -> Waiver | None:
 
 def apply_waivers(results: Sequence[CheckResult], waivers: Sequence[Waiver]) -> list[CheckResult]:
     """Each result a waiver lists becomes WAIVED with the waiver's reason (what was found is kept)."""
+    matchers = [(re.compile(translate(w.pattern)).match, w) for w in waivers]  # fnmatchcase, compiled once
     out = []
     for result in results:
-        waiver = waiver_for(result.id, waivers)
+        waiver = next((w for match, w in matchers if match(result.id)), None)
         if waiver is None or result.outcome is Outcome.WAIVED:
             out.append(result)
             continue

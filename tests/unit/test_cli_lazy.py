@@ -49,3 +49,27 @@ def test_spec_validate_imports_neither_bringup_nor_the_lab_and_still_validates()
 def test_every_subcommand_is_listed_once() -> None:
     names = [name for name, _ in SUBCOMMANDS]
     assert len(names) == len(set(names))
+
+
+def test_verify_starts_without_the_redfish_stack_or_ansible_models() -> None:
+    code = (
+        "import sys\n"
+        "import provision.cli.verify\n"
+        "print('LOADED', [m for m in ('provision.redfish.connector', 'provision.redfish.ops.session',"
+        " 'provision.ansible.models') if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert "LOADED []" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_read_without_bmc_credentials_is_incomplete_and_other_inventory_errors_pass_through() -> None:
+    from provision.cli.options import reading
+    from provision.errors import ChecksIncomplete, InventoryError, RedfishError
+    from provision.redfish.ops.session import CredentialsMissing
+
+    for raised in (CredentialsMissing("node01: no BMC credentials"), RedfishError("node01: 401 at /redfish/v1")):
+        with pytest.raises(ChecksIncomplete, match="node01"), reading():
+            raise raised
+    with pytest.raises(InventoryError, match="ansible_host") as caught, reading():
+        raise InventoryError("node01: no ansible_host")
+    assert not isinstance(caught.value, ChecksIncomplete)

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_personality_helpers import CONVERGED_UNITS, TOOLS, Twin
+from test_personality_helpers import CONVERGED, CONVERGED_UNITS, TOOLS, Twin
 from test_personality_state import FAULT_EFFECTS, _stable, prepare_for
 
 from provision.lab.twins.personality import apply_fault
-from provision.lab.twins.personality.packages import LAB_TOOLS_DIR, entry_point
+from provision.lab.twins.personality.packages import APPTAINER_CONF, LAB_TOOLS_DIR, NVLIBLIST, entry_point
 
 
 class FrontTwin(Twin):
@@ -81,7 +81,7 @@ def direct(twin: Twin, tool: str, *args: str) -> subprocess.CompletedProcess[str
     ("nvidia_smi", "--query-gpu=index,name,memory.total", "--format=csv,noheader"),
     ("nvme", "list", "-o", "json"), ("nvme", "smart-log", "/dev/nvme3n1", "-o", "json"),
     ("smartctl", "-a", "-j", "/dev/nvme6"), ("ibstat",), ("lscpu",), ("dmidecode", "-t", "memory"),
-    ("mdadm", "--detail", "/dev/md0"),
+    ("mdadm", "--detail", "/dev/md0"), ("dmesg",),
 ])
 def test_served_output_is_the_rendered_output(twin: FrontTwin, argv: tuple[str, ...]) -> None:
     want = direct(twin, *argv)
@@ -105,6 +105,109 @@ def test_a_fault_and_its_clear_change_what_is_served(twin: FrontTwin, kind: str)
     assert _stable(during.stdout) == _stable(direct(twin, *argv).stdout) != before
     apply_fault(twin.state, kind, clear=True)
     assert _stable(twin.out(*argv)) == before
+
+
+IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+CONTAINER_PACKAGES = {"nvidia-container-toolkit": "1.17.3-1", "docker-ce": "5:27.4.1-1~debian.12~bookworm",
+                      "docker-ce-cli": "5:27.4.1-1~debian.12~bookworm"}
+
+
+def test_a_containers_nvidia_smi_is_the_hosts_served_and_follows_a_fault(twin: FrontTwin) -> None:
+    twin.set_packages({**CONVERGED, **CONTAINER_PACKAGES})
+    twin.set_units(*CONVERGED_UNITS, "docker.service")
+    twin.run("docker", "pull", IMAGE)
+    run = ("docker", "run", "--rm", "--pull=never", "--gpus", "all", IMAGE, "nvidia-smi", "-L")
+
+    def smi_renders() -> int:
+        return sum("nvidia_smi.py" in line for line in twin.log.read_text().splitlines())
+
+    host = twin.out("nvidia_smi", "-L")
+    assert smi_renders() == 1
+    inside = twin.run(*run)
+    assert (inside.stdout, inside.stderr, smi_renders()) == (host, "", 1)  # the host's rendering, served
+    apply_fault(twin.state, "gpu_missing", clear=False)  # what the container sees follows the twin's GPUs
+    missing = twin.run(*run).stdout
+    assert missing == direct(twin, "nvidia_smi", "-L").stdout != host
+    assert len(missing.splitlines()) == len(host.splitlines()) - 1
+    assert smi_renders() == 2  # rendered anew through the front, once
+    assert (twin.run(*run).stdout, smi_renders()) == (missing, 2)
+    apply_fault(twin.state, "container_gpu_hidden", clear=False)  # checked before the front: never served
+    hidden = twin.run(*run, check=False)
+    assert (hidden.returncode, hidden.stdout) == (6, "No devices were found\n")
+
+
+def test_a_new_kernel_written_in_place_changes_the_served_kernel_log(twin: FrontTwin) -> None:
+    osrelease = twin.state / "proc" / "sys" / "kernel" / "osrelease"
+    osrelease.parent.mkdir(parents=True, exist_ok=True)
+    osrelease.write_text("6.1.0-27-amd64\n")
+    before = twin.out("dmesg")
+    assert "vmlinuz-6.1.0-27-amd64" in before and twin.out("dmesg") == before
+    stamp = osrelease.stat().st_mtime_ns
+    with osrelease.open("r+") as fh:  # lab_kernel.py rewrites it in place at boot: the state dir is unchanged
+        fh.write("6.1.0-28-amd64\n")
+    os.utime(osrelease, ns=(stamp + 2_000_000_000, stamp + 2_000_000_000))
+    after = twin.out("dmesg")
+    assert after == direct(twin, "dmesg").stdout and "vmlinuz-6.1.0-28-amd64" in after
+    assert twin.run("dmesg", "-h").stdout.startswith("Usage:")  # an option: run, never served from the log
+
+
+def _containers(twin: FrontTwin) -> None:
+    twin.set_packages({**CONVERGED, **CONTAINER_PACKAGES, "apptainer": "1.3.6"})
+    twin.set_units(*CONVERGED_UNITS, "docker.service")
+
+
+def test_docker_answers_are_served_until_the_daemon_its_config_or_its_images_change(twin: FrontTwin) -> None:
+    _containers(twin)
+    info = ("docker", "info", "--format", "{{json .Runtimes}}")
+    run = ("docker", "run", "--rm", "--pull=never", "--gpus", "all", IMAGE, "nvidia-smi", "-L")
+    missing = twin.run(*run, check=False)
+    assert missing.returncode == 125 and "No such image" in missing.stderr  # an error: never kept
+    twin.run("docker", "pull", IMAGE)  # the images file changes
+    host = twin.out("nvidia_smi", "-L")
+    assert twin.out(*run) == host
+    plain = twin.out(*info)
+    starts = twin.renders()
+    assert (twin.out(*info), twin.out(*run), twin.renders()) == (plain, host, starts)  # both served
+    twin.run("nvidia_ctk", "runtime", "configure", "--runtime=docker")  # daemon.json written
+    configured = twin.out(*info)
+    assert '"nvidia"' in configured and configured == direct(twin, *info).stdout != plain
+    Twin.set_units(twin, *CONVERGED_UNITS)  # docker.service alone stopped (its cgroup gone, the others kept):
+    (twin.cgroup / "docker.service").rmdir()  # the daemon's error, not a kept answer
+    for argv in (info, run):
+        down = twin.run(*argv, check=False)
+        assert down.returncode != 0 and "Cannot connect to the Docker daemon" in down.stderr and not down.stdout
+    Twin.set_units(twin, *CONVERGED_UNITS, "docker.service")
+    (twin.cgroup / "docker.service").mkdir()
+    assert (twin.out(*info), twin.out(*run)) == (configured, host)
+    (twin.base / "root/var/lib/docker/provision-lab-images.json").write_text("[]\n")  # the image gone
+    gone = twin.run(*run, check=False)
+    assert gone.returncode == 125 and "No such image" in gone.stderr and not gone.stdout
+
+
+def test_apptainer_exec_is_served_until_its_image_or_config_change(twin: FrontTwin, tmp_path: Path) -> None:
+    _containers(twin)
+    sif = str(tmp_path / "cuda.sif")
+    exec_nv = ("apptainer", "exec", "--nv", sif, "nvidia-smi", "-L")
+    assert twin.run(*exec_nv, check=False).returncode == 255  # no image yet: an error, never kept
+    twin.run("apptainer", "pull", sif, f"docker://{IMAGE}")
+    no_libs = twin.run(*exec_nv, check=False)  # no nvliblist.conf: the warning, and no GPU
+    assert "Could not find any nv files" in no_libs.stderr and not no_libs.stdout
+    conf = twin.base / "root" / "etc" / "apptainer"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "apptainer.conf").write_text(APPTAINER_CONF.replace("{version}", "1.3.6"))
+    (conf / "nvliblist.conf").write_text(NVLIBLIST)
+    host = twin.out("nvidia_smi", "-L")
+    assert twin.out(*exec_nv) == host
+    starts = twin.renders()
+    assert (twin.out(*exec_nv), twin.renders()) == (host, starts)  # served
+    (conf / "nvliblist.conf").write_text("# emptied\n")
+    again = twin.run(*exec_nv, check=False)
+    assert "Could not find any nv files" in again.stderr and not again.stdout
+    (conf / "nvliblist.conf").write_text(NVLIBLIST)
+    assert twin.out(*exec_nv) == host
+    Path(sif).write_text("not a SIF\n")  # the image replaced
+    bad = twin.run(*exec_nv, check=False)
+    assert bad.returncode == 255 and "image format not recognized" in bad.stderr
 
 
 def test_package_and_unit_changes_are_seen(twin: FrontTwin) -> None:

@@ -98,7 +98,8 @@ def _nvlink(ctx: Context, index: int, bus_id: str, links: NvlinkGpu | None, expe
         link for link in links.active_links
         if link.speed_gbps is not None and abs(link.speed_gbps - nvlink.link_speed_gbs) < 0.01
     ]  # fmt: skip
-    down = [str(link.link) for link in links.links if link not in at_speed]
+    speedy = {link.link for link in at_speed}  # link numbers are 0..n-1, each once (the parser checks)
+    down = [str(link.link) for link in links.links if link.link not in speedy]
     found = f"{len(at_speed)} of {len(links.links)} at spec speed"
     detail = f"links not active at spec speed: {', '.join(down)}" if down else ""
     passed = len(at_speed) == nvlink.links_per_gpu == len(links.links)

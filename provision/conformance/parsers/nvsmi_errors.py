@@ -9,6 +9,7 @@ Errors on the drivers documented; other counter names are kept as printed).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from provision.conformance.parsers._base import Model, fail, lines_of, to_int, tool_parser
 from provision.conformance.parsers.nvsmi_list import _GPU, _check_indices
@@ -40,30 +41,41 @@ class NvlinkErrors(Model):
         return sum(c.count or 0 for c in self.counters if c.name == counter)
 
 
+@dataclass
+class _Block:
+    """One GPU's lines while they are read."""
+
+    index: int
+    name: str
+    uuid: str
+    counters: list[NvlinkCounter] = field(default_factory=list)
+    note: str | None = None
+
+
 @tool_parser(TOOL)
 def parse_nvlink_errors(text: str) -> tuple[NvlinkErrors, ...]:
     """Parse `nvidia-smi nvlink -e`; a GPU without NVLink carries the note the tool prints instead."""
-    gpus: list[NvlinkErrors] = []
+    blocks: list[_Block] = []  # built into models once at the end: a copy per counter line costs O(lines^2)
     for line in (raw.strip() for raw in lines_of(text)):
         if not line:
             continue
         header = _GPU.match(line)
         if header:
-            gpus.append(NvlinkErrors(index=int(header["index"]), name=header["name"], uuid=header["uuid"],
-                                     counters=()))
+            blocks.append(_Block(int(header["index"]), header["name"], header["uuid"]))
             continue
-        if not gpus:
+        if not blocks:
             fail(TOOL, f"unexpected line {line[:120]!r}")
         counter = _COUNTER.match(line)
-        last = gpus[-1]
+        last = blocks[-1]
         if counter is None:
             if last.counters or last.note is not None:
                 fail(TOOL, f"GPU {last.index}: unexpected line {line[:120]!r}")
-            gpus[-1] = last.model_copy(update={"note": line})
+            last.note = line
             continue
         value = to_int(TOOL, f"GPU {last.index} link {counter['link']} {counter['name']}", counter["value"])
-        item = NvlinkCounter(link=int(counter["link"]), name=counter["name"], count=value)
-        gpus[-1] = last.model_copy(update={"counters": (*last.counters, item)})
+        last.counters.append(NvlinkCounter(link=int(counter["link"]), name=counter["name"], count=value))
+    gpus = [NvlinkErrors(index=b.index, name=b.name, uuid=b.uuid, counters=tuple(b.counters), note=b.note)
+            for b in blocks]
     if not gpus:
         fail(TOOL, "no GPU lines")
     _check_indices(TOOL, [g.index for g in gpus])

@@ -103,21 +103,22 @@ def _link(line: str) -> NvlinkLink | None:
 @tool_parser(TOOL_NVLINK)
 def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
     """Parse `nvidia-smi nvlink -s` (a.k.a. --status)."""
-    gpus: list[NvlinkGpu] = []
+    blocks: list[tuple[NvlinkGpu, list[NvlinkLink]]] = []  # links added at the end: a copy per line is O(n^2)
     for line in (raw.strip() for raw in lines_of(text)):
         if not line:
             continue
         link = _link(line)
-        if link is None and _GPU.match(line) is None and gpus and not gpus[-1].links and gpus[-1].note is None:
-            gpus[-1] = gpus[-1].model_copy(update={"note": line})
+        if link is None and _GPU.match(line) is None and blocks and not blocks[-1][1] and blocks[-1][0].note is None:
+            blocks[-1] = (blocks[-1][0].model_copy(update={"note": line}), blocks[-1][1])
             continue
         if link is not None:
-            if not gpus or gpus[-1].note is not None:
+            if not blocks or blocks[-1][0].note is not None:
                 fail(TOOL_NVLINK, f"link line outside a GPU block: {line!r}")
-            gpus[-1] = gpus[-1].model_copy(update={"links": (*gpus[-1].links, link)})
+            blocks[-1][1].append(link)
             continue
         match = _gpu_header(TOOL_NVLINK, line)
-        gpus.append(NvlinkGpu(index=int(match["index"]), name=match["name"], uuid=match["uuid"], links=()))
+        blocks.append((NvlinkGpu(index=int(match["index"]), name=match["name"], uuid=match["uuid"], links=()), []))
+    gpus = [gpu.model_copy(update={"links": tuple(links)}) if links else gpu for gpu, links in blocks]
     if not gpus:
         fail(TOOL_NVLINK, "no GPU lines")
     _check_indices(TOOL_NVLINK, [g.index for g in gpus])

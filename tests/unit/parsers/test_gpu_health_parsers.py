@@ -116,3 +116,16 @@ def test_text_and_xml_parsers_sum_the_same_counters_alike() -> None:
     assert gpu.ecc_errors is not None and gpu.ecc_errors.volatile_uncorrectable == 3
     with pytest.raises(ParseError, match="ECC sram_uncorrectable_parity"):
         p.parse_nvidia_smi_xml(xml.replace(">3</sram_uncorrectable_parity>", ">lots</sram_uncorrectable_parity>", 1))
+
+
+def test_nvlink_error_counters_and_notes_stay_with_their_own_gpu() -> None:
+    out = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n\t Link 0: CRC Errors: 1\n\t Link 1: CRC Errors: 2\n"
+           "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t NVML: Unable to retrieve NVLink information\n"
+           "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n\t Link 0: Replay Errors: 5\n\t Link 0: CRC Errors: N/A\n")
+    gpus = p.parse_nvlink_errors(out)
+    assert [(g.uuid, g.note, [(c.link, c.name, c.count) for c in g.counters]) for g in gpus] == [
+        ("GPU-0", None, [(0, "CRC Errors", 1), (1, "CRC Errors", 2)]),
+        ("GPU-1", "NVML: Unable to retrieve NVLink information", []),
+        ("GPU-2", None, [(0, "Replay Errors", 5), (0, "CRC Errors", None)]),
+    ]
+    assert [g.total("CRC Errors") for g in gpus] == [3, 0, 0]

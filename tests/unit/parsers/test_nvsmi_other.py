@@ -169,3 +169,18 @@ def test_table_cut_between_gpus_is_caught() -> None:
     cut = capture[: capture.index("|   4  NVIDIA")]
     with pytest.raises(ParseError, match="Processes"):
         parse_nvidia_smi_table(cut)
+
+
+def test_nvlink_links_and_notes_stay_with_their_own_gpu() -> None:
+    out = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
+           "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t Nvlink queries are not supported for Devices in MIG mode\n"
+           "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n\t Link 0: <inactive>\n\t Link 1: 13.281 GB/s\n"
+           "\t Link 2: 26.562 GB/s\n")
+    gpus = parse_nvlink_status(out)
+    assert [(g.uuid, g.note, [(link.link, link.speed_gbps) for link in g.links]) for g in gpus] == [
+        ("GPU-0", None, [(0, 26.562), (1, None)]),
+        ("GPU-1", "Nvlink queries are not supported for Devices in MIG mode", []),
+        ("GPU-2", None, [(0, None), (1, 13.281), (2, 26.562)]),
+    ]
+    with pytest.raises(ParseError, match="outside a GPU block"):  # a link after a note belongs to no GPU
+        parse_nvlink_status(out.replace("GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n", ""))

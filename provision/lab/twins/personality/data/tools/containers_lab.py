@@ -43,12 +43,20 @@ def write_json(file: str, data: Any) -> None:
 
 
 def nvidia_smi_in_container(args: list[str]) -> NoReturn:
-    """The container's `nvidia-smi ARGS`: the twin's stand-in, or no GPU under container_gpu_hidden."""
+    """The container's `nvidia-smi ARGS`: the twin's stand-in, or no GPU under container_gpu_hidden.
+
+    Through the stand-in's shell front (front.sh), as the host's `nvidia-smi` runs: a read-only query is served
+    from the kept rendering while nothing it is rendered from has changed (the bytes the Python would print),
+    so a container check costs one Python start (this one), not two."""
     if labstate.fault("container_gpu_hidden") is not None:
         sys.stdout.write(NO_DEVICES)
         sys.exit(6)
     sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, "-S", "-I", os.path.join(HERE, "nvidia_smi.py"), *args])
+    env = dict(os.environ)
+    env.setdefault("PROVISION_LAB_TOOLS", HERE)
+    env.setdefault("PROVISION_LAB_PYTHON", sys.executable)
+    front = os.path.join(env["PROVISION_LAB_TOOLS"], "front.sh")
+    os.execve("/bin/sh", ["sh", "-c", '_pv_tool=nvidia_smi; . "$0"', front, *args], env)
 
 
 def version_of(package: str, default: str) -> str:

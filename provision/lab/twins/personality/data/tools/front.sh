@@ -4,8 +4,9 @@
 # twin's simulated state. A read-only invocation's output is kept under $PROVISION_LAB_RUN/render as a
 # shell snippet and served by the shell alone (no process started) while nothing it is rendered from has
 # changed: no input newer than the rendering, none appeared or gone. The inputs: the state dir and its
-# hardware/faults/zfs.json, the dpkg database, the persistence flag, /dev, and the cgroups of the units the
-# tools ask systemd about (a unit's cgroup exists while it runs and is made anew at each start). Anything
+# hardware/faults/zfs.json and proc/sys/kernel/osrelease (the kernel the twin runs), the dpkg database, the
+# persistence flag, /dev, and the cgroups of the units the tools ask systemd about (a unit's cgroup exists
+# while it runs and is made anew at each start). Anything
 # else (writes, daemons, burn-in runs, an output with stderr, odd arguments) runs the Python every time.
 # The bytes served are the bytes rendered (checked before an output is kept); only time stamps in them
 # (nvidia-smi's Timestamp, smartctl's local_time, mdadm's Update Time) show when they were rendered.
@@ -18,12 +19,20 @@ _pv_cacheable() {
   case $_pv_tool in
     nvme) case ${1-} in sanitize|sanitize-log|format) return 1 ;; esac; return 0 ;;  # erases, and their log
     smartctl|ibstat|ibv_devinfo|lscpu|dmidecode) return 0 ;;
+    dmesg) [ $# -eq 0 ]; return ;;  # the whole log (what verify reads); any option runs the Python
     nvidia_smi)
       for _pv_a; do case $_pv_a in -pm|-pm=*|--persistence-mode*|-pl|-pl=*|--power-limit*) return 1 ;; esac; done
       return 0 ;;
     zpool) case ${1-} in status|list|get|version) return 0 ;; esac ;;
     zfs) case ${1-} in list|get|version) return 0 ;; esac ;;
     mdadm) for _pv_a; do case $_pv_a in --detail|-D|--examine|-E|--query|-Q) return 0 ;; esac; done ;;
+    # docker: the daemon's answers and a container's output (`run --rm`: the stand-in keeps no container);
+    # their own inputs (docker.service, daemon.json, the images) are added below.
+    docker) case ${1-} in info) return 0 ;; run) for _pv_a; do [ "$_pv_a" = --rm ] && return 0; done ;; esac ;;
+    apptainer)  # exec IMAGE ...: the image (an absolute path) is one of its inputs, with apptainer.conf and nvliblist
+      [ "${1-}" = exec ] || return 1
+      shift
+      for _pv_a; do case $_pv_a in -*) ;; /*) _pv_X3=$_pv_a; return 0 ;; *) return 1 ;; esac; done ;;
   esac
   return 1
 }
@@ -32,7 +41,7 @@ _pv_cacheable() {
 _pv_key() {
   _pv_k=$_pv_tool
   for _pv_a; do
-    case $_pv_a in ''|*[!A-Za-z0-9_.,=:/-]*) return 1 ;; esac
+    case $_pv_a in ''|*[!A-Za-z0-9_.,=:/{}\ -]*) return 1 ;; esac  # {} and space: docker's --format
     _pv_k="$_pv_k+$_pv_a"
   done
   _pv_r=$_pv_k; _pv_k=
@@ -59,12 +68,20 @@ if [ -z "$_pv_G" ]; then  # system.slice under cgroup v2, the hybrid layout, or 
   done
 fi
 case $_pv_C in *\'*) _pv_py "$@" ;; esac
+_pv_O=${PROVISION_LAB_ROOT:-/}
+case $_pv_tool in  # a tool's own inputs (the state dir again for the others)
+  docker) _pv_X1=$_pv_G/docker.service; _pv_X2=$_pv_O/etc/docker/daemon.json
+    _pv_X3=$_pv_O/var/lib/docker/provision-lab-images.json ;;
+  apptainer) _pv_X1=$_pv_O/etc/apptainer/apptainer.conf; _pv_X2=$_pv_O/etc/apptainer/nvliblist.conf ;;
+  *) _pv_X1=$_pv_S; _pv_X2=$_pv_S; _pv_X3=$_pv_S ;;
+esac
 
 # Call "$@" with every input appended.
 _pv_inputs() {
-  "$@" "$_pv_S" "$_pv_S/hardware.json" "$_pv_S/faults.json" "$_pv_S/zfs.json" "$_pv_A/status" "$_pv_A/updates" \
+  "$@" "$_pv_S" "$_pv_S/hardware.json" "$_pv_S/faults.json" "$_pv_S/zfs.json" "$_pv_S/proc/sys/kernel/osrelease" \
+    "$_pv_A/status" "$_pv_A/updates" \
     "$_pv_R/persistence" "${PROVISION_LAB_DEV:-/dev}" "$_pv_G/nvidia-fabricmanager.service" \
-    "$_pv_G/nvidia-persistenced.service" "$_pv_G/nvidia-dcgm.service"
+    "$_pv_G/nvidia-persistenced.service" "$_pv_G/nvidia-dcgm.service" "$_pv_X1" "$_pv_X2" "$_pv_X3"
 }
 _pv_present() {  # which inputs exist: one 0/1 each
   _pv_p=
