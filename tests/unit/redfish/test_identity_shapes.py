@@ -94,3 +94,20 @@ def test_a_system_stating_no_cpus_under_a_fabric_less_service_is_a_device_not_a_
     bmc = _Bmc({"/redfish/v1/Fabrics": {"Members": "none"}}, FABRICS)
     fabrics = identity.fabric_count(bmc)  # type: ignore[arg-type]
     assert identity.device_kind(system, [], fabrics) is DeviceKind.DEVICE
+
+
+def test_the_chassis_and_bmc_are_the_ones_the_system_links_not_the_first_listed() -> None:
+    """A GPU tray or a DPU card listed before the host's own chassis (and a satellite manager before its BMC)."""
+    system = {"@odata.id": S, "Manufacturer": "Supermicro", "Model": "SYS-821GE-TNHR", "Bios": {},
+              "ProcessorSummary": {"Count": 2},
+              "Links": {"Chassis": [{"@odata.id": "/redfish/v1/Chassis/1"}],
+                        "ManagedBy": [{"@odata.id": "/redfish/v1/Managers/1"}]}}
+    chassis = [{"@odata.id": "/redfish/v1/Chassis/HGX_GPU_Tray", "Model": "HGX H100"},
+               {"@odata.id": "/redfish/v1/Chassis/1", "Model": "SC826"}]
+    managers = [{"@odata.id": "/redfish/v1/Managers/HGX_BMC", "Model": "HGX"},
+                {"@odata.id": "/redfish/v1/Managers/1", "Model": "X13 BMC"}]
+    ident = identity.from_tree([system], chassis, managers)
+    assert ident.chassis is not None and ident.chassis.model == "SC826"
+    assert ident.bmc is not None and ident.bmc.model == "X13 BMC"
+    unlinked = identity.from_tree([{**system, "Links": {}}], chassis, managers)  # nothing linked: the first
+    assert unlinked.chassis is not None and unlinked.chassis.model == "HGX H100"
