@@ -44,6 +44,7 @@ from provision.campaign.gates import GateRunner
 from provision.campaign.hooks import run_hook
 from provision.campaign.leader import WaveLeader
 from provision.campaign.node import HookRunner, NodeContext, process_node
+from provision.campaign.plan import Rest
 from provision.campaign.updater import NodeUpdater, Target
 from provision.campaign.workers import Workers
 from provision.errors import InputError
@@ -114,12 +115,13 @@ class Engine:
         self._leader: WaveLeader | None = None
 
     # -- entry points ----------------------------------------------------------------------------------
-    def start(self, source: Path, waves: list[list[str]]) -> Outcome:
-        """Create the campaign in the journal with its waves, then run it."""
-        self.store.create(self.catalog.name, str(source), file_digest(source), waves)
+    def start(self, source: Path, waves: list[list[str]], rest: Rest | None = None) -> Outcome:
+        """Create the campaign in the journal with its waves, then run it. `rest`: targets not read yet (recorded
+        as the campaign's unplanned ones), read while the first waves run and added as the waves after them."""
+        self.store.create(self.catalog.name, str(source), file_digest(source), waves, rest.names if rest else None)
         if self.alone:
             self._check_targets()
-        return self._run("start")
+        return self._run("start", rest)
 
     def join(self) -> Outcome:
         record = self.store.get(self.catalog.name)
@@ -128,7 +130,9 @@ class Engine:
                              "(resume it first)")
         return self._run("join")
 
-    def resume(self, retry_failed: bool = False) -> Outcome:
+    def resume(self, retry_failed: bool = False, rest: Rest | None = None) -> Outcome:
+        """`rest`: the campaign's unplanned targets (its controller stopped before it added their waves): read and
+        planned again, as at start."""
         record = self.store.get(self.catalog.name)
         if record.state in (CampaignState.DONE, CampaignState.ABORTED) and not (
                 retry_failed and record.state is CampaignState.DONE):
@@ -138,10 +142,10 @@ class Engine:
         if retry_failed:
             self.store.reset_failed(self.catalog.name)
         self.store.claim(self.catalog.name, os.getpid())
-        return self._run("resume")
+        return self._run("resume", rest)
 
     # -- the loop ----------------------------------------------------------------------------------------
-    def _run(self, how: str) -> Outcome:
+    def _run(self, how: str, rest: Rest | None = None) -> Outcome:
         name, journal = self.catalog.name, self.store.journal
         locks = NodeLocks(journal, **self._lease)
         claims = Claims(journal, name, ttl_s=locks.ttl_s, clock=locks.clock)
@@ -152,13 +156,17 @@ class Engine:
                           locks=locks)
         sizes = [len([n for n in w if n in self.targets]) for w in self.store.get(name).waves]
         first = next((sizes[w.wave] for w in self.store.waves(name) if w.state is not WaveState.DONE), 1)
-        threads = min(self.catalog.policy.concurrency, max([1, *sizes]))  # as many as the largest wave can use
         inflight: dict[str, Future[object]] = {}
         lost: JournalUnreachable | None = None
+        unplanned = self.store.get(name).unplanned
+        if unplanned and rest is None and self.alone:  # nobody else would plan them: the campaign could not end
+            raise InputError(f"campaign {name}: {len(unplanned)} target(s) not planned yet; resume reads them")
+        planner = self._plan_rest(rest) if rest is not None and unplanned else None
         try:
-            with Workers(min(threads, max(1, first)), prefix="node") as pool:  # the rest start as it flashes
+            with Workers(min(self.catalog.policy.concurrency, max(1, first)), prefix="node") as pool:  # the rest
+                # start as it flashes
                 try:
-                    self._loop(ctx, leader, locks, pool, inflight, settle, threads)
+                    self._loop(ctx, leader, locks, pool, inflight, settle)
                 except JournalUnreachable as exc:  # stop taking nodes; the turns in flight end below
                     lost = exc
                 except KeyboardInterrupt:  # the turns in flight end; the rest stay pending
@@ -168,6 +176,8 @@ class Engine:
                         journal.finish_run(run_id, "interrupted")
                     raise
                 wait(list(inflight.values()))
+                if planner is not None:  # halted or paused meanwhile: its waves are added all the same
+                    planner.join()
         finally:
             self.updater.release()
             with suppress(JournalError):
@@ -184,10 +194,9 @@ class Engine:
         return self.outcome(state, reason)
 
     def _loop(self, ctx: NodeContext, leader: WaveLeader, locks: NodeLocks, pool: Workers,
-              inflight: dict[str, Future[object]], settle_s: float, threads: int) -> None:
+              inflight: dict[str, Future[object]], settle_s: float) -> None:
         name, claims = self.catalog.name, leader.claims
         reachable = sorted(self.targets)
-        budget = self.catalog.policy.waves.budget(len(self.store.nodes(name)))
         while True:
             self._wake.clear()
             for node in [n for n, f in inflight.items() if f.done()]:
@@ -208,7 +217,9 @@ class Engine:
                 self._wake.wait(self.poll_s)
                 continue
             wave = next((w for w in self.store.waves(name) if w.state is not WaveState.DONE), None)
-            if wave is None:
+            if wave is None and record.unplanned:  # the later waves are being planned (start/resume adds them)
+                pass
+            elif wave is None:
                 if leading:
                     failed, _ = self.store.failed_count(name)
                     if leader.decide("campaign done", self.store.set_state, name, CampaignState.DONE,
@@ -228,6 +239,9 @@ class Engine:
             else:
                 self._look_ahead(record.waves, wave.wave, pool.size)
                 free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
+                # one budget over every node of the campaign, those still to be planned included
+                budget = self.catalog.policy.waves.budget(record.planned + len(record.unplanned))
+                threads = self._threads(record.waves)
                 for lease in claims.claim(wave.wave, reachable, free, budget, self._failures):
                     if lease.owner == claims.owner:  # else another run's: the turn is refused, naming it
                         locks.adopt([lease])
@@ -237,6 +251,25 @@ class Engine:
                 if leading and not inflight and leader.close_wave(wave):
                     continue
             self._wake.wait(self.poll_s)
+
+    def _threads(self, waves: list[list[str]]) -> int:
+        """Turn threads: as many as the largest wave can use among the nodes this controller reaches."""
+        return min(self.catalog.policy.concurrency, max([1, *(sum(n in self.targets for n in w) for w in waves)]))
+
+    def _plan_rest(self, rest: Rest) -> threading.Thread:
+        """Read the campaign's unplanned targets and add their waves (the first waves run meanwhile); a failure
+        ends the run as a turn's does, and leaves them unplanned for resume."""
+        def plan() -> None:
+            try:
+                record = self.store.get(self.catalog.name)
+                self.store.add_waves(record.name, rest.waves(record.planned))
+            except BaseException as exc:
+                self._errors.append(exc)
+            finally:
+                self._wake.set()
+        thread = threading.Thread(target=plan, name="plan-rest", daemon=True)
+        thread.start()
+        return thread
 
     def _before_wave(self, wave: int) -> tuple[CampaignState, str] | None:
         """Why the leader may not start wave `wave` now (WaveLeader.before_wave), or None."""
@@ -300,7 +333,8 @@ class Engine:
             self._on_node(self.store.node(name, node), time.monotonic() - started)
 
     def _check_targets(self) -> None:
-        planned = {n.node for n in self.store.nodes(self.catalog.name)}
+        name = self.catalog.name
+        planned = {n.node for n in self.store.nodes(name)} | set(self.store.get(name).unplanned)
         missing = sorted(planned - set(self.targets))
         if missing:
             raise InputError(f"campaign {self.catalog.name}: host(s) {', '.join(missing)} not in the inventory")
