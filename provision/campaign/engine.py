@@ -282,10 +282,12 @@ class Engine:
         if wave in self._prepared or wave + 1 >= len(waves):
             return
         self._prepared.add(wave)
-        mine = [n for n in waves[wave] if n in self.targets]
+        # the turns of this wave still to begin (all of them, but when the next wave was planned as this one ran)
+        mine = [n.node for n in self.store.nodes(self.catalog.name, wave)
+                if n.state is NodeState.PENDING and n.node in self.targets]
         ahead = [self.targets[n] for n in waves[wave + 1] if n in self.targets]
         if ahead:
-            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=min(slots, len(mine)))
+            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=min(slots, len(mine)) if mine else None)
 
     def _failures(self, count: SinceStart) -> str | None:
         """max_failures on the nodes finished since the latest start/resume, decided as nodes are claimed."""

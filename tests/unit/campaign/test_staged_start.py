@@ -303,3 +303,30 @@ def test_later_waves_are_added_once_and_only_of_unplanned_nodes(store: CampaignS
     assert [(n.node, n.wave, n.state) for n in store.nodes("test")] == [
         ("n01", 0, NodeState.PENDING), ("n02", 1, NodeState.PENDING), ("n03", 1, NodeState.PENDING)]
     assert [w.wave for w in store.waves("test")] == [0, 1]
+
+
+def test_the_next_wave_planned_while_the_canary_runs_is_prepared_for_no_turn_to_come(store: CampaignStore,
+                                                                                   source: Path) -> None:
+    """The canary's one turn waits until the later waves are in the journal: their look-ahead must not wait for a
+    turn of the canary still to begin (there is none)."""
+    cat = catalog({"waves": {"canary": 1, "batch_size": 9}})
+
+    class Waits(FakeBmcs):
+        def update(self, target: Target, flash: Sequence[Component], reset: bool, guard: Guard = unguarded) -> None:
+            for _ in range(2000):
+                if not store.get("test").unplanned or threading.Event().wait(0.005):
+                    break
+            threading.Event().wait(0.05)  # the engine's loop looks again every 10 ms
+            super().update(target, flash, reset, guard)
+
+    class AfterTurn(Rest):  # planned once the canary's turn has begun
+        def waves(self, planned: int) -> list[list[str]]:
+            for _ in range(2000):
+                if store.node("test", "n01").state is not NodeState.PENDING or threading.Event().wait(0.005):
+                    break
+            return super().waves(planned)
+
+    bmcs = Waits(NODES, OLD)
+    _, run = start(cat, store, source, bmcs, rest=AfterTurn)
+    assert run().ok
+    assert bmcs.prepared == NODES[1:] and bmcs.prepared_after == [None]
