@@ -139,6 +139,9 @@ class Engine:
             raise InputError(f"campaign {record.name} is {record.state}; nothing to resume")
         if self.alone:
             self._check_targets()
+            if record.unplanned and rest is None:  # nobody else would plan them: the campaign could not end
+                raise InputError(f"campaign {record.name}: {len(record.unplanned)} target(s) not planned yet; "
+                                 "resume reads them")
         if retry_failed:
             self.store.reset_failed(self.catalog.name)
         self.store.claim(self.catalog.name, os.getpid())
@@ -158,10 +161,7 @@ class Engine:
         first = next((sizes[w.wave] for w in self.store.waves(name) if w.state is not WaveState.DONE), 1)
         inflight: dict[str, Future[object]] = {}
         lost: JournalUnreachable | None = None
-        unplanned = self.store.get(name).unplanned
-        if unplanned and rest is None and self.alone:  # nobody else would plan them: the campaign could not end
-            raise InputError(f"campaign {name}: {len(unplanned)} target(s) not planned yet; resume reads them")
-        planner = self._plan_rest(rest) if rest is not None and unplanned else None
+        planner = self._plan_rest(rest) if rest is not None and self.store.get(name).unplanned else None
         try:
             with Workers(min(self.catalog.policy.concurrency, max(1, first)), prefix="node") as pool:  # the rest
                 # start as it flashes
