@@ -237,7 +237,7 @@ class Engine:
                                        WaveState.ACTIVE):
                         continue
             else:
-                self._look_ahead(record.waves, wave.wave, pool.size)
+                self._look_ahead(record.waves, wave.wave)
                 free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
                 # one budget over every node of the campaign, those still to be planned included
                 budget = self.catalog.policy.waves.budget(record.planned + len(record.unplanned))
@@ -276,18 +276,19 @@ class Engine:
         assert self._leader is not None
         return self._leader.before_wave(wave)
 
-    def _look_ahead(self, waves: list[list[str]], wave: int, slots: int) -> None:
-        """Once per wave: the next wave's BMCs this controller reaches are logged in to and observed while
-        this wave waits on its hosts (provision.campaign.ahead)."""
+    def _look_ahead(self, waves: list[list[str]], wave: int) -> None:
+        """Once per wave, once every turn of it this controller could take has begun (here or on another
+        controller: a controller counts only its own turns): the next wave's BMCs this controller reaches are
+        logged in to and observed while this wave waits on its hosts (provision.campaign.ahead)."""
         if wave in self._prepared or wave + 1 >= len(waves):
             return
+        name = self.catalog.name
+        if any(n.state is NodeState.PENDING and n.node in self.targets for n in self.store.nodes(name, wave)):
+            return
         self._prepared.add(wave)
-        # the turns of this wave still to begin (all of them, but when the next wave was planned as this one ran)
-        mine = [n.node for n in self.store.nodes(self.catalog.name, wave)
-                if n.state is NodeState.PENDING and n.node in self.targets]
         ahead = [self.targets[n] for n in waves[wave + 1] if n in self.targets]
         if ahead:
-            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=min(slots, len(mine)) if mine else None)
+            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=None)
 
     def _failures(self, count: SinceStart) -> str | None:
         """max_failures on the nodes finished since the latest start/resume, decided as nodes are claimed."""
