@@ -67,6 +67,9 @@ not at all when that holder released it): a request it sent just before it was k
 the BMC creates only once the upload is in) has reached the BMC's TaskService by then, so the observation sees it
 instead of flashing the node again."""
 
+READ_REST_AFTER_S = 30.0
+"""The targets a campaign started without reading are read once the canary's updates are sent, or after this long."""
+
 
 class Outcome(BaseModel):
     """How a start/resume/join ended."""
@@ -261,6 +264,7 @@ class Engine:
         ends the run as a turn's does, and leaves them unplanned for resume."""
         def plan() -> None:
             try:
+                self._first_updates_sent()
                 record = self.store.get(self.catalog.name)
                 self.store.add_waves(record.name, rest.waves(record.planned))
             except BaseException as exc:
@@ -270,6 +274,19 @@ class Engine:
         thread = threading.Thread(target=plan, name="plan-rest", daemon=True)
         thread.start()
         return thread
+
+    def _first_updates_sent(self) -> None:
+        """Until every node planned so far (the canary) has sent its updates or finished, the campaign stopped
+        running, or READ_REST_AFTER_S passed: the reads of the rest would otherwise hold up the canary's turns'
+        own reads and requests (on whichever controller) in the BMCs' and this controller's queues."""
+        name, pause = self.catalog.name, threading.Event()
+        deadline = time.monotonic() + READ_REST_AFTER_S
+        while time.monotonic() < deadline:
+            record = self.store.get(name)
+            if record.state is not CampaignState.RUNNING or record.request is not None or all(
+                    n.flashed or n.state in (NodeState.DONE, NodeState.FAILED) for n in self.store.nodes(name)):
+                return
+            pause.wait(0.1)
 
     def _before_wave(self, wave: int) -> tuple[CampaignState, str] | None:
         """Why the leader may not start wave `wave` now (WaveLeader.before_wave), or None."""

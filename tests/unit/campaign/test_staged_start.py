@@ -330,3 +330,25 @@ def test_the_next_wave_planned_while_the_canary_runs_is_prepared_for_no_turn_to_
     _, run = start(cat, store, source, bmcs, rest=AfterTurn)
     assert run().ok
     assert bmcs.prepared == NODES[1:] and bmcs.prepared_after == [None]
+
+
+def test_the_rest_is_read_once_the_canarys_updates_are_sent(store: CampaignStore, source: Path) -> None:
+    """Read at the canary's start, the rest's reads would queue ahead of the canary turns' own reads and update
+    requests: the canary's turn, reading its BMC, must not see the rest's reading begin."""
+    cat = catalog({"waves": {"canary": 1, "batch_size": 9}})
+    reading, early = threading.Event(), []
+
+    class Marks(Rest):
+        def waves(self, planned: int) -> list[list[str]]:
+            reading.set()
+            return super().waves(planned)
+
+    class Turn(FakeBmcs):
+        def observe(self, target: Target, components: Sequence[Component]) -> FirmwareState:
+            if target.name == "n01" and self.observed["n01"] == 1:  # the turn's first read (the plan made one)
+                early.append(reading.wait(0.2))
+            return super().observe(target, components)
+
+    bmcs = Turn(NODES, OLD)
+    _, run = start(cat, store, source, bmcs, rest=Marks)
+    assert run().ok and early == [False] and reading.is_set()
