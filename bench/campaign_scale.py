@@ -13,7 +13,8 @@ the baseline with one update task per component and one host reset.
 With `--journal postgresql` the journal is a PostgreSQL cluster made for the run (tests/pgcluster.py:
 initdb/pg_ctl in a temp directory); `--controllers N` starts N-1 `campaign join` controllers beside the one
 that starts the campaign (figures per controller: wall time, peak RSS, CPU). `plan_and_startup_s` is the
-starting controller's wall time outside the waves (plan, first observe of every BMC, start-up, last gate);
+starting controller's wall time outside the waves (inventory, the canary's plan, start-up, last gate; the
+rest of the BMCs are read while the canary runs);
 `overhead_with_startup_pct` its whole wall time over the ideal wave schedule, `first_wave_after_s` the seconds from
 the command to the first wave's start.
 

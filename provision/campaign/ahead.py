@@ -66,9 +66,10 @@ class Preparer(Generic[C, S]):
         self._ledger: _Ledger[C, S] = _Ledger()
         self._lock = threading.Lock()
 
-    def prepare(self, targets: Sequence[Target], after_turns: int) -> None:
+    def prepare(self, targets: Sequence[Target], after_turns: int | None) -> None:
         """Start the background work for these nodes (best effort); they are observed only once
-        `after_turns` more turns (the wave at work) have begun and all wait on their host's reset."""
+        `after_turns` more turns (the wave at work) have begun and all wait on their host's reset (None: every
+        turn of the wave at work has begun already, as when the next wave was planned while it ran)."""
         with self._lock:
             todo = [t for t in targets if t.bmc is not None and t.name not in self._ledger.ready]
             self._ledger.claimed.difference_update(t.name for t in todo)
@@ -98,12 +99,13 @@ class Preparer(Generic[C, S]):
         self._ledger.stop.clear()
 
     # -- the background work ----------------------------------------------------------------------
-    def _run(self, todo: list[Target], taken: int, after_turns: int) -> None:
+    def _run(self, todo: list[Target], taken: int, after_turns: int | None) -> None:
         names = {t.name for t in todo}
-        self._wait(lambda: self._ledger.taken != taken and not self._starting(), WAIT_S)
+        begun = after_turns is None
+        self._wait(lambda: (begun or self._ledger.taken != taken) and not self._starting(), WAIT_S)
         with ThreadPoolExecutor(max_workers=CONNECT_WORKERS, thread_name_prefix="prepare") as pool:
             list(pool.map(self._connect_one, todo))
-        self._wait(lambda: self._waiting_on_hosts(taken + after_turns) or self._taken_any(names), None)
+        self._wait(lambda: self._waiting_on_hosts(taken + (after_turns or 0)) or self._taken_any(names), None)
         if self._ledger.stop.is_set() or self._taken_any(names):
             return  # their turns have begun: observing now would compete with them
         with ThreadPoolExecutor(max_workers=OBSERVE_WORKERS, thread_name_prefix="look-ahead") as pool:

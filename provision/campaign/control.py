@@ -57,8 +57,9 @@ def target_pattern(catalog: Catalog) -> list[str]:
 
 
 def planned_targets(fleet: Fleet, store: CampaignStore, name: str) -> dict[str, Target]:
-    """The hosts recorded in the campaign's waves (those gone from the inventory are the engine's to refuse)."""
-    planned = {n.node for n in store.nodes(name)}
+    """The hosts recorded in the campaign's waves, and those it has not planned yet (CampaignRecord.unplanned)
+    (those gone from the inventory are the engine's to refuse)."""
+    planned = {n.node for n in store.nodes(name)} | set(store.get(name).unplanned)
     return {h.name: Target(name=h.name, bmc=h.bmc) for h in fleet.hosts.values() if h.name in planned}
 
 

@@ -44,6 +44,7 @@ from provision.campaign.gates import GateRunner
 from provision.campaign.hooks import run_hook
 from provision.campaign.leader import WaveLeader
 from provision.campaign.node import HookRunner, NodeContext, process_node
+from provision.campaign.plan import Rest
 from provision.campaign.updater import NodeUpdater, Target
 from provision.campaign.workers import Workers
 from provision.errors import InputError
@@ -65,6 +66,9 @@ TAKEOVER_SETTLE_S = 5.0
 not at all when that holder released it): a request it sent just before it was killed (an image upload, whose Task
 the BMC creates only once the upload is in) has reached the BMC's TaskService by then, so the observation sees it
 instead of flashing the node again."""
+
+READ_REST_AFTER_S = 30.0
+"""The targets a campaign started without reading are read once the canary's updates are sent, or after this long."""
 
 
 class Outcome(BaseModel):
@@ -114,12 +118,13 @@ class Engine:
         self._leader: WaveLeader | None = None
 
     # -- entry points ----------------------------------------------------------------------------------
-    def start(self, source: Path, waves: list[list[str]]) -> Outcome:
-        """Create the campaign in the journal with its waves, then run it."""
-        self.store.create(self.catalog.name, str(source), file_digest(source), waves)
+    def start(self, source: Path, waves: list[list[str]], rest: Rest | None = None) -> Outcome:
+        """Create the campaign in the journal with its waves, then run it. `rest`: targets not read yet (recorded
+        as the campaign's unplanned ones), read while the first waves run and added as the waves after them."""
+        self.store.create(self.catalog.name, str(source), file_digest(source), waves, rest.names if rest else None)
         if self.alone:
             self._check_targets()
-        return self._run("start")
+        return self._run("start", rest)
 
     def join(self) -> Outcome:
         record = self.store.get(self.catalog.name)
@@ -128,20 +133,25 @@ class Engine:
                              "(resume it first)")
         return self._run("join")
 
-    def resume(self, retry_failed: bool = False) -> Outcome:
+    def resume(self, retry_failed: bool = False, rest: Rest | None = None) -> Outcome:
+        """`rest`: the campaign's unplanned targets (its controller stopped before it added their waves): read and
+        planned again, as at start."""
         record = self.store.get(self.catalog.name)
         if record.state in (CampaignState.DONE, CampaignState.ABORTED) and not (
                 retry_failed and record.state is CampaignState.DONE):
             raise InputError(f"campaign {record.name} is {record.state}; nothing to resume")
         if self.alone:
             self._check_targets()
+            if record.unplanned and rest is None:  # nobody else would plan them: the campaign could not end
+                raise InputError(f"campaign {record.name}: {len(record.unplanned)} target(s) not planned yet; "
+                                 "resume reads them")
         if retry_failed:
             self.store.reset_failed(self.catalog.name)
         self.store.claim(self.catalog.name, os.getpid())
-        return self._run("resume")
+        return self._run("resume", rest)
 
     # -- the loop ----------------------------------------------------------------------------------------
-    def _run(self, how: str) -> Outcome:
+    def _run(self, how: str, rest: Rest | None = None) -> Outcome:
         name, journal = self.catalog.name, self.store.journal
         locks = NodeLocks(journal, **self._lease)
         claims = Claims(journal, name, ttl_s=locks.ttl_s, clock=locks.clock)
@@ -152,13 +162,14 @@ class Engine:
                           locks=locks)
         sizes = [len([n for n in w if n in self.targets]) for w in self.store.get(name).waves]
         first = next((sizes[w.wave] for w in self.store.waves(name) if w.state is not WaveState.DONE), 1)
-        threads = min(self.catalog.policy.concurrency, max([1, *sizes]))  # as many as the largest wave can use
         inflight: dict[str, Future[object]] = {}
         lost: JournalUnreachable | None = None
+        planner = self._plan_rest(rest) if rest is not None and self.store.get(name).unplanned else None
         try:
-            with Workers(min(threads, max(1, first)), prefix="node") as pool:  # the rest start as it flashes
+            with Workers(min(self.catalog.policy.concurrency, max(1, first)), prefix="node") as pool:  # the rest
+                # start as it flashes
                 try:
-                    self._loop(ctx, leader, locks, pool, inflight, settle, threads)
+                    self._loop(ctx, leader, locks, pool, inflight, settle)
                 except JournalUnreachable as exc:  # stop taking nodes; the turns in flight end below
                     lost = exc
                 except KeyboardInterrupt:  # the turns in flight end; the rest stay pending
@@ -168,6 +179,8 @@ class Engine:
                         journal.finish_run(run_id, "interrupted")
                     raise
                 wait(list(inflight.values()))
+                if planner is not None:  # halted or paused meanwhile: its waves are added all the same
+                    planner.join()
         finally:
             self.updater.release()
             with suppress(JournalError):
@@ -184,10 +197,9 @@ class Engine:
         return self.outcome(state, reason)
 
     def _loop(self, ctx: NodeContext, leader: WaveLeader, locks: NodeLocks, pool: Workers,
-              inflight: dict[str, Future[object]], settle_s: float, threads: int) -> None:
+              inflight: dict[str, Future[object]], settle_s: float) -> None:
         name, claims = self.catalog.name, leader.claims
         reachable = sorted(self.targets)
-        budget = self.catalog.policy.waves.budget(len(self.store.nodes(name)))
         while True:
             self._wake.clear()
             for node in [n for n, f in inflight.items() if f.done()]:
@@ -208,7 +220,9 @@ class Engine:
                 self._wake.wait(self.poll_s)
                 continue
             wave = next((w for w in self.store.waves(name) if w.state is not WaveState.DONE), None)
-            if wave is None:
+            if wave is None and record.unplanned:  # the later waves are being planned (start/resume adds them)
+                pass
+            elif wave is None:
                 if leading:
                     failed, _ = self.store.failed_count(name)
                     if leader.decide("campaign done", self.store.set_state, name, CampaignState.DONE,
@@ -226,8 +240,11 @@ class Engine:
                                        WaveState.ACTIVE):
                         continue
             else:
-                self._look_ahead(record.waves, wave.wave, pool.size)
+                self._look_ahead(record.waves, wave.wave)
                 free = pool.size - len(inflight) if locks.fresh() else 0  # late renewals: take no new node
+                # one budget over every node of the campaign, those still to be planned included
+                budget = self.catalog.policy.waves.budget(record.planned + len(record.unplanned))
+                threads = self._threads(record.waves)
                 for lease in claims.claim(wave.wave, reachable, free, budget, self._failures):
                     if lease.owner == claims.owner:  # else another run's: the turn is refused, naming it
                         locks.adopt([lease])
@@ -238,21 +255,57 @@ class Engine:
                     continue
             self._wake.wait(self.poll_s)
 
+    def _threads(self, waves: list[list[str]]) -> int:
+        """Turn threads: as many as the largest wave can use among the nodes this controller reaches."""
+        return min(self.catalog.policy.concurrency, max([1, *(sum(n in self.targets for n in w) for w in waves)]))
+
+    def _plan_rest(self, rest: Rest) -> threading.Thread:
+        """Read the campaign's unplanned targets and add their waves (the first waves run meanwhile); a failure
+        ends the run as a turn's does, and leaves them unplanned for resume."""
+        def plan() -> None:
+            try:
+                self._first_updates_sent()
+                record = self.store.get(self.catalog.name)
+                self.store.add_waves(record.name, rest.waves(record.planned))
+            except BaseException as exc:
+                self._errors.append(exc)
+            finally:
+                self._wake.set()
+        thread = threading.Thread(target=plan, name="plan-rest", daemon=True)
+        thread.start()
+        return thread
+
+    def _first_updates_sent(self) -> None:
+        """Until every node planned so far (the canary) has sent its updates or finished, the campaign stopped
+        running, or READ_REST_AFTER_S passed: the reads of the rest would otherwise hold up the canary's turns'
+        own reads and requests (on whichever controller) in the BMCs' and this controller's queues."""
+        name, pause = self.catalog.name, threading.Event()
+        deadline = time.monotonic() + READ_REST_AFTER_S
+        while time.monotonic() < deadline:
+            record = self.store.get(name)
+            if record.state is not CampaignState.RUNNING or record.request is not None or all(
+                    n.flashed or n.state in (NodeState.DONE, NodeState.FAILED) for n in self.store.nodes(name)):
+                return
+            pause.wait(0.1)
+
     def _before_wave(self, wave: int) -> tuple[CampaignState, str] | None:
         """Why the leader may not start wave `wave` now (WaveLeader.before_wave), or None."""
         assert self._leader is not None
         return self._leader.before_wave(wave)
 
-    def _look_ahead(self, waves: list[list[str]], wave: int, slots: int) -> None:
-        """Once per wave: the next wave's BMCs this controller reaches are logged in to and observed while
-        this wave waits on its hosts (provision.campaign.ahead)."""
+    def _look_ahead(self, waves: list[list[str]], wave: int) -> None:
+        """Once per wave, once every turn of it this controller could take has begun (here or on another
+        controller: a controller counts only its own turns): the next wave's BMCs this controller reaches are
+        logged in to and observed while this wave waits on its hosts (provision.campaign.ahead)."""
         if wave in self._prepared or wave + 1 >= len(waves):
             return
+        name = self.catalog.name
+        if any(n.state is NodeState.PENDING and n.node in self.targets for n in self.store.nodes(name, wave)):
+            return
         self._prepared.add(wave)
-        mine = [n for n in waves[wave] if n in self.targets]
         ahead = [self.targets[n] for n in waves[wave + 1] if n in self.targets]
         if ahead:
-            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=min(slots, len(mine)))
+            self.updater.prepare(ahead, self.catalog.ordered(), after_turns=None)
 
     def _failures(self, count: SinceStart) -> str | None:
         """max_failures on the nodes finished since the latest start/resume, decided as nodes are claimed."""
@@ -300,7 +353,8 @@ class Engine:
             self._on_node(self.store.node(name, node), time.monotonic() - started)
 
     def _check_targets(self) -> None:
-        planned = {n.node for n in self.store.nodes(self.catalog.name)}
+        name = self.catalog.name
+        planned = {n.node for n in self.store.nodes(name)} | set(self.store.get(name).unplanned)
         missing = sorted(planned - set(self.targets))
         if missing:
             raise InputError(f"campaign {self.catalog.name}: host(s) {', '.join(missing)} not in the inventory")

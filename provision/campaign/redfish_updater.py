@@ -114,7 +114,7 @@ class RedfishUpdater:
             node.conn.close()
 
     # -- work ahead of the turns (provision.campaign.ahead) ---------------------------------------
-    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:
+    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int | None = 0) -> None:
         """Log in to these BMCs once the turns now starting have sent their updates, and observe them
         once `after_turns` turns have begun and all wait on their hosts' reset (best effort, background)."""
         self._components = list(components)

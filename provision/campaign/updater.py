@@ -85,7 +85,7 @@ class NodeUpdater(Protocol):
         the turn: the turn's first observe reads the BMC now."""
         ...
 
-    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:
+    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int | None = 0) -> None:
         """These nodes' turn comes after `after_turns` turns now due: connect (and observe `components`)
         ahead of time if that helps (best effort, background; read-only)."""
         ...

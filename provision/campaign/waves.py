@@ -31,10 +31,11 @@ def batch_size(policy: WavePolicy, total: int) -> int:
     return max(total, 1) if budget is None else budget
 
 
-def plan_waves(nodes: Sequence[str], policy: WavePolicy) -> list[list[str]]:
-    """Split `nodes` (in the given order) into a canary wave and batches; no empty wave."""
+def plan_waves(nodes: Sequence[str], policy: WavePolicy, canary_of: int | None = None) -> list[list[str]]:
+    """Split `nodes` (in the given order) into a canary wave and batches; no empty wave. The canary's share is
+    of `canary_of` nodes when given (the campaign's targets: known before they are all read), else of `nodes`."""
     total = len(nodes)
-    first = canary_size(policy, total)
+    first = min(canary_size(policy, total if canary_of is None else canary_of), total)
     size = batch_size(policy, total)
     waves = [list(nodes[:first])] if first else []
     rest = list(nodes[first:])

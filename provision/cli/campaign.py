@@ -18,7 +18,7 @@ from provision.campaign import control
 from provision.campaign.catalog import Catalog, load_catalog
 from provision.campaign.engine import HALTED_BY_REQUEST, Engine, Outcome, SharedEngine, requested_outcome
 from provision.campaign.gates import GateRunner
-from provision.campaign.plan import CampaignPlan, build_plan, observe_all
+from provision.campaign.plan import CampaignPlan, Rest, build_plan, observe_all, plan_start
 from provision.campaign.redfish_updater import RedfishHealth, RedfishUpdater
 from provision.campaign.report import build_report, render_html
 from provision.campaign.updater import Target
@@ -147,18 +147,18 @@ def start(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, li
         targets, retired = _without_retired(control.targets(load_fleet(inventory), catalog, limit), jr)
         with _images(catalog, image_bind, image_advertise) as images:
             updater = _updater(resolved.source, insecure, poll_seconds, images)
-            planned = build_plan(catalog, observe_all(list(targets.values()), catalog, updater), retired)
+            started = plan_start(list(targets.values()), catalog, updater, retired)  # the canary's nodes first
+            planned = started.plan
             for name in planned.retired:
                 console.print(f"{name}: retired (never touched)", markup=False)
-            for p in planned.nodes:
-                if p.not_applicable:
-                    console.print(f"{p.node}: {p.not_applicable} (never touched)", markup=False, soft_wrap=True)
+            _say_not_applicable(planned)
             if not planned.waves:
                 console.print(f"campaign {catalog.name}: every target is at the baseline or not applicable; "
                               "nothing to do", markup=False)
                 return
             engine = _engine(jr, catalog, store, targets, updater, poll_seconds, lease_seconds)
-            outcome = engine.start(resolved.source, planned.waves)
+            rest = Rest(catalog, started.rest, updater, _say_not_applicable) if started.rest else None
+            outcome = engine.start(resolved.source, planned.waves, rest)
     _finish(outcome, as_json)
 
 
@@ -215,10 +215,16 @@ def resume(campaign: CampaignArg, inventory: InventoryOpt = DEFAULT_INVENTORY, j
         if control.controller_alive(record):
             raise InputError(f"campaign {record.name} is running in process {record.pid}")
         targets = control.planned_targets(load_fleet(inventory), store, record.name)
+        gone = [n for n in record.unplanned if n not in targets]
+        if gone:  # never planned, never dropped: the operator puts them back or starts a new campaign
+            raise InputError(f"campaign {record.name}: host(s) {', '.join(gone)} not in the inventory (not planned "
+                             "yet: resume reads them)")
         with _images(resolved.catalog, image_bind, image_advertise) as images:
             updater = _updater(resolved.source, insecure, poll_seconds, images)
             engine = _engine(jr, resolved.catalog, store, targets, updater, poll_seconds, lease_seconds)
-            outcome = engine.resume(retry_failed=retry_failed)
+            rest = Rest(resolved.catalog, [targets[n] for n in record.unplanned], updater,
+                        _say_not_applicable) if record.unplanned else None
+            outcome = engine.resume(retry_failed=retry_failed, rest=rest)
     _finish(outcome, as_json)
 
 
@@ -352,6 +358,12 @@ def _request(campaign: str, journal: Location, request: Request) -> None:
         state, reason = requested_outcome(request)
         store.set_state(record.name, state, reason)
         console.print(f"campaign {record.name}: {state.value}", markup=False)
+
+
+def _say_not_applicable(plan: CampaignPlan) -> None:
+    for p in plan.nodes:
+        if p.not_applicable:
+            console.print(f"{p.node}: {p.not_applicable} (never touched)", markup=False, soft_wrap=True)
 
 
 def _node_event(node: CampaignNode, seconds: float) -> None:

@@ -63,6 +63,14 @@ class CampaignRecord(BaseModel):
     ended_at: float | None
     epoch: int = 0
     """How many times the campaign was started or resumed (halt thresholds count from the latest)."""
+    unplanned: list[str] = []
+    """Targets not read yet: the campaign was started with its canary wave planned, and these are read while it
+    runs; their waves are added after the canary's (CampaignStore.add_waves)."""
+
+    @property
+    def planned(self) -> int:
+        """The nodes in the campaign's waves."""
+        return sum(len(w) for w in self.waves)
 
 
 class SinceStart(BaseModel):
@@ -136,26 +144,44 @@ class CampaignStore:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
 
-    def create(self, name: str, source: str, digest: str, waves: list[list[str]]) -> CampaignRecord:
+    def create(self, name: str, source: str, digest: str, waves: list[list[str]],
+               unplanned: list[str] | None = None) -> CampaignRecord:
+        """The campaign, running, with its waves; `unplanned`: targets not read yet, whose waves are added later
+        (add_waves)."""
         now = time.time()
         with self.journal.transaction() as db:
             if db.execute("SELECT 1 FROM campaigns WHERE name = ?", (name,)).fetchone():
                 raise InputError(f"campaign {name!r} already exists in {self.journal.where}; use resume")
             db.execute(
-                "INSERT INTO campaigns(name, source, digest, state, waves, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, source, digest, CampaignState.RUNNING, json.dumps(waves), now, now),
+                "INSERT INTO campaigns(name, source, digest, state, waves, created_at, updated_at, unplanned)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, source, digest, CampaignState.RUNNING, json.dumps(waves), now, now,
+                 json.dumps(unplanned or [])),
             )
-            for index, wave in enumerate(waves):
-                db.execute(
-                    "INSERT INTO campaign_waves(campaign, wave, state) VALUES (?, ?, ?)",
-                    (name, index, WaveState.PENDING),
-                )
-                db.executemany(
-                    "INSERT INTO campaign_nodes(campaign, node, wave, state) VALUES (?, ?, ?, ?)",
-                    [(name, node, index, NodeState.PENDING) for node in wave],
-                )
+            _insert_waves(db, name, waves, 0)
         return self.get(name)
+
+    def add_waves(self, name: str, waves: list[list[str]]) -> bool:
+        """The waves planned from the campaign's unplanned targets, after its own, in one transaction that also
+        empties `unplanned`; False (nothing written) when nothing is unplanned any more (another controller
+        added them). A node not among the unplanned, or named twice, is refused (a planning bug)."""
+        with self.journal.transaction() as db:
+            row = db.execute("SELECT waves, unplanned FROM campaigns WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                raise InputError(f"campaign {name!r} is not in the journal {self.journal.where}")
+            have, unplanned = json.loads(row[0]), json.loads(row[1])
+            if not unplanned:
+                return False
+            new = [n for w in waves for n in w]
+            stray = sorted(set(new) - set(unplanned)) + sorted({n for n in new if new.count(n) > 1})
+            if stray:
+                raise ValueError(f"campaign {name}: later waves name node(s) not unplanned, or twice: {stray}")
+            cur = db.execute("UPDATE campaigns SET waves = ?, unplanned = '[]', updated_at = ?"
+                             " WHERE name = ? AND unplanned = ?", (json.dumps(have + waves), time.time(), name, row[1]))
+            if not cur.rowcount:  # another controller added them meanwhile
+                return False
+            _insert_waves(db, name, waves, len(have))
+        return True
 
     def find(self, name: str) -> CampaignRecord | None:
         rows = self.journal.query("SELECT * FROM campaigns WHERE name = ?", (name,))
@@ -163,6 +189,7 @@ class CampaignStore:
             return None
         data = dict(rows[0])
         data["waves"] = json.loads(data["waves"])
+        data["unplanned"] = json.loads(data.get("unplanned") or "[]")
         return CampaignRecord(**data)
 
     def get(self, name: str) -> CampaignRecord:
@@ -307,6 +334,14 @@ class CampaignStore:
             sql = "UPDATE campaign_waves SET state = ?, ended_at = ?, gate = ? WHERE"
             params = (state, now, gate, name, wave)
         self._write(db, sql + " campaign = ? AND wave = ?", params)
+
+
+def _insert_waves(db: Any, name: str, waves: list[list[str]], first: int) -> None:
+    for index, wave in enumerate(waves, start=first):
+        db.execute("INSERT INTO campaign_waves(campaign, wave, state) VALUES (?, ?, ?)",
+                   (name, index, WaveState.PENDING))
+        db.executemany("INSERT INTO campaign_nodes(campaign, node, wave, state) VALUES (?, ?, ?, ?)",
+                       [(name, node, index, NodeState.PENDING) for node in wave])
 
 
 def _node(row: object) -> CampaignNode:

@@ -153,6 +153,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX platform_identities_node ON platform_identities(node, at);
     """,
+    # 9: a campaign started before all its targets were read: the targets not planned yet (JSON list), read
+    # while its canary runs and added as its later waves (provision.campaign.engine)
+    """
+    ALTER TABLE campaigns ADD COLUMN unplanned TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,6 +4,7 @@ YAML, INI, dynamic plugins), each raw variable as a typed model, and the file th
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -88,15 +89,16 @@ def _setup_vault(loader: Any) -> None:
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-def as_model(model: type[_Model], raw: Any, where: str, key: str, error: type[InputError],
+def as_model(model: type[_Model], raw: Any, where: str | Callable[[], str], key: str, error: type[InputError],
                keys_hint: str = "") -> _Model:
-    """`raw`, the mapping under `key`, as `model`; else one `error` line `WHERE: KEY...: what is wrong`."""
+    """`raw`, the mapping under `key`, as `model`; else one `error` line `WHERE: KEY...: what is wrong` (`where`
+    may be worked out only then: finding the file that sets a variable reads files)."""
     if not isinstance(raw, dict):
-        raise error(f"{where}: {key}: must be a mapping{keys_hint}")
+        raise error(f"{where if isinstance(where, str) else where()}: {key}: must be a mapping{keys_hint}")
     try:
         return model.model_validate(plain_data(raw))
     except ValidationError as exc:
-        raise error(f"{where}: {describe(exc, key)}") from None
+        raise error(f"{where if isinstance(where, str) else where()}: {describe(exc, key)}") from None
 
 
 def plain_data(value: Any) -> Any:

@@ -9,6 +9,7 @@ Slurm and identity settings, host_settings.py.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,9 @@ def load_fleet(inventory: Path) -> Fleet:
     if not hosts_vars:
         raise InventoryError(f"{inventory}: inventory defines no hosts")
     base = inventory_dir(inventory)
-    entries = {name: _host_entry(inventory, base, name, groups, hv) for name, (groups, hv) in hosts_vars.items()}
+    specs: dict[tuple[str, int], NodeSpec] = {}  # one validation per profile value (hosts_vars keeps them alive)
+    entries = {name: _host_entry(inventory, base, name, groups, hv, specs)
+               for name, (groups, hv) in hosts_vars.items()}
     refuse_shared_bmcs(inventory, entries)
     racks = inventory_racks(inventory, hosts_vars)
     refuse_unknown_racks(inventory, entries, racks)
@@ -107,8 +110,11 @@ def _all_profiles(
 
 
 def _host_entry(
-    inventory: Path, base: Path, name: str, groups: tuple[str, ...], hv: dict[str, Any]
+    inventory: Path, base: Path, name: str, groups: tuple[str, ...], hv: dict[str, Any],
+    specs: dict[tuple[str, int], NodeSpec] | None = None,
 ) -> HostEntry:
+    """`specs`: the profiles already validated, by name and the identity of the value Ansible gave (hosts
+    whose profile comes from one group file share it): a 1,000-host fleet validates each profile once."""
     profile = hv.get(PROFILE_VAR)
     if not profile:
         raise SpecError(f"{inventory}: host {name}: {PROFILE_VAR} is not set (which node class is it?)")
@@ -116,9 +122,15 @@ def _host_entry(
     if raw is None:
         known = sorted(k.removeprefix(PROFILE_PREFIX) for k in hv if k.startswith(PROFILE_PREFIX))
         raise SpecError(f"{inventory}: host {name}: {PROFILE_VAR}: unknown profile {profile!r}; known: {known}")
-    where = defining_file(base, name, groups, PROFILE_PREFIX + str(profile))
-    spec = _absolute_images(base, _build_spec(where, name, str(profile), raw))
-    _check_images(base, name, spec)
+    key = (str(profile), id(raw))
+    spec = None if specs is None else specs.get(key)
+    if spec is None:
+        var = PROFILE_PREFIX + str(profile)
+        spec = _absolute_images(base, _build_spec(lambda: defining_file(base, name, groups, var), name,
+                                                  str(profile), raw))
+        _check_images(base, name, spec)
+        if specs is not None:
+            specs[key] = spec
     spec = _bmc_setup(base, name, groups, hv, spec, str(profile))
     return HostEntry(
         name=name,
@@ -135,8 +147,9 @@ def _host_entry(
     )
 
 
-def _build_spec(where: str, host: str, profile: str, raw: Any) -> NodeSpec:
-    return as_model(NodeSpec, raw, f"{where}: host {host}", PROFILE_PREFIX + profile, SpecError)
+def _build_spec(where: str | Callable[[], str], host: str, profile: str, raw: Any) -> NodeSpec:
+    return as_model(NodeSpec, raw, lambda: f"{where if isinstance(where, str) else where()}: host {host}",
+                    PROFILE_PREFIX + profile, SpecError)
 
 
 def _absolute_images(base: Path, spec: NodeSpec) -> NodeSpec:

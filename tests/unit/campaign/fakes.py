@@ -63,6 +63,7 @@ class FakeBmcs:
         self.staged: dict[str, dict[str, str]] = {}
         self.incomparable: dict[str, dict[str, str]] = {}  # node -> component -> why its version is not ordered
         self.prepared: list[str] = []
+        self.prepared_after: list[int | None] = []  # each prepare's after_turns
         self.sessions: list[tuple[str, bool]] = []  # (node, afresh) per turn
         self.released = 0
         self.identities: dict[str, PlatformIdentity] = {}  # what each node's BMC says it is (unset: not read)
@@ -78,9 +79,10 @@ class FakeBmcs:
             self.sessions.append((target.name, afresh))
         return nullcontext()
 
-    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int = 0) -> None:
+    def prepare(self, targets: Sequence[Target], components: Sequence[Component], after_turns: int | None = 0) -> None:
         with self.lock:
             self.prepared.extend(t.name for t in targets)
+            self.prepared_after.append(after_turns)
 
     def release(self) -> None:
         with self.lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from provision.campaign.catalog import Catalog
+from provision.campaign.catalog import Catalog, Component
 from provision.campaign.engine import Engine, waves_for
 from provision.campaign.gates import GateRunner
-from provision.campaign.updater import unguarded
+from provision.campaign.updater import Target, unguarded
 from provision.errors import InputError
 from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, Request, WaveState
@@ -71,7 +72,14 @@ def test_converged_nodes_are_not_touched(store: CampaignStore, source: Path) -> 
 
 def test_first_failure_halts_with_max_failures_0(store: CampaignStore, source: Path) -> None:
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}, "halt": {"max_failures": 0}})
-    bmcs = FakeBmcs(NODES, OLD)
+
+    class FailsOncePrepared(FakeBmcs):  # the next wave is prepared once the canary's turn has begun
+        def flashed(self, target: Target, comp: Component) -> None:
+            for _ in range(2000):
+                if self.prepared or threading.Event().wait(0.005):
+                    break
+
+    bmcs = FailsOncePrepared(NODES, OLD)
     bmcs.faults["n01"] = "fail"
     out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
     assert out.state is CampaignState.HALTED and "max_failures 0" in out.reason
@@ -374,7 +382,14 @@ def test_each_wave_prepares_the_next_ones_pending_nodes_and_releases_at_the_end(
 
 def test_a_halt_still_releases_what_was_prepared(store: CampaignStore, source: Path) -> None:
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}, "halt": {"max_failures": 0}})
-    bmcs = FakeBmcs(NODES, OLD)
+
+    class FailsOncePrepared(FakeBmcs):  # the next wave is prepared once the canary's turn has begun
+        def flashed(self, target: Target, comp: Component) -> None:
+            for _ in range(2000):
+                if self.prepared or threading.Event().wait(0.005):
+                    break
+
+    bmcs = FailsOncePrepared(NODES, OLD)
     bmcs.faults["n01"] = "fail"
     out = engine(cat, store, bmcs).start(source, waves_for(NODES, cat))
     assert out.state is CampaignState.HALTED

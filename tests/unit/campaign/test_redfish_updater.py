@@ -615,3 +615,20 @@ def test_a_campaign_step_names_the_targets_the_bmc_offers(tmp_path: Path) -> Non
     assert up._step(node, service, bios, found["bios"], offered).targets == [f"{INV}/BIOS"]  # type: ignore[arg-type]
     assert up._step(node, service, bios, found["bios"]).targets == []  # type: ignore[arg-type]
     assert up._step(node, service, bios, found["bios"], (f"{INV}/BMC-Backup",)).targets == []  # type: ignore[arg-type]
+
+
+def test_a_next_wave_planned_while_the_wave_at_work_runs_is_prepared_without_a_turn_to_come(
+        opened: dict[str, FakeNode], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The canary's turns all began before the later waves were planned (campaign start reads them as it runs):
+    no turn of it is still to come, so preparing waits for none (it would wait WAIT_S, and the next wave would
+    start with nothing prepared)."""
+    monkeypatch.setattr(ahead, "WAIT_S", 30.0)
+    up = _updater()
+    a, b = _targets("a", "b")
+    with up.session(a):
+        up._started(a)
+        up.prepare([b], COMPS, after_turns=None)
+        _until(lambda: "b" in _ready(up))
+        up._sessions["a"].resetting = True
+        _until(lambda: _ready(up)["b"].observed is not None)
+    up.release()

@@ -99,6 +99,9 @@ def test_three_controllers_split_the_nodes_within_max_unavailable(pg_url: str, t
     assert set(bmcs.flashes.values()) == {1} and len(bmcs.flashes) == 2 * len(NODES)  # none flashed twice
     assert bmcs.peak <= 6
     assert set(NODES[1:]) <= set(bmcs.prepared)  # each wave's BMCs observed ahead, during the wave before
+    # once the wave's turns have all begun, on whichever controller: waiting for more turns of its own (a count
+    # of the whole wave) is never satisfied on a controller that takes a third of it, and nothing is observed ahead
+    assert set(bmcs.prepared_after) == {None}
     with Journal() as j:
         nodes = CampaignStore(j).nodes("test")
     assert len({n.controller for n in nodes}) >= 2  # the work was shared (4 workers each, 6 per wave)
