@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import labstate
 import zfsstate
-from zpool import _flags, _mkdir, _table
+from zpool import _flags, _mkdir, _table, cmd_version  # `zfs version` prints what `zpool version` does
 
 LIST_DEFAULT = ["name", "used", "avail", "refer", "mountpoint"]
 ALIASES = {"avail": "available", "refer": "referenced", "compress": "compression", "recsize": "recordsize"}
@@ -178,12 +178,6 @@ def cmd_destroy(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> in
         for snap in [k for k in data["snapshots"] if k.split("@", 1)[0] == n]:
             del data["snapshots"][snap]
     zfsstate.save(data)
-    return 0
-
-
-def cmd_version(hw: dict[str, Any], data: dict[str, Any], args: list[str]) -> int:
-    v = labstate.installed_version("zfsutils-linux") or "2.1.11-1+deb12u1"
-    print(f"zfs-{v}\nzfs-kmod-{labstate.upstream(v)}-1")
     return 0
 
 
