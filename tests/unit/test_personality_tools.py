@@ -106,6 +106,12 @@ def test_zpool_create_makes_the_pool_status_then_shows(twin: Twin) -> None:
     assert twin.out("zpool", "list").strip() == "no pools available"
 
 
+def test_zfs_and_zpool_version_print_the_userland_and_module_as_real_zfs_does(twin: Twin) -> None:
+    userland, module = twin.out("zfs", "version").splitlines()
+    assert userland.startswith("zfs-2.") and module.startswith("zfs-kmod-2.") and module.endswith("-1")
+    assert twin.out("zpool", "version") == twin.out("zfs", "version")
+
+
 def test_zpool_refuses_boot_drives_and_unknown_devices(twin: Twin) -> None:
     boot = twin.drives("boot")[0]
     done = twin.run("zpool", "create", "scratch", f"/dev/{boot['name']}", check=False)
