@@ -24,18 +24,13 @@ OLD = {"bmc": "1.0", "bios": "2.0"}
 NODES = [f"n{i:02d}" for i in range(1, 11)]
 
 
-@pytest.fixture
-def store(backend: str | None) -> CampaignStore:
-    journal = Journal(backend)  # every engine test on SQLite and on PostgreSQL (tests/conftest.py: backend)
-    yield CampaignStore(journal)
-    journal.close()
+class FailsOncePrepared(FakeBmcs):
+    """A flash that waits (at most 10 s) until the next wave is prepared, once the canary's turn has begun."""
 
-
-@pytest.fixture
-def source(tmp_path: Path) -> Path:
-    path = tmp_path / "campaign.yml"
-    path.write_text("name: test\n")
-    return path
+    def flashed(self, target: Target, comp: Component) -> None:
+        for _ in range(2000):
+            if self.prepared or threading.Event().wait(0.005):
+                break
 
 
 def engine(cat: Catalog, store: CampaignStore, bmcs: FakeBmcs, health: FakeHealth | None = None,
@@ -72,12 +67,6 @@ def test_converged_nodes_are_not_touched(store: CampaignStore, source: Path) -> 
 
 def test_first_failure_halts_with_max_failures_0(store: CampaignStore, source: Path) -> None:
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}, "halt": {"max_failures": 0}})
-
-    class FailsOncePrepared(FakeBmcs):  # the next wave is prepared once the canary's turn has begun
-        def flashed(self, target: Target, comp: Component) -> None:
-            for _ in range(2000):
-                if self.prepared or threading.Event().wait(0.005):
-                    break
 
     bmcs = FailsOncePrepared(NODES, OLD)
     bmcs.faults["n01"] = "fail"
@@ -382,12 +371,6 @@ def test_each_wave_prepares_the_next_ones_pending_nodes_and_releases_at_the_end(
 
 def test_a_halt_still_releases_what_was_prepared(store: CampaignStore, source: Path) -> None:
     cat = catalog({"waves": {"canary": 1, "batch_size": 3}, "halt": {"max_failures": 0}})
-
-    class FailsOncePrepared(FakeBmcs):  # the next wave is prepared once the canary's turn has begun
-        def flashed(self, target: Target, comp: Component) -> None:
-            for _ in range(2000):
-                if self.prepared or threading.Event().wait(0.005):
-                    break
 
     bmcs = FailsOncePrepared(NODES, OLD)
     bmcs.faults["n01"] = "fail"

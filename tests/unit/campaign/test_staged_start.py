@@ -18,7 +18,6 @@ from provision.campaign.gates import GateRunner
 from provision.campaign.plan import Rest, build_plan, first_plan, later_plan, plan_start, to_read
 from provision.campaign.updater import Component, FirmwareState, Guard, Target, unguarded
 from provision.errors import InputError
-from provision.journal import Journal
 from provision.journal.campaigns import CampaignState, CampaignStore, NodeState, WaveState
 from tests.unit.campaign.fakes import FakeBmcs, FakeHealth, at_baseline, catalog, targets
 from tests.unit.campaign.test_not_applicable import BOUND, FLEET
@@ -123,20 +122,6 @@ def test_plan_start_reads_only_the_canarys_nodes_and_leaves_the_rest_and_the_ret
 
 
 # -- the engine -------------------------------------------------------------------------------------
-@pytest.fixture
-def store(backend: str | None) -> CampaignStore:
-    journal = Journal(backend)
-    yield CampaignStore(journal)
-    journal.close()
-
-
-@pytest.fixture
-def source(tmp_path: Path) -> Path:
-    path = tmp_path / "campaign.yml"
-    path.write_text("name: test\n")
-    return path
-
-
 class Watched(FakeBmcs):
     """Records, as each node's update begins, which nodes of the rest had been read by then."""
 
