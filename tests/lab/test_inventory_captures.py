@@ -103,6 +103,9 @@ def test_accounts_and_staged_firmware_read_through_sushy_static_are_the_capture_
     assert {a.user for a in found} == users - {None, ""}, found
     assert all(a.deletable for a in checked)
     own = sorted(a.user for a in checked if acc.never_removed(a, service) is not None)
-    assert own == next(kept for capture, _, _, kept in OWN_ACCOUNTS if capture == name), own
+    tables = {capture: kept for capture, _, _, kept in OWN_ACCOUNTS}
+    if name not in tables:  # DMTF's mockups: their AccountService was pruned (tests/fixtures/PROVENANCE.md)
+        assert name.startswith("dmtf_") and found == () and not (FULL / name / "redfish/v1/AccountService").exists()
+    assert own == tables.get(name, []), own
     assert staged.tasks_readable is (FULL / name / "redfish" / "v1" / "TaskService").is_dir()
     assert staged.staged == ()
