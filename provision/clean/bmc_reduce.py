@@ -179,8 +179,7 @@ def spec_accounts(host: HostEntry) -> frozenset[str] | None:
 
 
 def _unnamed(observed: AccountsSeen) -> list[acc.BmcAccount]:
-    return [a for a in observed.accounts if a.user != observed.acting
-            and (observed.named is None or a.user not in observed.named)]
+    return acc.unnamed(observed.accounts, observed.named, observed.acting)
 
 
 def plan_reduce_accounts(host: HostEntry, observed: AccountsSeen) -> StagePlan:

@@ -192,7 +192,7 @@ def plan_accounts(host: HostEntry, observed: AccountsObserved) -> StagePlan:
 
 def unnamed_accounts(setup: BmcSetup, observed: AccountsObserved) -> list[str]:
     """The accounts the spec does not name, but the one logged in as, by user name."""
-    return sorted(a.user for a in observed.accounts if a.user not in setup.named_accounts and a.user != observed.acting)
+    return sorted(a.user for a in acc.unnamed(observed.accounts, setup.named_accounts, observed.acting))
 
 
 def _probes(host: HostEntry, insecure: bool) -> acc.Probe:

@@ -139,6 +139,11 @@ def parse_account(raw: Json) -> BmcAccount | None:
                       account_types=tuple(str(t) for t in types if t) if isinstance(types, list) else ())
 
 
+def unnamed(accounts: Collection[BmcAccount], named: Collection[str] | None, acting: str) -> list[BmcAccount]:
+    """The accounts a spec does not name (every one when it names none: None), but the one logged in as."""
+    return [a for a in accounts if a.user != acting and (named is None or a.user not in named)]
+
+
 def never_removed(account: BmcAccount, service: Collection[ServiceAccount]) -> str | None:
     """Pure: why the account must stay whatever the spec names, or None. The standard's marks first (a
     HostBootstrapAccount: the BMC deletes it itself at a host or service reset, DSP0270 9.2; an account the BMC
