@@ -220,10 +220,8 @@ class Engine:
                 self._wake.wait(self.poll_s)
                 continue
             wave = next((w for w in self.store.waves(name) if w.state is not WaveState.DONE), None)
-            if wave is None and record.unplanned:  # the later waves are being planned (start/resume adds them)
-                pass
-            elif wave is None:
-                if leading:
+            if wave is None:  # done, unless later waves are still being planned (start/resume adds them)
+                if leading and not record.unplanned:
                     failed, _ = self.store.failed_count(name)
                     if leader.decide("campaign done", self.store.set_state, name, CampaignState.DONE,
                                      f"{failed} node(s) failed" if failed else ""):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
@@ -173,7 +174,7 @@ class CampaignStore:
             if not unplanned:
                 return False
             new = [n for w in waves for n in w]
-            stray = sorted(set(new) - set(unplanned)) + sorted({n for n in new if new.count(n) > 1})
+            stray = sorted(set(new) - set(unplanned)) + sorted(n for n, k in Counter(new).items() if k > 1)
             if stray:
                 raise ValueError(f"campaign {name}: later waves name node(s) not unplanned, or twice: {stray}")
             cur = db.execute("UPDATE campaigns SET waves = ?, unplanned = '[]', updated_at = ?"
