@@ -33,6 +33,12 @@ def test_a_completion_request_registers_every_command(monkeypatch: pytest.Monkey
     assert _named_command(["spec"]) is None
 
 
+def _fresh_python(code: str) -> str:
+    """What `code` prints in a new interpreter (its stderr after, for the assertion's message)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    return out.stdout + out.stderr
+
+
 def test_spec_validate_imports_neither_bringup_nor_the_lab_and_still_validates() -> None:
     code = (
         "import sys\n"
@@ -42,8 +48,7 @@ def test_spec_validate_imports_neither_bringup_nor_the_lab_and_still_validates()
         " if m in sys.modules]\n"
         "print('RC', rc, 'LOADED', loaded)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert "RC 0 LOADED []" in out.stdout, out.stdout + out.stderr
+    assert "RC 0 LOADED []" in _fresh_python(code)
 
 
 def test_every_subcommand_is_listed_once() -> None:
@@ -58,8 +63,7 @@ def test_verify_starts_without_the_redfish_stack_or_ansible_models() -> None:
         "print('LOADED', [m for m in ('provision.redfish.connector', 'provision.redfish.ops.session',"
         " 'provision.ansible.models') if m in sys.modules])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert "LOADED []" in out.stdout, out.stdout + out.stderr
+    assert "LOADED []" in _fresh_python(code)
 
 
 def test_a_read_without_bmc_credentials_is_incomplete_and_other_inventory_errors_pass_through() -> None:
